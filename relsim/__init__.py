@@ -1,0 +1,38 @@
+"""relsim: kernels over relations, checked race-free, compiled through Numba.
+
+Public API (everything a simulation script needs); see README.md.
+"""
+from .builtins import (cross, det, dot, inverse, norm, outer, reduce_argmax, reduce_argmin,
+                       reduce_max, reduce_min, transpose)
+from .config import Config, configure
+from .errors import (ConfigError, DataError, DomainError, KernelError, KernelNameError,
+                     KernelRuntimeError, KernelSyntaxError, KernelTypeError, PhaseError,
+                     RelsimError, SchemaError)
+from .kernel import Func, Kernel, func, kernel
+from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
+from .relations import launch as _launch
+from .runtime import backends as _backends
+from .runtime import run as _run
+from .runtime.explain import explain
+from .types import bool_, f32, f64, i32, i64, mat, vec
+
+__version__ = "0.1.0"
+
+_launch.install(_run)
+
+
+def backends() -> list:
+    """Names of the registered backends."""
+    return sorted(_backends())
+
+
+__all__ = [
+    "Relation", "new_relation", "Field", "KeyField", "Subset", "Grouping", "Global",
+    "kernel", "func", "Kernel", "Func", "explain", "configure", "Config", "backends",
+    "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
+    "dot", "cross", "norm", "outer", "det", "inverse", "transpose",
+    "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax",
+    "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
+    "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",
+    "__version__",
+]

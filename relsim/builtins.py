@@ -1,0 +1,60 @@
+"""Functions usable inside kernels (`rs.dot`, `rs.reduce_min`, ...).
+
+Outside a kernel the vector functions compute with NumPy, so helpers can be tried
+interactively; the reduction statements only have a meaning inside a kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def dot(a, b):
+    """Dot product of two vectors (in a kernel: summed left to right)."""
+    return np.dot(a, b)
+
+
+def cross(a, b):
+    """Cross product of two 3-vectors."""
+    return np.cross(a, b)
+
+
+def norm(a):
+    """Euclidean length: sqrt(dot(a, a))."""
+    return float(np.sqrt(np.dot(a, a)))
+
+
+def outer(a, b):
+    """Outer product of two vectors (a matrix)."""
+    return np.outer(a, b)
+
+
+def det(m):
+    """Determinant of a 2x2 or 3x3 matrix (cofactor expansion along the first row)."""
+    return float(np.linalg.det(m))
+
+
+def inverse(m):
+    """Inverse of a 2x2 or 3x3 matrix (adjugate divided by the determinant)."""
+    return np.linalg.inv(m)
+
+
+def transpose(m):
+    """Transpose of a matrix."""
+    return np.transpose(m)
+
+
+def _kernel_only(name):
+    def f(*args):
+        raise RuntimeError(f"rs.{name} is a reduction statement: use it inside an @rs.kernel")
+    f.__name__ = name
+    f.__doc__ = f"Kernel statement ``rs.{name}(target, value)``."
+    return f
+
+
+reduce_min = _kernel_only("reduce_min")
+reduce_max = _kernel_only("reduce_max")
+reduce_argmin = _kernel_only("reduce_argmin")
+reduce_argmax = _kernel_only("reduce_argmax")
+
+REDUCE_STATEMENTS = {reduce_min: "min", reduce_max: "max", reduce_argmin: "argmin",
+                     reduce_argmax: "argmax"}

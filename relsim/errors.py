@@ -1,0 +1,74 @@
+"""Error classes by lifecycle stage. Each also subclasses the matching builtin exception."""
+from __future__ import annotations
+
+
+class RelsimError(Exception):
+    """Base class of every error relsim raises on purpose."""
+
+
+class DataError(RelsimError, ValueError):
+    """Bad data handed to a relation, field or global (shape, dtype, key out of range)."""
+
+
+class SchemaError(RelsimError, ValueError):
+    """Bad relation schema: duplicate or unknown field, subset or grouping names."""
+
+
+class ConfigError(RelsimError, ValueError):
+    """Bad configuration (unknown target, bad option)."""
+
+
+class DomainError(RelsimError, ValueError):
+    """A geometric domain could not be built (unreadable file, degenerate element...)."""
+
+
+class KernelError(RelsimError):
+    """An error found while compiling a kernel; carries the user's source location."""
+
+    def __init__(self, message: str, loc=None, kernel: str | None = None, extra=()):
+        self.message = message
+        self.loc = loc
+        self.kernel = kernel
+        self.extra = tuple(extra)  # further (label, loc) sites, e.g. the other side of a conflict
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = f"in kernel '{self.kernel}': {self.message}" if self.kernel else self.message
+        parts = [head]
+        if self.loc is not None:
+            parts.append(self.loc.render())
+        for label, loc in self.extra:
+            parts.append(f"{label}:\n{loc.render()}")
+        return "\n".join(parts)
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class KernelSyntaxError(KernelError, SyntaxError):
+    """Python syntax the kernel language does not support."""
+
+    def __init__(self, message, loc=None, kernel=None, extra=()):
+        KernelError.__init__(self, message, loc, kernel, extra)
+        self.msg = self._render()
+        if loc is not None:
+            self.filename, self.lineno = loc.filename, loc.line
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class KernelTypeError(KernelError, TypeError):
+    """A type error in a kernel (mismatched operands, bad call arguments...)."""
+
+
+class KernelNameError(KernelError, NameError):
+    """An unknown name or field in a kernel."""
+
+
+class PhaseError(KernelError, ValueError):
+    """A kernel breaks the phase rules (possible race or order dependence)."""
+
+
+class KernelRuntimeError(RelsimError, RuntimeError):
+    """A kernel failed while running (e.g. a vector index out of range)."""

@@ -1,0 +1,134 @@
+"""Fields: typed columns of a relation, stored as NumPy arrays of shape (rows,) + value shape."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DataError
+from ..types import KeyType, KeyVecType, MatType, ScalarType, VecType, as_value_type
+
+
+class Field:
+    """A typed column of a relation (scalar, small vector or small matrix per row)."""
+
+    is_key = False
+
+    def __init__(self, relation, name: str, vtype, init=0):
+        self.relation = relation
+        self.name = name
+        self.type = as_value_type(vtype)
+        self.data = np.zeros((relation.size,) + self.type.shape, dtype=self.type.dtype)
+        self.version = 0
+        if init is not None:
+            self.fill(init)
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.relation.name}.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"<Field {self.qualname}: {self.type!r}>"
+
+    # -- data in and out -------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The field's storage as a NumPy array (a view: no copy; writes go to the field)."""
+        return self.data
+
+    def load(self, values) -> Field:
+        """Copy `values` (an array of shape (rows,)+value shape, or one value) into the field."""
+        arr = np.asarray(values)
+        want = (self.relation.size,) + self.type.shape
+        if arr.shape not in (want, self.type.shape, ()) :
+            raise DataError(f"cannot load an array of shape {arr.shape} into field "
+                            f"{self.qualname} of shape {want}")
+        if not np.can_cast(arr.dtype, self.data.dtype, "same_kind") and arr.dtype != object:
+            raise DataError(f"cannot load {arr.dtype} values into field {self.qualname} "
+                            f"of type {self.type!r} without losing information; cast first")
+        self._check(arr)
+        self.data[...] = arr
+        self.version += 1
+        return self
+
+    def fill(self, value) -> Field:
+        return self.load(value)
+
+    def copy_from(self, other: Field) -> Field:
+        """Copy another field's values (same relation size and type) into this one."""
+        if other.type != self.type or other.relation.size != self.relation.size:
+            raise DataError(f"cannot copy {other.qualname} ({other.type!r}) into "
+                            f"{self.qualname} ({self.type!r})")
+        self.data[...] = other.data
+        self.version += 1
+        return self
+
+    def swap(self, other: Field) -> None:
+        """Exchange the storage of two fields of the same relation and type (no copy)."""
+        if other.relation is not self.relation or other.type != self.type:
+            raise DataError(f"can only swap fields of the same relation and type: "
+                            f"{self.qualname} ({self.type!r}) and {other.qualname} "
+                            f"({other.type!r})")
+        self.data, other.data = other.data, self.data
+        self.version += 1
+        other.version += 1
+        self.relation._storage_changed()
+
+    def _check(self, arr) -> None:
+        pass
+
+    def _resize(self, size: int) -> None:
+        new = np.zeros((size,) + self.type.shape, dtype=self.type.dtype)
+        n = min(size, self.data.shape[0])
+        new[:n] = self.data[:n]
+        self.data = new
+
+
+class KeyField(Field):
+    """A field whose values are rows of another relation (scalar or fixed-arity vector)."""
+
+    is_key = True
+
+    def __init__(self, relation, name: str, target, arity: int | None = None):
+        self.target = target
+        self.arity = arity
+        vtype = KeyType(target) if arity is None else KeyVecType(target, arity)
+        self.relation = relation
+        self.name = name
+        self.type = vtype
+        self.data = np.zeros((relation.size,) + vtype.shape, dtype=np.int64)
+        self.data.flags.writeable = False
+        self.version = 0
+
+    def numpy(self) -> np.ndarray:
+        """A read-only view of the key rows; change them with `load` so groupings stay valid."""
+        return self.data
+
+    def load(self, values) -> KeyField:
+        arr = np.asarray(values)
+        want = (self.relation.size,) + self.type.shape
+        if arr.shape != want:
+            raise DataError(f"cannot load an array of shape {arr.shape} into key field "
+                            f"{self.qualname} of shape {want}")
+        if arr.size and arr.dtype.kind not in "iu":
+            raise DataError(f"key field {self.qualname} needs integer rows, got {arr.dtype}")
+        if arr.size and (arr.min() < 0 or arr.max() >= self.target.size):
+            bad = np.flatnonzero(((arr < 0) | (arr >= self.target.size)).reshape(len(arr), -1)
+                                 .any(axis=1))
+            raise DataError(f"key field {self.qualname}: row {int(bad[0])} holds "
+                            f"{arr[bad[0]].tolist()}, outside {self.target.name} "
+                            f"(size {self.target.size}); {len(bad)} bad row(s) in all")
+        data = np.array(arr, dtype=np.int64)
+        data.flags.writeable = False
+        self.data = data
+        self.version += 1
+        self.relation._storage_changed()
+        return self
+
+    def fill(self, value):
+        return self.load(np.full((self.relation.size,) + self.type.shape, value))
+
+    def _resize(self, size: int) -> None:
+        super()._resize(size)
+        self.data.flags.writeable = False
+
+
+def is_value_type(t) -> bool:
+    return isinstance(t, (ScalarType, VecType, MatType))

@@ -1,0 +1,46 @@
+"""Groupings: the CSR inverse index of a key field, so kernels can loop over incident rows."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class Grouping:
+    """For each row t of `target`, the rows r of the source relation with key(r) == t,
+    ascending (for a key vector: one entry per matching slot, in (row, slot) order)."""
+
+    def __init__(self, target, name: str, key_field):
+        self.target = target
+        self.name = name
+        self.key_field = key_field
+        self.source = key_field.relation
+        self._version = None
+        self._offsets = None
+        self._rows = None
+
+    def arrays(self):
+        """(offsets, rows), rebuilt when the key field was reloaded."""
+        if self._version != (self.key_field.version, self.target.size):
+            self._build()
+        return self._offsets, self._rows
+
+    def _build(self) -> None:
+        keys = self.key_field.data.reshape(self.source.size, -1)
+        arity = keys.shape[1]
+        flat = keys.ravel()
+        src = np.repeat(np.arange(self.source.size, dtype=np.int64), arity)
+        order = np.argsort(flat, kind="stable")
+        counts = np.bincount(flat, minlength=self.target.size)
+        offsets = np.zeros(self.target.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        self._offsets, self._rows = offsets, src[order]
+        self._version = (self.key_field.version, self.target.size)
+
+    def offsets(self) -> np.ndarray:
+        return self.arrays()[0]
+
+    def rows(self) -> np.ndarray:
+        return self.arrays()[1]
+
+    def __repr__(self) -> str:
+        return (f"<Grouping {self.target.name}.{self.name}: {self.source.name} rows by "
+                f"{self.key_field.name}>")

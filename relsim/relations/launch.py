@@ -1,0 +1,18 @@
+"""The one door from relations to the runtime: `relsim/__init__` installs the launcher.
+
+Relations never import the runtime (data flows one way); the runtime registers itself here.
+"""
+from __future__ import annotations
+
+_launcher = None
+
+
+def install(launcher) -> None:
+    global _launcher
+    _launcher = launcher
+
+
+def run(kernel, relation, subset, config) -> None:
+    if _launcher is None:  # pragma: no cover - relsim/__init__ always installs one
+        raise RuntimeError("no relsim runtime installed; import relsim")
+    _launcher(kernel, relation, subset, config)

@@ -1,0 +1,108 @@
+"""Compiled helpers run after a kernel: fold reduction slots in serial order.
+
+* `gather_*`: each target row folds its slots in ascending slot order (= source row order);
+  parallel over target rows, so the result does not depend on the thread count;
+* `fold_*`: a Global folds all slots in order (serial);
+* `build_inverse`: the CSR of slot ids per target row, by a stable counting sort.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+OPS = {"+": 0, "*": 1, "min": 2, "max": 3, "and": 4, "or": 5}
+
+
+def _gather_num(F, off, ids, vals, op):
+    for t in prange(F.shape[0]):
+        for c in range(F.shape[1]):
+            acc = F[t, c]
+            for j in range(off[t], off[t + 1]):
+                v = vals[ids[j], c]
+                if op == 0:
+                    acc = acc + v
+                elif op == 1:
+                    acc = acc * v
+                elif op == 2:
+                    acc = v if v < acc else acc
+                else:
+                    acc = v if v > acc else acc
+            F[t, c] = acc
+
+
+def _gather_bool(F, off, ids, vals, op):
+    for t in prange(F.shape[0]):
+        for c in range(F.shape[1]):
+            acc = F[t, c]
+            for j in range(off[t], off[t + 1]):
+                if op == 4:
+                    acc = acc and vals[ids[j], c]
+                else:
+                    acc = acc or vals[ids[j], c]
+            F[t, c] = acc
+
+
+gather_num_serial = njit(cache=True)(_gather_num)
+gather_num_parallel = njit(cache=True, parallel=True)(_gather_num)
+gather_bool_serial = njit(cache=True)(_gather_bool)
+gather_bool_parallel = njit(cache=True, parallel=True)(_gather_bool)
+
+
+@njit(cache=True)
+def fold_num(g, vals, op):
+    for c in range(g.shape[0]):
+        acc = g[c]
+        for s in range(vals.shape[0]):
+            v = vals[s, c]
+            if op == 0:
+                acc = acc + v
+            elif op == 1:
+                acc = acc * v
+            elif op == 2:
+                acc = v if v < acc else acc
+            else:
+                acc = v if v > acc else acc
+        g[c] = acc
+
+
+@njit(cache=True)
+def fold_bool(g, vals, op):
+    for c in range(g.shape[0]):
+        acc = g[c]
+        for s in range(vals.shape[0]):
+            if op == 4:
+                acc = acc and vals[s, c]
+            else:
+                acc = acc or vals[s, c]
+        g[c] = acc
+
+
+@njit(cache=True)
+def fold_arg(g, grow, vals, per_row, rows, has_rows, is_min):
+    """Arg-min/arg-max: the first slot (in row order) strictly better than the running best."""
+    best = g[0]
+    brow = grow[0]
+    for s in range(vals.shape[0]):
+        v = vals[s, 0]
+        if (v < best) if is_min else (v > best):
+            best = v
+            i = s // per_row
+            brow = rows[i] if has_rows else i
+    g[0] = best
+    grow[0] = brow
+
+
+@njit(cache=True)
+def build_inverse(tgt, ntarget):
+    off = np.zeros(ntarget + 1, dtype=np.int64)
+    for s in range(tgt.shape[0]):
+        off[tgt[s] + 1] += 1
+    for t in range(ntarget):
+        off[t + 1] += off[t]
+    pos = off[:-1].copy()
+    ids = np.empty(tgt.shape[0], dtype=np.int64)
+    for s in range(tgt.shape[0]):
+        t = tgt[s]
+        ids[pos[t]] = s
+        pos[t] += 1
+    return off, ids

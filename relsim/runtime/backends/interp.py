@@ -1,0 +1,336 @@
+"""The `interp` backend: executes the typed IR directly in Python, one row at a time, in
+ascending row order. Slow and obvious; the oracle the compiled backends are tested against.
+
+Scalars are NumPy scalars of the exact type; math goes through the C library (as compiled code
+does); reductions fold each contribution immediately, which is the serial meaning by definition.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+import numpy as np
+
+from ...errors import KernelRuntimeError
+from ...types import GroupType, KeyType, KeyVecType, ScalarType
+from .. import ir, semantics
+from ..typecheck import elem_of
+from .base import Backend
+
+_libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+
+
+def _libm_fn(name, single):
+    fn = getattr(_libm, name + ("f" if single else ""))
+    ct = ctypes.c_float if single else ctypes.c_double
+    fn.restype = ct
+    fn.argtypes = [ct] * (2 if name in ("atan2", "pow", "copysign") else 1)
+    return fn
+
+
+class NumpyAlgebra:
+    """Scalar operations on NumPy scalars of the exact relsim type."""
+
+    def const(self, value, t):
+        return t.dtype.type(value)
+
+    def binop(self, op, a, b, t):
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b
+        if op == "//":
+            return a // b
+        if op == "%":
+            return a % b
+        if op == "&":
+            return a & b
+        if op == "|":
+            return a | b
+        if op == "^":
+            return a ^ b
+        if op == "<<":
+            return t.dtype.type(a << b)
+        if op == ">>":
+            return t.dtype.type(a >> b)
+        raise ValueError(op)
+
+    def neg(self, a, t):
+        return -a
+
+    def invert(self, a, t):
+        return ~a
+
+    def not_(self, a):
+        return np.bool_(not a)
+
+    def compare(self, op, a, b, t):
+        return np.bool_({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b,
+                         "!=": a != b}[op])
+
+    def cast(self, a, src, dst):
+        return dst.dtype.type(a)
+
+    def select(self, c, a, b, t):
+        return a if c else b
+
+    _cache: dict = {}
+
+    def math(self, name, args, t):
+        if name == "sqrt":
+            return np.sqrt(args[0])
+        if name in ("fabs", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite"):
+            return getattr(np, {"fabs": "abs"}.get(name, name))(args[0])
+        single = t.dtype == np.float32
+        key = (name, single)
+        fn = self._cache.get(key)
+        if fn is None:
+            fn = self._cache[key] = _libm_fn(name, single)
+        return t.dtype.type(fn(*[float(a) for a in args]))
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Return(Exception):
+    pass
+
+
+class InterpExecutable:
+    def __init__(self, analysed):
+        self.a = analysed
+        self.alg = NumpyAlgebra()
+
+    def launch(self, relation, subset) -> None:
+        rows = range(relation.size) if subset is None else subset.rows
+        with np.errstate(all="ignore"):
+            for row in rows:
+                env = {}
+                self.row = int(row)
+                try:
+                    self.block(self.a.body, env)
+                except _Return:
+                    pass
+
+    # -- statements ----------------------------------------------------------------------
+    def block(self, body, env):
+        for s in body:
+            getattr(self, "s_" + type(s).__name__)(s, env)
+
+    def s_Assign(self, s, env):
+        env[s.name] = self.expr(s.value, env)
+
+    def s_AssignIndex(self, s, env):
+        cur = list(env[s.name])
+        t = self.local_types[s.name] if False else None
+        del t
+        pos = self.flat_positions(s.value.type, env[s.name], s.index, env, self.a.locals[s.name])
+        val = self.expr(s.value, env)
+        for p, v in zip(pos, val):
+            cur[p] = v
+        env[s.name] = cur
+
+    def s_FieldStore(self, s, env):
+        key = self.expr(s.key, env)
+        val = self.expr(s.value, env)
+        data = s.field.data
+        if s.index:
+            idx = tuple(self.index_value(i, n, env) for i, n in zip(s.index, s.field.type.shape))
+            target = data[key][idx] if False else None
+            del target
+            sub = data[(key,) + idx]
+            if np.ndim(sub) == 0:
+                data[(key,) + idx] = val[0]
+            else:
+                data[(key,) + idx] = np.array(val).reshape(np.shape(sub))
+        else:
+            data[key] = val[0] if not s.field.type.shape else \
+                np.array(val).reshape(s.field.type.shape)
+
+    def s_FieldReduce(self, s, env):
+        key = self.expr(s.key, env)
+        val = self.expr(s.value, env)
+        data = s.field.data
+        idx = tuple(self.index_value(i, n, env) for i, n in zip(s.index, s.field.type.shape))
+        view = data[(key,) + idx]
+        et = elem_of(s.field.type)
+        if np.ndim(view) == 0:
+            data[(key,) + idx] = semantics.reduce_step(self.alg, s.op, view, val[0], et)
+        else:
+            flat = view.reshape(-1)
+            for c, v in enumerate(val):
+                flat[c] = semantics.reduce_step(self.alg, s.op, flat[c], v, et)
+
+    def s_GlobalReduce(self, s, env):
+        g = s.ref
+        val = self.expr(s.value, env)
+        et = elem_of(g.type)
+        flat = g.data.reshape(-1)
+        if s.op in ("argmin", "argmax"):
+            better = self.alg.compare("<" if s.op == "argmin" else ">", val[0], flat[0], et)
+            if better:
+                flat[0] = val[0]
+                g.row_data[0] = self.row
+            return
+        for c, v in enumerate(val):
+            flat[c] = semantics.reduce_step(self.alg, s.op, flat[c], v, et)
+
+    def s_If(self, s, env):
+        self.block(s.body if self.expr(s.test, env)[0] else s.orelse, env)
+
+    def loop_body(self, body, env) -> bool:
+        try:
+            self.block(body, env)
+        except _Break:
+            return False
+        except _Continue:
+            pass
+        return True
+
+    def s_While(self, s, env):
+        while self.expr(s.test, env)[0]:
+            if not self.loop_body(s.body, env):
+                break
+
+    def s_ForRange(self, s, env):
+        start, stop, step = (int(self.expr(x, env)[0]) for x in (s.start, s.stop, s.step))
+        for i in range(start, stop, step):
+            env[s.var] = [np.int64(i)]
+            if not self.loop_body(s.body, env):
+                break
+
+    def s_ForEach(self, s, env):
+        seq = self.expr(s.seq, env)
+        for x in seq:
+            env[s.var] = x if isinstance(s.seq.type, KeyVecType) else [x]
+            if not self.loop_body(s.body, env):
+                break
+
+    def s_ForGroup(self, s, env):
+        key = self.expr(s.group.key, env)
+        offsets, rows = s.group.grouping.arrays()
+        for j in range(offsets[key], offsets[key + 1]):
+            env[s.var] = int(rows[j])
+            if not self.loop_body(s.body, env):
+                break
+
+    def s_Break(self, s, env):
+        raise _Break
+
+    def s_Continue(self, s, env):
+        raise _Continue
+
+    def s_Return(self, s, env):
+        raise _Return
+
+    def s_Pass(self, s, env):
+        pass
+
+    # -- expressions: keys are ints, key vectors tuples of ints, values component lists ----
+    def expr(self, e, env):
+        return getattr(self, "e_" + type(e).__name__)(e, env)
+
+    def e_Const(self, e, env):
+        return [e.type.dtype.type(e.value)]
+
+    def e_Local(self, e, env):
+        return env[e.name]
+
+    def e_Centred(self, e, env):
+        return self.row
+
+    def e_GlobalRead(self, e, env):
+        return list(e.ref.data.reshape(-1))
+
+    def e_FieldRead(self, e, env):
+        key = self.expr(e.key, env)
+        v = e.field.data[key]
+        if isinstance(e.type, KeyType):
+            return int(v)
+        if isinstance(e.type, KeyVecType):
+            return tuple(int(x) for x in v)
+        return [v] if isinstance(e.type, ScalarType) else list(np.asarray(v).reshape(-1))
+
+    def e_GroupRead(self, e, env):  # only used as a loop sequence (see s_ForGroup)
+        raise AssertionError("grouping read outside a loop")
+
+    def index_value(self, i, n, env):
+        k = int(self.expr(i, env)[0])
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise KernelRuntimeError(f"index {k} out of range for length {n}\n"
+                                     f"{i.loc.render()}")
+        return k
+
+    def flat_positions(self, _t, _cur, index, env, base_t):
+        shape = base_t.shape
+        ks = [self.index_value(i, n, env) for i, n in zip(index, shape)]
+        if len(shape) == 2 and len(ks) == 1:
+            return [ks[0] * shape[1] + j for j in range(shape[1])]
+        pos = 0
+        for k, n in zip(ks, shape):
+            pos = pos * n + k
+        return [pos]
+
+    def e_Index(self, e, env):
+        base = self.expr(e.base, env)
+        bt = e.base.type
+        if isinstance(bt, KeyVecType):
+            return base[self.index_value(e.index[0], bt.n, env)]
+        return [base[p] for p in self.flat_positions(e.type, base, e.index, env, bt)]
+
+    def e_BinOp(self, e, env):
+        return semantics.binop(self.alg, e.op, self.expr(e.left, env), self.expr(e.right, env),
+                               e.left.type, e.right.type, e.type)
+
+    def e_UnaryOp(self, e, env):
+        return semantics.unop(self.alg, e.op, self.expr(e.operand, env), e.type)
+
+    def e_Compare(self, e, env):
+        a, b = self.expr(e.left, env), self.expr(e.right, env)
+        if isinstance(e.left.type, KeyType):
+            return [np.bool_(a == b if e.op == "==" else a != b)]
+        return [self.alg.compare(e.op, a[0], b[0], e.left.type)]
+
+    def e_BoolOp(self, e, env):
+        want = e.op == "or"
+        for v in e.values:
+            if bool(self.expr(v, env)[0]) == want:
+                return [np.bool_(want)]
+        return [np.bool_(not want)]
+
+    def e_IfExp(self, e, env):
+        return self.expr(e.body if self.expr(e.test, env)[0] else e.orelse, env)
+
+    def e_Call(self, e, env):
+        args = [self.expr(a, env) for a in e.args]
+        return semantics.call(self.alg, e.func, args, [a.type for a in e.args], e.type)
+
+    def e_Cast(self, e, env):
+        return semantics.cast(self.alg, self.expr(e.value, env), e.value.type, e.type)
+
+    def e_TupleExpr(self, e, env):
+        out = []
+        for x in e.elts:
+            out.extend(self.expr(x, env))
+        return out
+
+
+class InterpBackend(Backend):
+    name = "interp"
+
+    def compile(self, analysed, options):
+        return InterpExecutable(analysed)
+
+
+_ = GroupType

@@ -1,0 +1,30 @@
+"""`rs.explain(kernel, relation)`: every stage of the pipeline, as text."""
+from __future__ import annotations
+
+from .. import config as _config
+from . import ir
+from .execute import executable
+
+
+def explain(kernel, relation, config=None, file=None) -> str:
+    cfg = config or _config.current()
+    exe = executable(kernel, relation, cfg)
+    a = exe.analysed
+    parts = [f"== kernel {a.kernel_name} over {relation.name} (target {cfg.target})",
+             "-- IR (typed)", ir.dump(a.body),
+             "-- locals", "\n".join(f"  {n}: {t!r}" for n, t in a.locals.items()) or "  none",
+             "-- access summary", a.summary.render() or "  none"]
+    if a.layouts:
+        parts.append("-- reductions (folded in serial row order)")
+        for lay in a.layouts:
+            name = getattr(lay.target, "qualname", "Global")
+            parts.append(f"  {name} {lay.op}: {lay.per_row} slot(s) per row, "
+                         f"{len(lay.sites)} site(s)" + (", conditional" if lay.conditional
+                                                         else ""))
+    source = getattr(exe, "source", None)
+    if source:
+        parts += [f"-- generated Python ({exe.path})", source]
+    text = "\n".join(parts)
+    if file is not None:
+        print(text, file=file)
+    return text

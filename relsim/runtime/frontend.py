@@ -1,0 +1,557 @@
+"""Frontend: a kernel's Python source -> untyped IR.
+
+The function is parsed, never executed. Names resolve to the kernel parameter (the centred key),
+locals, captured relsim Globals, compile-time constants (Python/NumPy scalars and tuples of them),
+known math/vector functions, or `@rs.func` helpers, which are inlined here.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as _py_builtins
+import inspect
+import linecache
+import math
+import textwrap
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import builtins as rsb
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..relations.globals import Global
+from ..types import MatType, ScalarType, VecType
+from . import ir
+
+_MATH_NAMES = ["sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
+               "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "fabs",
+               "pow", "hypot", "copysign", "isnan", "isinf", "isfinite", "trunc"]
+_NP_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+               "absolute": "abs", "minimum": "min", "maximum": "max", "power": "pow"}
+
+
+def _known_callables() -> dict:
+    table = {}
+    for name in _MATH_NAMES:
+        if hasattr(math, name):
+            table[id(getattr(math, name))] = name
+        if hasattr(np, name):
+            table[id(getattr(np, name))] = name
+    for np_name, name in _NP_ALIASES.items():
+        table[id(getattr(np, np_name))] = name
+    for name in ("abs", "min", "max", "pow", "int", "float", "bool", "len"):
+        table[id(getattr(_py_builtins, name))] = name
+    for name in ("dot", "cross", "norm", "outer", "det", "inverse", "transpose"):
+        table[id(getattr(rsb, name))] = name
+    table.update({id(np.dot): "dot", id(np.cross): "cross", id(np.linalg.norm): "norm",
+                  id(np.outer): "outer", id(np.linalg.det): "det", id(np.linalg.inv): "inverse",
+                  id(np.transpose): "transpose"})
+    return table
+
+
+KNOWN = _known_callables()
+_AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+            ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
+            ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+_CMP_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+            ast.NotEq: "!="}
+_REDUCING_AUG = {"+": "+", "-": "+", "*": "*", "|": "or", "&": "and"}
+
+
+@dataclass
+class Source:
+    """A parsed Python function and how to map its AST positions back to the user's file."""
+    fn: object
+    tree: ast.FunctionDef
+    filename: str
+    first_line: int
+    dedent: int
+    lines: list
+
+    @classmethod
+    def of(cls, fn) -> Source:
+        try:
+            filename = inspect.getsourcefile(fn) or "<unknown>"
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise KernelSyntaxError(f"cannot read the source of {fn.__qualname__!r} ({exc}); "
+                                    f"kernels must be defined in a file") from None
+        text = "".join(lines)
+        dedented = textwrap.dedent(text)
+        first_text = next((ln for ln in lines if ln.strip()), "")
+        dedent = len(first_text) - len(first_text.lstrip()) - \
+            (len(dedented.splitlines()[0]) - len(dedented.splitlines()[0].lstrip()))
+        tree = ast.parse(dedented)
+        fdef = tree.body[0]
+        if not isinstance(fdef, ast.FunctionDef):
+            raise KernelSyntaxError(f"{fn.__qualname__!r} is not a plain function definition")
+        all_lines = linecache.getlines(filename) or lines
+        return cls(fn, fdef, filename, first, dedent, all_lines)
+
+    def loc(self, node) -> ir.Loc:
+        line = self.first_line + node.lineno - 1
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        col = node.col_offset + self.dedent
+        end = (node.end_col_offset + self.dedent
+               if getattr(node, "end_lineno", node.lineno) == node.lineno else len(text.rstrip()))
+        return ir.Loc(self.filename, line, col, max(end, col + 1), text, self.fn.__name__)
+
+
+class _Obj:
+    """A compile-time Python object met while resolving a name (module, function, type...)."""
+
+    def __init__(self, value, loc):
+        self.value, self.loc = value, loc
+
+
+class Frontend:
+    """Converts one kernel (and the helpers it calls, inlined) to untyped IR."""
+
+    def __init__(self, kernel_name: str):
+        self.kernel_name = kernel_name
+        self.counter = 0
+        self.func_stack = []
+
+    # -- entry points ---------------------------------------------------------------------
+    def kernel(self, fn) -> tuple[str, tuple]:
+        src = Source.of(fn)
+        args = src.tree.args
+        if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs:
+            raise self.syntax("a kernel takes exactly one parameter: the key of the row it "
+                              "runs for", src.loc(src.tree))
+        param = args.args[0].arg
+        scope = _Scope(src, self._captured(fn), param, _assigned_names(src.tree))
+        body = self.block(src.tree.body, scope, in_func=False)
+        return param, body
+
+    def error(self, cls, msg, loc):
+        return cls(msg, loc, self.kernel_name)
+
+    def syntax(self, msg, loc):
+        return self.error(KernelSyntaxError, msg, loc)
+
+    @staticmethod
+    def _captured(fn) -> dict:
+        env = dict(fn.__globals__)
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    env[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        return env
+
+    # -- statements -----------------------------------------------------------------------
+    def block(self, stmts, scope, in_func) -> tuple:
+        out = []
+        for s in stmts:
+            if (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                    and isinstance(s.value.value, str)):
+                continue  # docstring
+            out.extend(self.stmt(s, scope, in_func))
+        return tuple(out)
+
+    def stmt(self, s, scope, in_func) -> list:
+        loc = scope.src.loc(s)
+        pre: list = []
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1:
+                raise self.syntax("chained assignment is not supported in kernels", loc)
+            res = self.assign(s.targets[0], s.value, scope, loc, pre)
+        elif isinstance(s, ast.AugAssign):
+            res = self.aug_assign(s, scope, loc, pre)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is None:
+                return []
+            res = self.assign(s.target, s.value, scope, loc, pre)
+        elif isinstance(s, ast.If):
+            res = [ir.If(loc, self.expr(s.test, scope, pre), self.block(s.body, scope, in_func),
+                         self.block(s.orelse, scope, in_func))]
+        elif isinstance(s, ast.While):
+            if s.orelse:
+                raise self.syntax("'while ... else' is not supported in kernels", loc)
+            inner: list = []
+            test = self.expr(s.test, scope, inner)
+            if inner:
+                raise self.syntax("a loop condition cannot call an @rs.func helper; compute "
+                                  "it into a local before the loop and at the end of the body",
+                                  loc)
+            res = [ir.While(loc, test, self.block(s.body, scope, in_func))]
+        elif isinstance(s, ast.For):
+            res = [self.for_loop(s, scope, loc, pre, in_func)]
+        elif isinstance(s, ast.Break):
+            res = [ir.Break(loc)]
+        elif isinstance(s, ast.Continue):
+            res = [ir.Continue(loc)]
+        elif isinstance(s, ast.Pass):
+            res = []
+        elif isinstance(s, ast.Return):
+            if in_func:
+                raise self.syntax("'return' is only allowed at the end of an @rs.func (or at "
+                                  "the end of each branch of its final if/else)", loc)
+            if s.value is not None:
+                raise self.syntax("a kernel does not return a value; write results to fields "
+                                  "or reduce them into globals", loc)
+            res = [ir.Return(loc)]
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            res = self.call_stmt(s.value, scope, loc, pre)
+        else:
+            raise self.syntax(f"'{type(s).__name__}' statements are not supported in kernels",
+                              loc)
+        return pre + list(res)
+
+    def assign(self, target, value, scope, loc, pre) -> list:
+        if isinstance(target, ast.Name) and scope.is_global_target(target.id):
+            red = self.minmax_pattern(target, value, scope, pre)
+            if red is None:
+                raise self.error(KernelTypeError, f"cannot assign to Global '{target.id}' in a "
+                                 f"kernel: globals are read, or reduced into with +=, *=, "
+                                 f"g = min(g, x), g = max(g, x)", loc)
+            return [ir.Reduce(loc, scope.global_ref(target.id, loc), red[0], red[1])]
+        if isinstance(target, ast.Name):
+            return [ir.Assign(loc, self.local_name(target.id, scope),
+                              self.expr(value, scope, pre))]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            raise self.syntax("tuple unpacking is not supported in kernels; assign each "
+                              "component", loc)
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and target.value.id in scope.locals:
+            return [ir.AssignIndex(loc, self.local_name(target.value.id, scope),
+                                   self.indices(target.slice, scope, pre),
+                                   self.expr(value, scope, pre))]
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            red = self.minmax_pattern(target, value, scope, pre)
+            tgt = self.expr(target, scope, pre)
+            if red is not None:
+                return [ir.Reduce(loc, tgt, red[0], red[1])]
+            return [ir.Store(loc, tgt, self.expr(value, scope, pre))]
+        raise self.syntax("unsupported assignment target", loc)
+
+    def minmax_pattern(self, target, value, scope, pre):
+        """`t = min(t, x)` / `max` (either argument order): a min/max reduction into t."""
+        if not (isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords):
+            return None
+        obj = self.resolve_static(value.func, scope)
+        name = KNOWN.get(id(obj)) if obj is not None else None
+        if name not in ("min", "max"):
+            return None
+        same = [ast.dump(a) == ast.dump(target, include_attributes=False) for a in value.args]
+        dumped = ast.dump(target)
+        same = [ast.dump(a) == dumped for a in value.args]
+        if same[0] == same[1]:
+            return None
+        other = value.args[1] if same[0] else value.args[0]
+        return name, self.expr(other, scope, pre)
+
+    def aug_assign(self, s, scope, loc, pre) -> list:
+        op = _AUG_OPS.get(type(s.op))
+        if op is None:
+            raise self.syntax("unsupported augmented assignment", loc)
+        value = self.expr(s.value, scope, pre)
+        t = s.target
+        if isinstance(t, ast.Name) and scope.is_global_target(t.id):
+            if op not in _REDUCING_AUG:
+                raise self.error(KernelTypeError, f"'{op}=' is not a reduction; a Global can be "
+                                 f"reduced with += -= *= |= &=, min or max", loc)
+            if op == "-":
+                value = ir.UnaryOp(loc, "-", value)
+            return [ir.Reduce(loc, scope.global_ref(t.id, loc), _REDUCING_AUG[op], value)]
+        if isinstance(t, ast.Name):
+            name = self.local_name(t.id, scope)
+            cur = self.expr(t, scope, pre)
+            return [ir.Assign(loc, name, ir.BinOp(loc, op, cur, value))]
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                and t.value.id in scope.locals:
+            cur = self.expr(t, scope, pre)
+            return [ir.AssignIndex(loc, self.local_name(t.value.id, scope),
+                                   self.indices(t.slice, scope, pre),
+                                   ir.BinOp(loc, op, cur, value))]
+        if isinstance(t, (ast.Attribute, ast.Subscript)):
+            tgt = self.expr(t, scope, pre)
+            if op in _REDUCING_AUG:
+                if op == "-":
+                    value = ir.UnaryOp(loc, "-", value)
+                return [ir.Reduce(loc, tgt, _REDUCING_AUG[op], value)]
+            return [ir.Store(loc, tgt, ir.BinOp(loc, op, tgt, value))]
+        raise self.syntax("unsupported augmented assignment target", loc)
+
+    def call_stmt(self, call, scope, loc, pre) -> list:
+        obj = self.resolve_static(call.func, scope)
+        if obj in rsb.REDUCE_STATEMENTS:
+            if len(call.args) != 2 or call.keywords:
+                raise self.syntax(f"rs.{obj.__name__}(target, value) takes two arguments", loc)
+            target = call.args[0]
+            if isinstance(target, ast.Name) and isinstance(scope.lookup(target.id), Global):
+                tgt = scope.global_ref(target.id, loc)
+            else:
+                tgt = self.expr(target, scope, pre)
+            return [ir.Reduce(loc, tgt, rsb.REDUCE_STATEMENTS[obj],
+                              self.expr(call.args[1], scope, pre))]
+        if _is_func(obj):
+            self.inline(obj, call, scope, loc, pre, want_value=False)
+            return []
+        raise self.syntax("an expression statement must be an rs.reduce_* call or an @rs.func "
+                          "call; its value would be lost", loc)
+
+    def for_loop(self, s, scope, loc, pre, in_func):
+        if s.orelse:
+            raise self.syntax("'for ... else' is not supported in kernels", loc)
+        if not isinstance(s.target, ast.Name):
+            raise self.syntax("a for loop variable must be a single name", loc)
+        var = self.local_name(s.target.id, scope)
+        it = s.iter
+        if isinstance(it, ast.Call) and self.resolve_static(it.func, scope) is range:
+            if it.keywords or not 1 <= len(it.args) <= 3:
+                raise self.syntax("range() takes 1 to 3 positional arguments", loc)
+            args = [self.expr(a, scope, pre) for a in it.args]
+            one, zero = ir.Const(loc, 1, weak=True), ir.Const(loc, 0, weak=True)
+            start, stop, step = ((zero, args[0], one) if len(args) == 1 else
+                                 (args[0], args[1], one) if len(args) == 2 else args)
+            return ir.ForRange(loc, var, start, stop, step, self.block(s.body, scope, in_func))
+        seq = self.expr(it, scope, pre)
+        return ir.ForEach(loc, var, seq, self.block(s.body, scope, in_func))
+
+    # -- expressions ----------------------------------------------------------------------
+    def expr(self, e, scope, pre) -> ir.Expr:
+        r = self.expr_or_obj(e, scope, pre)
+        if isinstance(r, _Obj):
+            return self.obj_value(r, scope)
+        return r
+
+    def obj_value(self, r: _Obj, scope) -> ir.Expr:
+        v = r.value
+        if isinstance(v, Global):
+            return ir.GlobalRead(r.loc, v)
+        if isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
+            return ir.Const(r.loc, v, weak=isinstance(v, (bool, int, float)))
+        if isinstance(v, (tuple, np.ndarray)) and np.asarray(v).dtype.kind in "biuf" \
+                and 1 <= np.asarray(v).ndim <= 2:
+            arr = np.asarray(v)
+            if arr.ndim == 1:
+                return ir.TupleExpr(r.loc, tuple(ir.Const(r.loc, x) for x in arr))
+            return ir.TupleExpr(r.loc, tuple(ir.TupleExpr(r.loc, tuple(ir.Const(r.loc, x)
+                                                                       for x in row))
+                                             for row in arr))
+        raise self.error(KernelTypeError, f"{type(v).__name__} object {_short(v)} cannot be "
+                         f"used as a value in a kernel (captured values must be numbers, tuples "
+                         f"of numbers, small NumPy arrays or rs.Global)", r.loc)
+
+    def expr_or_obj(self, e, scope, pre):
+        loc = scope.src.loc(e)
+        if isinstance(e, ast.Constant):
+            if isinstance(e.value, (bool, int, float)):
+                return ir.Const(loc, e.value, weak=True)
+            raise self.error(KernelTypeError, f"{type(e.value).__name__} constants are not "
+                             f"supported in kernels", loc)
+        if isinstance(e, ast.Name):
+            return scope.name(e.id, loc, self)
+        if isinstance(e, ast.Attribute):
+            base = self.expr_or_obj(e.value, scope, pre)
+            if isinstance(base, _Obj):
+                try:
+                    return _Obj(getattr(base.value, e.attr), loc)
+                except AttributeError:
+                    raise self.error(KernelNameError, f"{_short(base.value)} has no attribute "
+                                     f"{e.attr!r}", loc) from None
+            return ir.Attr(loc, base, e.attr)
+        if isinstance(e, ast.Subscript):
+            return ir.Index(loc, self.expr(e.value, scope, pre),
+                            self.indices(e.slice, scope, pre))
+        if isinstance(e, ast.BinOp):
+            return ir.BinOp(loc, _AUG_OPS[type(e.op)], self.expr(e.left, scope, pre),
+                            self.expr(e.right, scope, pre))
+        if isinstance(e, ast.UnaryOp):
+            op = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not", ast.Invert: "~"}[type(e.op)]
+            return ir.UnaryOp(loc, op, self.expr(e.operand, scope, pre))
+        if isinstance(e, ast.BoolOp):
+            op = "and" if isinstance(e.op, ast.And) else "or"
+            return ir.BoolOp(loc, op, tuple(self.pure_expr(v, scope, loc) for v in e.values))
+        if isinstance(e, ast.Compare):
+            return self.compare(e, scope, loc, pre)
+        if isinstance(e, ast.IfExp):
+            return ir.IfExp(loc, self.expr(e.test, scope, pre), self.pure_expr(e.body, scope, loc),
+                            self.pure_expr(e.orelse, scope, loc))
+        if isinstance(e, ast.Call):
+            return self.call(e, scope, loc, pre)
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return ir.TupleExpr(loc, tuple(self.expr(x, scope, pre) for x in e.elts))
+        raise self.syntax(f"'{type(e).__name__}' expressions are not supported in kernels", loc)
+
+    def pure_expr(self, e, scope, loc):
+        """An operand evaluated only conditionally: helper calls there must not need statements
+        hoisted before the whole expression."""
+        inner: list = []
+        r = self.expr(e, scope, inner)
+        if inner:
+            raise self.syntax("an @rs.func call inside 'and'/'or'/'if-else' expressions is not "
+                              "supported; assign its result to a local first", loc)
+        return r
+
+    def compare(self, e, scope, loc, pre):
+        parts = []
+        left = self.expr(e.left, scope, pre)
+        for op, right_ast in zip(e.ops, e.comparators):
+            if type(op) not in _CMP_OPS:
+                raise self.syntax(f"'{type(op).__name__}' comparisons are not supported in "
+                                  f"kernels", loc)
+            right = self.expr(right_ast, scope, pre)
+            parts.append(ir.Compare(loc, _CMP_OPS[type(op)], left, right))
+            left = right
+        return parts[0] if len(parts) == 1 else ir.BoolOp(loc, "and", tuple(parts))
+
+    def indices(self, sl, scope, pre) -> tuple:
+        if isinstance(sl, ast.Slice):
+            raise self.syntax("slices are not supported in kernels", scope.src.loc(sl))
+        if isinstance(sl, ast.Tuple):
+            return tuple(self.expr(x, scope, pre) for x in sl.elts)
+        return (self.expr(sl, scope, pre),)
+
+    def call(self, e, scope, loc, pre):
+        obj = self.resolve_static(e.func, scope)
+        if e.keywords:
+            raise self.syntax("keyword arguments are not supported in kernel calls", loc)
+        if obj is None:
+            raise self.error(KernelTypeError, "only known math/vector functions, relsim types "
+                             "and @rs.func helpers can be called in kernels", loc)
+        if _is_func(obj):
+            return self.inline(obj, e, scope, loc, pre, want_value=True)
+        args = tuple(self.expr(a, scope, pre) for a in e.args)
+        if isinstance(obj, ScalarType):
+            if len(args) != 1:
+                raise self.error(KernelTypeError, f"{obj.name}(x) takes one argument", loc)
+            return ir.Cast(loc, args[0], type=obj)
+        if isinstance(obj, (VecType, MatType)):
+            return ir.Cast(loc, ir.TupleExpr(loc, args), type=obj)
+        name = KNOWN.get(id(obj))
+        if name is None:
+            raise self.error(KernelTypeError, f"{_short(obj)} cannot be called in a kernel; "
+                             f"supported: math functions, min/max/abs/pow, int/float/bool, "
+                             f"rs types, dot/cross/norm/outer/det/inverse/transpose, @rs.func",
+                             loc)
+        if name in ("int", "float", "bool"):
+            if len(args) != 1:
+                raise self.error(KernelTypeError, f"{name}(x) takes one argument", loc)
+        return ir.Call(loc, name, args)
+
+    def resolve_static(self, e, scope):
+        """The Python object a dotted name denotes, or None if it is a kernel value."""
+        if isinstance(e, ast.Name):
+            if e.id in scope.locals or e.id == scope.param:
+                return None
+            return scope.lookup(e.id)
+        if isinstance(e, ast.Attribute):
+            base = self.resolve_static(e.value, scope)
+            return getattr(base, e.attr, None) if base is not None else None
+        return None
+
+    # -- helpers (@rs.func) -----------------------------------------------------------------
+    def inline(self, func, call, scope, loc, pre, want_value):
+        if func in self.func_stack:
+            raise self.syntax(f"@rs.func {func.__name__!r} calls itself; recursion is not "
+                              f"supported", loc)
+        src = func._source()
+        params = [a.arg for a in src.tree.args.args]
+        if len(call.args) != len(params):
+            raise self.error(KernelTypeError, f"{func.__name__}() takes {len(params)} "
+                             f"argument(s), {len(call.args)} given", loc)
+        args = [self.expr(a, scope, pre) for a in call.args]
+        self.counter += 1
+        prefix = f"_{func.__name__}{self.counter}_"
+        inner = _Scope(src, self._captured(func.fn), None, _assigned_names(src.tree) | set(params),
+                       rename=prefix)
+        for p, a in zip(params, args):
+            pre.append(ir.Assign(loc, prefix + p, a))
+        self.func_stack.append(func)
+        try:
+            body, has_ret = self.func_body(src.tree.body, inner, prefix + "return")
+        finally:
+            self.func_stack.pop()
+        pre.extend(body)
+        if want_value:
+            if not has_ret:
+                raise self.error(KernelTypeError, f"@rs.func {func.__name__!r} returns no value",
+                                 loc)
+            return ir.Local(loc, prefix + "return")
+        return None
+
+    def func_body(self, stmts, scope, ret_name):
+        stmts = [s for s in stmts if not (isinstance(s, ast.Expr) and
+                                          isinstance(s.value, ast.Constant))]
+        if not stmts:
+            return (), False
+        *head, last = stmts
+        out = list(self.block(head, scope, in_func=True))
+        loc = scope.src.loc(last)
+        if isinstance(last, ast.Return):
+            if last.value is None:
+                return tuple(out), False
+            p: list = []
+            val = self.expr(last.value, scope, p)
+            return tuple(out + p + [ir.Assign(loc, ret_name, val)]), True
+        if isinstance(last, ast.If) and last.orelse:
+            p = []
+            test = self.expr(last.test, scope, p)
+            b1, r1 = self.func_body(last.body, scope, ret_name)
+            b2, r2 = self.func_body(last.orelse, scope, ret_name)
+            if r1 != r2:
+                raise self.syntax("every branch of the final if/else of an @rs.func must return "
+                                  "a value, or none may", loc)
+            return tuple(out + p + [ir.If(loc, test, b1, b2)]), r1
+        out.extend(self.block([last], scope, in_func=True))
+        return tuple(out), False
+
+    def local_name(self, name, scope) -> str:
+        if name == scope.param:
+            raise self.syntax(f"cannot assign to the kernel parameter {name!r}",
+                              None)
+        return scope.rename + name
+
+
+class _Scope:
+    def __init__(self, src, captured, param, assigned, rename=""):
+        self.src, self.captured, self.param = src, captured, param
+        self.rename = rename
+        # names assigned in the body are locals, except captured Globals (reduction targets)
+        self.locals = {n for n in assigned
+                       if not isinstance(captured.get(n), Global)}
+
+    def lookup(self, name):
+        if name in self.captured:
+            return self.captured[name]
+        return getattr(_py_builtins, name, None)
+
+    def is_global_target(self, name) -> bool:
+        return name not in self.locals and isinstance(self.captured.get(name), Global)
+
+    def global_ref(self, name, loc):
+        return ir.GlobalRead(loc, self.captured[name])
+
+    def name(self, name, loc, fe):
+        if name == self.param:
+            return ir.Centred(loc, name)
+        if name in self.locals:
+            return ir.Local(loc, self.rename + name)
+        if name in self.captured or hasattr(_py_builtins, name):
+            return _Obj(self.lookup(name), loc)
+        raise fe.error(KernelNameError, f"name {name!r} is not defined", loc)
+
+
+def _assigned_names(fdef) -> set:
+    names = set()
+    for node in ast.walk(fdef):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    names.add(t.id)
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def _is_func(obj) -> bool:
+    return getattr(obj, "_relsim_func", False)
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) < 60 else r[:57] + "..."

@@ -1,0 +1,113 @@
+"""The scalar algebra that emits Python `ast`: every operation becomes `_tN = <op>` in the
+current block and yields the name `_tN`. Used through `semantics`, so vector operations are
+emitted in exactly the order the `interp` oracle evaluates them."""
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+
+from ...types import bool_, f32, f64, i32, i64
+
+_BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
+           "%": ast.Mod, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor, "<<": ast.LShift,
+           ">>": ast.RShift}
+_CMPOPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
+CAST_FN = {bool_: "_bool", i32: "_i32", i64: "_i64", f32: "_f32", f64: "_f64"}
+# libm-backed functions (Numba lowers math.<name> to the C library or the LLVM intrinsic)
+_MATH_MODULE = {"sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
+                "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs", "pow",
+                "copysign", "isnan", "isinf", "isfinite"}
+_NP_MODULE = {"floor", "ceil", "trunc"}  # math.floor returns an int in Numba; np keeps floats
+
+
+def name(n: str, ctx=None) -> ast.Name:
+    return ast.Name(n, ctx or ast.Load())
+
+
+def store(n: str) -> ast.Name:
+    return ast.Name(n, ast.Store())
+
+
+def call(fn: str, *args) -> ast.Call:
+    if "." in fn:
+        mod, attr = fn.split(".")
+        f = ast.Attribute(name(mod), attr, ast.Load())
+    else:
+        f = name(fn)
+    return ast.Call(f, list(args), [])
+
+
+def const(value, t) -> ast.expr:
+    if t == bool_:
+        return ast.Constant(bool(value))
+    if t.is_float:
+        v = float(value)
+        if math.isnan(v):
+            node = name("_NAN")
+        elif math.isinf(v):
+            node = name("_INF") if v > 0 else ast.UnaryOp(ast.USub(), name("_INF"))
+        elif v == 0.0 and math.copysign(1.0, v) < 0:
+            node = ast.UnaryOp(ast.USub(), ast.Constant(0.0))
+        else:
+            node = ast.Constant(v)
+        return node if t == f64 else call(CAST_FN[t], node)
+    v = int(np.asarray(value).astype(t.dtype))
+    node = ast.Constant(v) if v >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-v))
+    return node if t == i64 else call(CAST_FN[t], node)
+
+
+class EmitAlgebra:
+    """Emits statements into `self.out` (the block being built)."""
+
+    def __init__(self):
+        self.out: list = []
+        self.counter = 0
+
+    def fresh(self, prefix="_t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def bind(self, value: ast.expr) -> ast.expr:
+        if isinstance(value, (ast.Name, ast.Constant)):
+            return value
+        n = self.fresh()
+        self.out.append(ast.Assign([store(n)], value))
+        return name(n)
+
+    def const(self, value, t):
+        return self.bind(const(value, t))
+
+    def binop(self, op, a, b, t):
+        e = ast.BinOp(a, _BINOPS[op](), b)
+        if t == i32 or (t == bool_ and op not in ("&", "|", "^")):
+            e = call(CAST_FN[t], e)  # Numba computes small ints in int64: wrap back
+        return self.bind(e)
+
+    def neg(self, a, t):
+        e = ast.UnaryOp(ast.USub(), a)
+        return self.bind(call("_i32", e) if t == i32 else e)
+
+    def invert(self, a, t):
+        e = ast.UnaryOp(ast.Invert(), a)
+        return self.bind(call("_i32", e) if t == i32 else e)
+
+    def not_(self, a):
+        return self.bind(ast.UnaryOp(ast.Not(), a))
+
+    def compare(self, op, a, b, t):
+        return self.bind(ast.Compare(a, [_CMPOPS[op]()], [b]))
+
+    def cast(self, a, src, dst):
+        return self.bind(call(CAST_FN[dst], a))
+
+    def select(self, c, a, b, t):
+        return self.bind(ast.IfExp(c, a, b))
+
+    def math(self, fname, args, t):
+        if fname in _NP_MODULE:
+            return self.bind(call(f"np.{fname}", *args))
+        if fname in _MATH_MODULE:
+            return self.bind(call(f"math.{fname}", *args))
+        raise ValueError(f"no lowering for {fname}")

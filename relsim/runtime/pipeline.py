@@ -1,0 +1,37 @@
+"""The pipeline, one readable function: source -> IR -> typed IR -> access -> phase -> slots.
+
+Backends consume the `Analysed` result; `rs.explain` prints each stage of it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import access, phase, slots
+from .frontend import Frontend
+from .typecheck import TypeChecker
+
+
+@dataclass(frozen=True)
+class Analysed:
+    kernel_name: str
+    relation: object
+    param: str
+    untyped: tuple
+    body: tuple  # typed IR
+    locals: dict  # local name -> type
+    summary: access.AccessSummary
+    phase: phase.PhaseInfo
+    layouts: tuple  # slots.Layout per key-reduced field / reduced Global
+    source_key: str  # what the compiled code depends on, for caches
+
+
+def analyse(kernel, relation) -> Analysed:
+    name = kernel.name
+    param, untyped = Frontend(name).kernel(kernel.fn)
+    tc = TypeChecker(name, relation, param)
+    body = tc.check(untyped)
+    summary = access.summarize(relation, body)
+    info = phase.check(summary, name)
+    layouts = tuple(slots.layouts(body, info, name))
+    return Analysed(name, relation, param, untyped, body, dict(tc.env), summary, info, layouts,
+                    kernel.source_text)

@@ -1,0 +1,164 @@
+"""The meaning of every operator and builtin, written once over an abstract scalar algebra.
+
+Both the `interp` oracle (an algebra of NumPy scalars) and the Numba lowering (an algebra that
+emits Python `ast` statements) evaluate vector/matrix operations through these functions, so the
+order of every floating-point operation is the same in all backends, bit for bit.
+
+Values are lists of scalar components (row-major for matrices); a scalar is a 1-element list.
+"""
+from __future__ import annotations
+
+from ..types import MatType, ScalarType, VecType, bool_
+from .typecheck import elem_of
+
+
+def binop(alg, op, a, b, ta, tb, rt):
+    """Element-wise arithmetic with scalar broadcasting; `@` is matrix multiplication."""
+    et = elem_of(rt)
+    if op == "@":
+        return matmul(alg, a, b, ta, tb, et)
+    if len(a) == 1 and len(b) > 1:
+        a = a * len(b)
+    if len(b) == 1 and len(a) > 1:
+        b = b * len(a)
+    return [alg.binop(op, x, y, et) for x, y in zip(a, b)]
+
+
+def matmul(alg, a, b, ta, tb, et):
+    if isinstance(ta, MatType) and isinstance(tb, VecType):
+        rows, inner, cols = ta.n, ta.m, 1
+    elif isinstance(ta, VecType):
+        rows, inner, cols = 1, ta.n, tb.m
+    else:
+        rows, inner, cols = ta.n, ta.m, tb.m
+    out = []
+    for i in range(rows):
+        for j in range(cols):
+            acc = None
+            for k in range(inner):
+                p = alg.binop("*", a[i * inner + k], b[k * cols + j], et)
+                acc = p if acc is None else alg.binop("+", acc, p, et)
+            out.append(acc)
+    return out
+
+
+def unop(alg, op, a, t):
+    et = elem_of(t)
+    if op == "-":
+        return [alg.neg(x, et) for x in a]
+    if op == "~":
+        return [alg.invert(x, et) for x in a]
+    if op == "not":
+        return [alg.not_(a[0])]
+    raise ValueError(op)
+
+
+def less(alg, a, b, et):
+    return alg.compare("<", a, b, et)
+
+
+def call(alg, name, args, arg_types, rt):
+    """A builtin call on component lists."""
+    et = elem_of(rt) if rt is not None else None
+    if name in ("min", "max"):
+        acc = args[0]
+        for nxt in args[1:]:
+            acc = [_pick(alg, name, x, y, et) for x, y in zip(acc, nxt)]
+        return acc
+    if name == "abs":
+        if et.is_float:
+            return [alg.math("fabs", [x], et) for x in args[0]]
+        zero = alg.const(0, et)
+        return [alg.select(less(alg, x, zero, et), alg.neg(x, et), x, et) for x in args[0]]
+    if name == "dot":
+        return [_dot(alg, args[0], args[1], et)]
+    if name == "norm":
+        return [alg.math("sqrt", [_dot(alg, args[0], args[0], et)], et)]
+    if name == "cross":
+        a, b = args
+        m = lambda x, y: alg.binop("*", x, y, et)  # noqa: E731
+        s = lambda x, y: alg.binop("-", x, y, et)  # noqa: E731
+        return [s(m(a[1], b[2]), m(a[2], b[1])), s(m(a[2], b[0]), m(a[0], b[2])),
+                s(m(a[0], b[1]), m(a[1], b[0]))]
+    if name == "outer":
+        a, b = args
+        return [alg.binop("*", x, y, et) for x in a for y in b]
+    if name == "transpose":
+        t = arg_types[0]
+        return [args[0][i * t.m + j] for j in range(t.m) for i in range(t.n)]
+    if name == "det":
+        return [_det(alg, args[0], arg_types[0].n, et)]
+    if name == "inverse":
+        return _inverse(alg, args[0], arg_types[0].n, et)
+    if name == "hypot":
+        x, y = args[0][0], args[1][0]
+        ss = alg.binop("+", alg.binop("*", x, x, et), alg.binop("*", y, y, et), et)
+        return [alg.math("sqrt", [ss], et)]
+    if name in ("isnan", "isinf", "isfinite"):
+        return [alg.math(name, [args[0][0]], elem_of(arg_types[0]))]
+    return [alg.math(name, [a[0] for a in args], et)]
+
+
+def _pick(alg, name, x, y, et):
+    """min(x, y) = y if y < x else x; max(x, y) = y if y > x else x (Python's choice)."""
+    c = alg.compare("<" if name == "min" else ">", y, x, et)
+    return alg.select(c, y, x, et)
+
+
+def _dot(alg, a, b, et):
+    acc = alg.binop("*", a[0], b[0], et)
+    for x, y in zip(a[1:], b[1:]):
+        acc = alg.binop("+", acc, alg.binop("*", x, y, et), et)
+    return acc
+
+
+def _det(alg, m, n, et):
+    mul = lambda x, y: alg.binop("*", x, y, et)  # noqa: E731
+    sub = lambda x, y: alg.binop("-", x, y, et)  # noqa: E731
+    if n == 2:
+        return sub(mul(m[0], m[3]), mul(m[1], m[2]))
+    c0 = sub(mul(m[4], m[8]), mul(m[5], m[7]))
+    c1 = sub(mul(m[3], m[8]), mul(m[5], m[6]))
+    c2 = sub(mul(m[3], m[7]), mul(m[4], m[6]))
+    return alg.binop("+", sub(mul(m[0], c0), mul(m[1], c1)), mul(m[2], c2), et)
+
+
+def _inverse(alg, m, n, et):
+    mul = lambda x, y: alg.binop("*", x, y, et)  # noqa: E731
+    sub = lambda x, y: alg.binop("-", x, y, et)  # noqa: E731
+    d = _det(alg, m, n, et)
+    if n == 2:
+        adj = [m[3], alg.neg(m[1], et), alg.neg(m[2], et), m[0]]
+    else:
+        def cof(r0, r1, c0, c1):
+            return sub(mul(m[r0 * 3 + c0], m[r1 * 3 + c1]), mul(m[r0 * 3 + c1], m[r1 * 3 + c0]))
+        # adjugate (transpose of the cofactor matrix)
+        adj = [cof(1, 2, 1, 2), cof(0, 2, 2, 1), cof(0, 1, 1, 2),
+               cof(1, 2, 2, 0), cof(0, 2, 0, 2), cof(0, 1, 2, 0),
+               cof(1, 2, 0, 1), cof(0, 2, 1, 0), cof(0, 1, 0, 1)]
+    return [alg.binop("/", x, d, et) for x in adj]
+
+
+def cast(alg, a, src, dst):
+    se, de = elem_of(src), elem_of(dst)
+    if se == de:
+        return list(a)
+    return [alg.cast(x, se, de) for x in a]
+
+
+def reduce_step(alg, op, cur, x, et):
+    """One fold of a reduction: cur op x (min/max keep `cur` on ties, like Python's min)."""
+    if op == "+":
+        return alg.binop("+", cur, x, et)
+    if op == "*":
+        return alg.binop("*", cur, x, et)
+    if op in ("min", "max"):
+        return _pick(alg, op, cur, x, et)
+    if op == "and":
+        return alg.binop("&", cur, x, bool_)
+    if op == "or":
+        return alg.binop("|", cur, x, bool_)
+    raise ValueError(op)
+
+
+__all__ = ["binop", "unop", "call", "cast", "reduce_step", "ScalarType"]
