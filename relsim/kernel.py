@@ -2,18 +2,33 @@
 from __future__ import annotations
 
 import inspect
+import sys
+
+
+def _defining_scope(depth: int) -> dict:
+    """A snapshot of the local names where the decorator was applied: a kernel that reduces
+    into a Global defined in an enclosing function (`heat += ...`) makes that name a Python
+    local, so it is neither a global nor a closure cell; it is found here."""
+    try:
+        frame = sys._getframe(depth + 1)
+    except ValueError:  # pragma: no cover
+        return {}
+    if frame.f_code.co_name == "<module>":
+        return {}
+    return dict(frame.f_locals)
 
 
 class Kernel:
     """A kernel: runs once per row of the relation it is mapped over (``R.foreach(k)``)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, scope=None):
         if not inspect.isfunction(fn):
             raise TypeError(f"@rs.kernel decorates a function, not {type(fn).__name__}")
         self.fn = fn
         self.name = fn.__name__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+        self.scope = scope or {}
         self._plans: dict = {}
 
     @property
@@ -37,8 +52,9 @@ class Func:
 
     _relsim_func = True
 
-    def __init__(self, fn):
+    def __init__(self, fn, scope=None):
         self.fn = fn
+        self.scope = scope or {}
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
@@ -59,9 +75,9 @@ class Func:
 
 def kernel(fn) -> Kernel:
     """Decorator: make `fn(key)` a relsim kernel."""
-    return Kernel(fn)
+    return Kernel(fn, _defining_scope(1))
 
 
 def func(fn) -> Func:
     """Decorator: make `fn` a helper that kernels can call (inlined)."""
-    return Func(fn)
+    return Func(fn, _defining_scope(1))

@@ -112,14 +112,15 @@ class Frontend:
         self.func_stack = []
 
     # -- entry points ---------------------------------------------------------------------
-    def kernel(self, fn) -> tuple[str, tuple]:
+    def kernel(self, kernel) -> tuple[str, tuple]:
+        fn = kernel.fn
         src = Source.of(fn)
         args = src.tree.args
         if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs:
             raise self.syntax("a kernel takes exactly one parameter: the key of the row it "
                               "runs for", src.loc(src.tree))
         param = args.args[0].arg
-        scope = _Scope(src, self._captured(fn), param, _assigned_names(src.tree))
+        scope = _Scope(src, self._captured(fn, kernel.scope), param, _assigned_names(src.tree))
         body = self.block(src.tree.body, scope, in_func=False)
         return param, body
 
@@ -130,8 +131,9 @@ class Frontend:
         return self.error(KernelSyntaxError, msg, loc)
 
     @staticmethod
-    def _captured(fn) -> dict:
+    def _captured(fn, scope) -> dict:
         env = dict(fn.__globals__)
+        env.update(scope)
         if fn.__closure__:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
                 try:
@@ -234,9 +236,8 @@ class Frontend:
         name = KNOWN.get(id(obj)) if obj is not None else None
         if name not in ("min", "max"):
             return None
-        same = [ast.dump(a) == ast.dump(target, include_attributes=False) for a in value.args]
-        dumped = ast.dump(target)
-        same = [ast.dump(a) == dumped for a in value.args]
+        written = ast.unparse(target)
+        same = [ast.unparse(a) == written for a in value.args]
         if same[0] == same[1]:
             return None
         other = value.args[1] if same[0] else value.args[0]
@@ -456,7 +457,7 @@ class Frontend:
         args = [self.expr(a, scope, pre) for a in call.args]
         self.counter += 1
         prefix = f"_{func.__name__}{self.counter}_"
-        inner = _Scope(src, self._captured(func.fn), None, _assigned_names(src.tree) | set(params),
+        inner = _Scope(src, self._captured(func.fn, func.scope), None, _assigned_names(src.tree) | set(params),
                        rename=prefix)
         for p, a in zip(params, args):
             pre.append(ir.Assign(loc, prefix + p, a))

@@ -27,7 +27,7 @@ class Analysed:
 
 def analyse(kernel, relation) -> Analysed:
     name = kernel.name
-    param, untyped = Frontend(name).kernel(kernel.fn)
+    param, untyped = Frontend(name).kernel(kernel)
     tc = TypeChecker(name, relation, param)
     body = tc.check(untyped)
     summary = access.summarize(relation, body)

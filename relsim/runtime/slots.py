@@ -58,8 +58,9 @@ def layouts(body: tuple, phase, kernel_name: str) -> list:
 
 
 class _Walker:
-    def __init__(self, target, key_defs, kernel_name):
+    def __init__(self, target, key_defs, kernel_name, probe=False):
         self.target, self.key_defs, self.kernel_name = target, key_defs, kernel_name
+        self.probe = probe  # only counting slots (loop variables are not bound yet)
         self.sites: list = []
         self.conditional = False
 
@@ -75,7 +76,7 @@ class _Walker:
             if not mine:
                 return 0
             key = None
-            if isinstance(s, ir.FieldReduce):
+            if isinstance(s, ir.FieldReduce) and not self.probe:
                 key = self.static_key(s.key, loops, s.loc)
             self.conditional |= cond
             self.sites.append(Site(s, cur, loops, key))
@@ -84,7 +85,7 @@ class _Walker:
             n1 = self.block(s.body, cur, loops, True)
             return n1 + self.block(s.orelse, cur + n1, loops, True)
         if isinstance(s, (ir.ForRange, ir.ForEach, ir.While, ir.ForGroup)):
-            probe = _Walker(self.target, self.key_defs, self.kernel_name)
+            probe = _Walker(self.target, self.key_defs, self.kernel_name, probe=True)
             inner = probe.block(s.body, 0, (), False)
             if inner == 0:
                 return 0

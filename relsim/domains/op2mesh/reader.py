@@ -235,14 +235,19 @@ def read_op2(path) -> Op2Mesh:
     start = end + 1
     if nnode:
         nl = _newline_positions(data, nnode, start)
-        if len(nl) < nnode:
-            have = len(nl) + (
-                1 if len(data) > (nl[-1] + 1 if len(nl) else start) else 0
-            )
-            raise MeshFormatError(
-                path, f"truncated file: expected {nnode} node lines, found {have}"
-            )
-        xend = int(nl[-1])
+        if len(nl) == nnode:
+            xend = int(nl[-1])
+        else:
+            tail_start = int(nl[-1]) + 1 if len(nl) else start
+            has_tail = bool(data[tail_start:].strip())  # a last line without its newline
+            if len(nl) == nnode - 1 and has_tail:
+                xend = len(data)  # the file ends with the last node line
+            else:
+                raise MeshFormatError(
+                    path,
+                    f"truncated file: expected {nnode} node lines, "
+                    f"found {len(nl) + has_tail}",
+                )
     else:
         xend = start
     x = _parse(path, data[start:xend], np.float64, "node block", 2)

@@ -13,6 +13,7 @@ import ast
 import numpy as np
 from numba import njit
 
+from ...errors import KernelRuntimeError
 from ...relations.field import Field
 from ...relations.globals import Global
 from .. import cache
@@ -70,6 +71,7 @@ class CpuExecutable:
                 rels[id(obj.target)] = obj.target
         self.relations = tuple(rels.values())
         self.bindings: dict = {}
+        self.err = np.zeros(1, dtype=np.int64)  # set to a source line by a failed index check
 
     @property
     def parallel(self):
@@ -85,7 +87,10 @@ class CpuExecutable:
         if b is None or b.versions != versions:
             b = self.bind(relation, subset, versions)
         parallel = not self.force_serial and b.n >= self.threshold
-        (self.parallel if parallel else self.serial)(b.n, b.rows, b.has_rows, *b.args)
+        err = self.err
+        (self.parallel if parallel else self.serial)(b.n, b.rows, b.has_rows, err, *b.args)
+        if err[0]:
+            self.raise_flagged(err)
         for F, off, ids, vals, op, is_bool in b.gathers:
             if is_bool:
                 (cpu_folds.gather_bool_parallel if parallel else
@@ -95,6 +100,12 @@ class CpuExecutable:
                  cpu_folds.gather_num_serial)(F, off, ids, vals, op)
         for fold in b.folds:
             fold()
+
+    def raise_flagged(self, err):
+        line = int(err[0])
+        err[0] = 0
+        raise KernelRuntimeError(f"in kernel {self.analysed.kernel_name!r}: index out of range "
+                                 f"at line {line} (for at least one row)")
 
     def bind(self, relation, subset, versions) -> _Binding:
         b = _Binding()
@@ -126,7 +137,7 @@ class CpuExecutable:
             if isinstance(lay.target, Field):
                 f = lay.target
                 tgt = np.full(b.n * lay.per_row, -1, dtype=np.int64)
-                self.targets[k](b.n, b.rows, b.has_rows, *b.args, tgt)
+                self.targets[k](b.n, b.rows, b.has_rows, self.err, *b.args, tgt)
                 off, ids = cpu_folds.build_inverse(tgt, f.relation.size)
                 F = f.data.reshape(f.relation.size, -1)
                 b.gathers.append((F, off, ids, vals, op, elem_of(f.type).is_bool))

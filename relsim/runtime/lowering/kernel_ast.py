@@ -40,6 +40,7 @@ class KernelLowerer:
         self.params = Params()
         self.alg = EmitAlgebra()
         self.loop_counters: dict = {}  # id(static loop stmt) -> counter variable name
+        self.static_ranges: dict = {}  # loop variable -> (min, max + 1) of a static range
         self.layout_of: dict = {}  # id(reduce stmt) -> (layout index, site)
         for k, lay in enumerate(analysed.layouts):
             for site in lay.sites:
@@ -66,7 +67,7 @@ class KernelLowerer:
         return ast.fix_missing_locations(mod)
 
     def function(self, fname, loop_stmts, range_fn, extra=()):
-        args = ["_n", "_rows", "_has_rows"] + [p for p, _, _ in self.params.items] + list(extra)
+        args = ["_n", "_rows", "_has_rows", "_err"] + [p for p, _, _ in self.params.items] + list(extra)
         body = [self._rename_range(s, range_fn) for s in loop_stmts]
         return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
                                                     [], None, []), body, [], None, None)
@@ -181,7 +182,7 @@ class KernelLowerer:
             return
         # dynamic index: a chain of ifs over the possible positions
         pos, n_each = positions[0], len(vals)
-        chain = [ast.Raise(call("IndexError", ast.Constant("vector index out of range")), None)]
+        chain = [self.flag_error(s.loc.line)]
         for start in reversed(range(0, t.ncomp, n_each)):
             body = [ast.Assign([store(names[start + j])], v) for j, v in enumerate(vals)]
             test = ast.Compare(pos, [ast.Eq()], [ast.Constant(start)])
@@ -213,15 +214,28 @@ class KernelLowerer:
         if isinstance(i, ir.Const):
             v = int(i.value)
             return v + n if v < 0 else v
+        if isinstance(i, ir.Local) and i.name in self.static_ranges:
+            lo, hi = self.static_ranges[i.name]
+            if 0 <= lo and hi <= n:  # a static loop variable known to be in range
+                return self.expr(i)[0]
         a = self.expr(i)[0]
         a = self.alg.bind(ast.IfExp(ast.Compare(a, [ast.Lt()], [ast.Constant(0)]),
                                     ast.BinOp(a, ast.Add(), ast.Constant(n)), a))
+        # no `raise` inside prange (it would serialise the loop): flag the line, use index 0,
+        # and let the launcher raise after the kernel
+        fixed = self.alg.fresh()
+        self.alg.out.append(ast.Assign([store(fixed)], a))
         check = ast.If(ast.BoolOp(ast.Or(), [ast.Compare(a, [ast.Lt()], [ast.Constant(0)]),
                                              ast.Compare(a, [ast.GtE()], [ast.Constant(n)])]),
-                       [ast.Raise(call("IndexError", ast.Constant(
-                           f"index out of range (line {i.loc.line})")), None)], [])
+                       [self.flag_error(i.loc.line), ast.Assign([store(fixed)], ast.Constant(0))],
+                       [])
         self.alg.out.append(check)
-        return a
+        return name(fixed)
+
+    @staticmethod
+    def flag_error(line: int) -> ast.stmt:
+        return ast.Assign([ast.Subscript(name("_err"), ast.Constant(0), ast.Store())],
+                          ast.Constant(line))
 
     def field_slots(self, field, key_atom, index):
         """Subscript expressions (as (array name, index tuple)) for the addressed components."""
@@ -327,6 +341,9 @@ class KernelLowerer:
     def bind_static_loop_var(self, s, counter):
         if isinstance(s, ir.ForRange):
             var = self.local_names(s.var, i64)[0]
+            values = range(s.start.value, s.stop.value, s.step.value)
+            if values:
+                self.static_ranges[s.var] = (min(values), max(values) + 1)
             value = ast.BinOp(ast.Constant(s.start.value), ast.Add(), ast.BinOp(
                 name(counter), ast.Mult(), ast.Constant(s.step.value)))
             self.alg.out.append(ast.Assign([store(var)], value))

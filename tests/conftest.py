@@ -1,0 +1,44 @@
+"""Shared fixtures: every backend runs the same tests (the `target` fixture)."""
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("RELSIM_CACHE_DIR", os.path.join(tempfile.gettempdir(), "relsim-test-cache"))
+
+import relsim as rs  # noqa: E402
+
+TARGETS = ["interp", "cpu", "cpu-serial"]
+
+
+@pytest.fixture(params=TARGETS)
+def target(request):
+    """A Config for each backend; tests pass it to foreach or install it with rs.configure."""
+    return rs.Config(target=request.param, parallel_threshold=1 if request.param == "cpu" else 2048)
+
+
+@pytest.fixture
+def use_target(target):
+    old = rs.config.current()
+    rs.configure(target=target.target, parallel_threshold=target.parallel_threshold)
+    yield target
+    rs.configure(target=old.target, parallel_threshold=old.parallel_threshold)
+
+
+def chain_mesh(n_vertices=6):
+    """A 1-D chain: vertices 0..n-1, edges (i, i+1) with head = i+1, tail = i."""
+    V = rs.Relation("V", n_vertices)
+    E = rs.Relation("E", n_vertices - 1)
+    E.new_key_field("head", V).load(np.arange(1, n_vertices))
+    E.new_key_field("tail", V).load(np.arange(0, n_vertices - 1))
+    return V, E
+
+
+def run_all_targets(build, kernel_runs):
+    """Build fresh data per target, run, and return {target: result arrays}."""
+    out = {}
+    for t in TARGETS:
+        cfg = rs.Config(target=t, parallel_threshold=1 if t == "cpu" else 2048)
+        out[t] = kernel_runs(build(), cfg)
+    return out

@@ -1,0 +1,243 @@
+"""Kernel language features, on every backend, checked against hand-computed answers."""
+import math
+
+import numpy as np
+import pytest
+
+import relsim as rs
+from tests.conftest import chain_mesh
+
+
+def test_design_heat_example_conserves_heat(target):
+    V, E = chain_mesh(7)
+    V.new_field("T", rs.f64, init=0.0)
+    V.new_field("flux", rs.f64, init=0.0)
+    E.new_field("k", rs.f64, init=1.0)
+    V.T.load(np.array([1.0, 0, 0, 3.0, 0, 0, 2.0]))
+    dt = rs.Global(rs.f64, 1e-1)
+    heat = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.k * (e.head.T - e.tail.T)
+        e.tail.flux += d
+        e.head.flux += -d
+
+    @rs.kernel
+    def update(v):
+        v.T += dt * v.flux
+        v.flux = 0.0
+        heat += v.T
+
+    for _ in range(50):
+        heat.value = 0.0
+        E.foreach(conduct, target)
+        V.foreach(update, target)
+    assert abs(heat.value - 6.0) < 1e-13
+    assert np.all(np.diff(V.T.numpy()[:3]) != 0)
+
+
+def test_vectors_matrices_and_math(target):
+    R = rs.Relation("R", 5)
+    R.new_field("p", rs.vec(3, rs.f64)).load(np.arange(15.0).reshape(5, 3) / 7 + 0.5)
+    R.new_field("m", rs.mat(3, 3, rs.f64)).load(
+        np.stack([np.eye(3) * (i + 2) + 0.25 for i in range(5)]))
+    R.new_field("out", rs.f64)
+    R.new_field("v", rs.vec(3, rs.f64))
+    R.new_field("inv", rs.mat(3, 3, rs.f64))
+
+    @rs.func
+    def sq(x):
+        return x * x
+
+    @rs.kernel
+    def k(r):
+        a = r.p
+        b = (1.0, -2.0, 0.5)
+        c = rs.cross(a, b)
+        r.out = rs.dot(a, c) + rs.norm(a) + sq(a[0]) + math.sqrt(abs(a[1])) + r.m[1, 1] \
+            + rs.det(r.m) + max(a[0], a[2], 0.75) + min(a[1], 0.1) + a[2] ** 2
+        r.v = r.m @ a + rs.transpose(r.m) @ b
+        r.inv = rs.inverse(r.m)
+
+    R.foreach(k, target)
+    p, m = R.p.numpy(), R.m.numpy()
+    for i in range(5):
+        a, b = p[i], np.array([1.0, -2.0, 0.5])
+        want = (np.dot(a, np.cross(a, b)) + np.linalg.norm(a) + a[0] ** 2 + math.sqrt(abs(a[1]))
+                + m[i, 1, 1] + np.linalg.det(m[i]) + max(a[0], a[2], 0.75) + min(a[1], 0.1)
+                + a[2] ** 2)
+        assert R.out.numpy()[i] == pytest.approx(want, rel=1e-12)
+        np.testing.assert_allclose(R.v.numpy()[i], m[i] @ a + m[i].T @ b, rtol=1e-12)
+        np.testing.assert_allclose(R.inv.numpy()[i], np.linalg.inv(m[i]), rtol=1e-12)
+
+
+def test_control_flow_loops_and_locals(target):
+    R = rs.Relation("R", 6)
+    R.new_field("n", rs.i32).load(np.arange(6, dtype=np.int32))
+    R.new_field("out", rs.i64)
+    R.new_field("f", rs.f32)
+
+    @rs.kernel
+    def k(r):
+        s = 0
+        i = 0
+        while i < r.n:
+            i += 1
+            if i == 2:
+                continue
+            s += i
+        for j in range(0, 10, 3):
+            if j > r.n:
+                break
+            s = s * 2 if j % 2 == 0 else s + j
+        acc = (0.0, 0.0)
+        for x in (1.0, 2.0):
+            acc[0] = acc[0] + x
+        acc[1] = acc[0] * 2
+        r.out = s
+        r.f = acc[1] / 4 + r.n // 2 + (r.n % 4)
+        if r.n > 4 and not (r.n == 3 or r.n < 0):
+            return
+        r.out += 1000
+
+    R.foreach(k, target)
+
+    def ref(n):
+        s, i = 0, 0
+        while i < n:
+            i += 1
+            if i == 2:
+                continue
+            s += i
+        for j in range(0, 10, 3):
+            if j > n:
+                break
+            s = s * 2 if j % 2 == 0 else s + j
+        return s + (0 if n > 4 else 1000)
+
+    assert R.out.numpy().tolist() == [ref(n) for n in range(6)]
+    np.testing.assert_array_equal(R.f.numpy(), np.array([1.5 + n // 2 + n % 4 for n in range(6)],
+                                                          dtype=np.float32))
+
+
+def test_key_vectors_groupings_and_subsets(target):
+    V = rs.Relation("V", 5)
+    T = rs.Relation("T", 3)
+    T.new_key_field("v", V, 3).load([[0, 1, 2], [1, 2, 3], [2, 3, 4]])
+    V.new_field("x", rs.f64).load(np.array([1.0, 2.0, 4.0, 8.0, 16.0]))
+    V.new_field("deg", rs.i64)
+    V.new_field("nbsum", rs.f64)
+    T.new_field("s", rs.f64)
+    T.group_by("v", "tris")
+
+    @rs.kernel
+    def tri_sum(t):
+        s = 0.0
+        for k in t.v:
+            s += k.x
+        t.s = s + t.v[2].x * 0
+
+    @rs.kernel
+    def count(t):
+        for i in range(3):
+            t.v[i].deg += 1
+
+    @rs.kernel
+    def gather(v):
+        acc = 0.0
+        for t in v.tris:
+            acc += t.s
+        v.nbsum = acc
+
+    T.foreach(tri_sum, target)
+    T.foreach(count, target)
+    V.foreach(gather, target)
+    assert T.s.numpy().tolist() == [7.0, 14.0, 28.0]
+    assert V.deg.numpy().tolist() == [1, 2, 3, 2, 1]
+    assert V.nbsum.numpy().tolist() == [7.0, 21.0, 49.0, 42.0, 28.0]
+
+    V.new_field("mark", rs.i32)
+    S = V.subset("odd", np.array([1, 3]))
+
+    @rs.kernel
+    def mark(v):
+        v.mark = 7
+
+    S.foreach(mark, target)
+    assert V.mark.numpy().tolist() == [0, 7, 0, 7, 0]
+
+
+def test_global_reductions(target):
+    R = rs.Relation("R", 7)
+    vals = np.array([3.0, -1.0, 4.0, -1.0, 5.0, 9.0, 2.0])
+    R.new_field("x", rs.f64).load(vals)
+    total, prod = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 1.0)
+    lo, hi = rs.Global(rs.f64, math.inf), rs.Global(rs.f64, -math.inf)
+    amin, amax = rs.Global(rs.f64, math.inf), rs.Global(rs.f64, -math.inf)
+    anyneg, allpos = rs.Global(rs.bool_, False), rs.Global(rs.bool_, True)
+    vsum = rs.Global(rs.vec(2, rs.f64), (0.0, 0.0))
+
+    @rs.kernel
+    def red(r):
+        total += r.x
+        prod *= r.x
+        lo = min(lo, r.x)
+        rs.reduce_max(hi, r.x)
+        rs.reduce_argmin(amin, r.x)
+        rs.reduce_argmax(amax, r.x)
+        anyneg |= r.x < 0
+        allpos &= r.x > 0
+        vsum += (r.x, 1.0)
+
+    R.foreach(red, target)
+    s = 0.0
+    for v in vals:
+        s += v
+    assert total.value == s
+    assert prod.value == np.prod(vals)
+    assert (lo.value, hi.value) == (-1.0, 9.0)
+    assert (amin.value, amin.row) == (-1.0, 1)  # first row attaining the minimum
+    assert (amax.value, amax.row) == (9.0, 5)
+    assert anyneg.value is True and allpos.value is False
+    assert vsum.value.tolist() == [s, 7.0]
+
+
+def test_key_reductions_min_max_and_components(target):
+    V, E = chain_mesh(5)
+    V.new_field("lo", rs.f64, init=100.0)
+    V.new_field("f", rs.vec(2, rs.f64))
+    E.new_field("w", rs.f64).load(np.array([4.0, 1.0, 3.0, 2.0]))
+
+    @rs.kernel
+    def k(e):
+        e.head.lo = min(e.head.lo, e.w)
+        rs.reduce_min(e.tail.lo, e.w)
+        e.head.f[0] += e.w
+        if e.w > 1.5:
+            e.tail.f[1] -= e.w
+
+    E.foreach(k, target)
+    assert V.lo.numpy().tolist() == [4.0, 1.0, 1.0, 2.0, 2.0]
+    assert V.f.numpy().tolist() == [[0, -4.0], [4.0, 0], [1.0, -3.0], [3.0, -2.0], [2.0, 0]]
+
+
+def test_captured_constants_and_casts(target):
+    R = rs.Relation("R", 3)
+    R.new_field("a", rs.f32).load(np.array([1.5, 2.5, -3.5], dtype=np.float32))
+    R.new_field("b", rs.i32)
+    R.new_field("c", rs.f32)
+    scale = 2
+    offset = np.float32(0.25)
+
+    @rs.kernel
+    def k(r):
+        r.b = int(r.a * scale)
+        r.c = r.a * 0.1 + offset + rs.f32(r.b)
+
+    R.foreach(k, target)
+    a = np.array([1.5, 2.5, -3.5], dtype=np.float32)
+    assert R.b.numpy().tolist() == [3, 5, -7]
+    want = a * np.float32(0.1) + np.float32(0.25) + np.array([3, 5, -7], dtype=np.float32)
+    np.testing.assert_array_equal(R.c.numpy(), want)
+    assert R.c.numpy().dtype == np.float32
