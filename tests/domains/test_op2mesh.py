@@ -15,9 +15,7 @@ import pytest
 try:
     from relsim.domains import op2mesh
 except ImportError:  # relsim core not importable: load the package on its own
-    sys.path.insert(
-        0, str(pathlib.Path(__file__).resolve().parents[2] / "relsim" / "domains")
-    )
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "relsim" / "domains"))
     import op2mesh
 
 naca_mesh = op2mesh.naca_mesh
@@ -26,7 +24,7 @@ write_op2 = op2mesh.write_op2
 format_op2 = op2mesh.format_op2
 MeshFormatError = op2mesh.MeshFormatError
 
-I, J = 20, 30
+I, J = 20, 30  # noqa: E741
 # sha256 of format_op2(naca_mesh(20, 30)): a regression pin from the generator whose
 # (400, 600) rendering reproduces the reference file's sha256 (test_standard_mesh_sha256).
 SHA_20_30 = "3b2e8455ba263b5182bc7309db81dd6f4f903187f5c93fb541087ec75f0e38f0"
@@ -48,9 +46,7 @@ def test_counts_match_reference_formulas(mesh):
     }
     for I2, J2 in [(1, 2), (3, 5), (7, 4)]:
         m = naca_mesh(I2, J2)
-        assert (m.nnode, m.ncell, m.nedge, m.nbedge) == tuple(
-            op2mesh.naca_sizes(I2, J2).values()
-        )
+        assert (m.nnode, m.ncell, m.nedge, m.nbedge) == tuple(op2mesh.naca_sizes(I2, J2).values())
 
 
 def test_dtypes_shapes_readonly(mesh):
@@ -82,9 +78,7 @@ def test_structure(mesh):
     # Positive signed area of every cell (corners counter-clockwise).
     p = mesh.x[mesh.cell]
     xs, ys = p[..., 0], p[..., 1]
-    area = 0.5 * (xs * np.roll(ys, -1, axis=1) - np.roll(xs, -1, axis=1) * ys).sum(
-        axis=1
-    )
+    area = 0.5 * (xs * np.roll(ys, -1, axis=1) - np.roll(xs, -1, axis=1) * ys).sum(axis=1)
     assert (area > 0).all()
     # The wake cut: I+1 coincident node pairs on the bottom row.
     row = mesh.x[: 3 * I + 1]
@@ -160,9 +154,7 @@ def test_round_f6_matches_printf():
 
 
 def test_int_rendering_negative_and_wide():
-    bound = np.array(
-        [1, 2, -7, 0, 2147483647, -2147483648, 10, 99, 100], dtype=np.int64
-    )
+    bound = np.array([1, 2, -7, 0, 2147483647, -2147483648, 10, 99, 100], dtype=np.int64)
     nb = len(bound)
     m = op2mesh.Op2Mesh(
         x=np.zeros((1, 2)),
@@ -286,9 +278,7 @@ def test_missing_file(tmp_path):
     _assert_error(tmp_path / "nope.dat", "cannot read")
 
 
-@pytest.mark.skipif(
-    not os.environ.get("RELSIM_SLOW"), reason="set RELSIM_SLOW=1 (about 5 s)"
-)
+@pytest.mark.skipif(not os.environ.get("RELSIM_SLOW"), reason="set RELSIM_SLOW=1 (about 5 s)")
 def test_standard_mesh_sha256():
     data = format_op2(naca_mesh(400, 600))
     assert len(data) == 78_753_807

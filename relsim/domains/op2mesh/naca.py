@@ -22,7 +22,7 @@ __all__ = ["airfoil_curve", "naca_mesh", "naca_sizes", "not_a_knot_spline"]
 STANDARD_SHA256 = "07dfaf5c2b7002992bc845c4c0a87bdda9cff5ce2e352ae7b76987bea9c9089c"
 
 
-def naca_sizes(I: int, J: int) -> dict:
+def naca_sizes(I: int, J: int) -> dict:  # noqa: E741
     """Set sizes of ``naca_mesh(I, J)``."""
     return {
         "nnode": (3 * I + 1) * (J + 1),
@@ -144,9 +144,9 @@ def _ppoly_eval(xk, c, xv):
     return res
 
 
-def naca_mesh(I: int = 400, J: int = 600) -> Op2Mesh:
+def naca_mesh(I: int = 400, J: int = 600) -> Op2Mesh:  # noqa: E741
     """The OP2 Airfoil NACA0012 C-type mesh with I panels per airfoil side and J layers."""
-    I = int(I)
+    I = int(I)  # noqa: E741
     J = int(J)
     if I < 1 or J < 2:
         raise ValueError(f"naca_mesh needs I >= 1 and J >= 2, got I={I}, J={J}")
@@ -214,9 +214,7 @@ def naca_mesh(I: int = 400, J: int = 600) -> Op2Mesh:
                 ),
                 axis=-1,
             ),
-            np.stack(
-                (node(it, J + 1), node(it + 1, J + 1), cid(it, J), 2 * one(it)), axis=-1
-            ),
+            np.stack((node(it, J + 1), node(it + 1, J + 1), cid(it, J), 2 * one(it)), axis=-1),
             np.stack((node(1, jl), node(1, jl + 1), cid(1, jl), 2 * one(jl)), axis=-1),
         ]
     )

@@ -79,14 +79,10 @@ class Op2Mesh:
         }
         for name, (dtype, width) in spec.items():
             a = np.ascontiguousarray(getattr(self, name), dtype=dtype)
-            shape_ok = (
-                a.ndim == 1 if width is None else (a.ndim == 2 and a.shape[1] == width)
-            )
+            shape_ok = a.ndim == 1 if width is None else (a.ndim == 2 and a.shape[1] == width)
             if not shape_ok:
                 want = "(n,)" if width is None else f"(n, {width})"
-                raise ValueError(
-                    f"Op2Mesh.{name}: expected shape {want}, got {a.shape}"
-                )
+                raise ValueError(f"Op2Mesh.{name}: expected shape {want}, got {a.shape}")
             if a is getattr(self, name) or a.base is not None:
                 a = a.copy()  # never freeze (or alias) the caller's array
             a.flags.writeable = False
@@ -140,9 +136,7 @@ def _load_bytes(path) -> bytes:
             try:  # multi-member gzip files
                 data = gzip.decompress(data)
             except (OSError, EOFError, zlib.error) as e:
-                raise MeshFormatError(
-                    path, f"corrupt or truncated gzip data ({e})"
-                ) from e
+                raise MeshFormatError(path, f"corrupt or truncated gzip data ({e})") from e
     return data
 
 
@@ -220,13 +214,8 @@ def read_op2(path) -> Op2Mesh:
     try:
         nnode, ncell, nedge, nbedge = (int(t) for t in head)
     except ValueError:
-        raise MeshFormatError(
-            path, f"bad header: not integers: {b' '.join(head)!r}"
-        ) from None
-    if (
-        min(nnode, ncell, nedge, nbedge) < 0
-        or max(nnode, ncell, nedge, nbedge) > _INDEX_MAX
-    ):
+        raise MeshFormatError(path, f"bad header: not integers: {b' '.join(head)!r}") from None
+    if min(nnode, ncell, nedge, nbedge) < 0 or max(nnode, ncell, nedge, nbedge) > _INDEX_MAX:
         raise MeshFormatError(
             path, f"bad header: sizes out of range: {nnode} {ncell} {nedge} {nbedge}"
         )
@@ -245,8 +234,7 @@ def read_op2(path) -> Op2Mesh:
             else:
                 raise MeshFormatError(
                     path,
-                    f"truncated file: expected {nnode} node lines, "
-                    f"found {len(nl) + has_tail}",
+                    f"truncated file: expected {nnode} node lines, found {len(nl) + has_tail}",
                 )
     else:
         xend = start
@@ -294,9 +282,7 @@ def read_op2(path) -> Op2Mesh:
     _check_range(path, "bedge (bedges->nodes)", bb[:, 0:2], nnode, line, cols=(1, 2))
     _check_range(path, "becell (bedges->cells)", bb[:, 2], ncell, line, cols=(3,))
     bound = bb[:, 3]
-    if bound.size and (
-        bound.min() < np.iinfo(INDEX_DTYPE).min or bound.max() > _INDEX_MAX
-    ):
+    if bound.size and (bound.min() < np.iinfo(INDEX_DTYPE).min or bound.max() > _INDEX_MAX):
         raise MeshFormatError(path, "bound: value does not fit in int32")
 
     return Op2Mesh(
@@ -335,9 +321,7 @@ def round_f6(a) -> np.ndarray:
     """
     a = np.asarray(a, dtype=np.float64)
     m, ok = _round_f6_units(a)
-    out = np.copysign(
-        m / 1e6, a
-    )  # M < 2**53 and 1e6 exact: the division is strtod's result
+    out = np.copysign(m / 1e6, a)  # M < 2**53 and 1e6 exact: the division is strtod's result
     bad = ~ok | ~np.isfinite(a)
     if bad.any():
         idx = np.flatnonzero(bad.ravel())
@@ -349,7 +333,7 @@ def round_f6(a) -> np.ndarray:
 
 
 def _digits_into(out: np.ndarray, pos: np.ndarray, value: np.ndarray, ndig: np.ndarray):
-    """Write the decimal digits of non-negative int64 ``value`` ending just before ``pos + ndig``."""
+    """Write the digits of non-negative int64 ``value`` into out[pos : pos + ndig]."""
     v = value.copy()
     end = pos + ndig
     for d in range(int(ndig.max()) if ndig.size else 0):
@@ -395,7 +379,7 @@ def _render_rows(cols) -> bytes:
     total = int(row_start[-1] + row_len[-1])
     out = np.full(total, 32, dtype=np.uint8)  # spaces
     pos = row_start.copy()
-    for w, prep in zip(widths, prepared):
+    for w, prep in zip(widths, prepared, strict=True):
         p = pos + 1  # skip the leading space
         neg = prep[1]
         out[p[neg]] = ord("-")
