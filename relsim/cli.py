@@ -1,0 +1,84 @@
+"""The `relsim` command: `relsim run NAME [args]`, `relsim list`, `relsim explain NAME`."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from importlib import metadata
+
+
+def simulations() -> dict:
+    """name -> module path, from the bundled `simulations` package and the entry-point group
+    `relsim.simulations` (third-party simulations)."""
+    found = {}
+    try:
+        import simulations as pkg
+        for info in pkgutil.iter_modules(pkg.__path__):
+            if not info.name.startswith("_"):
+                found[info.name] = f"simulations.{info.name}"
+    except ImportError:
+        pass
+    for ep in metadata.entry_points(group="relsim.simulations"):
+        found[ep.name] = ep.value.split(":")[0]
+    return found
+
+
+def _load(name: str):
+    sims = simulations()
+    if name not in sims:
+        raise SystemExit(f"relsim: no simulation {name!r}; available: "
+                         f"{', '.join(sorted(sims)) or 'none'}")
+    return importlib.import_module(sims[name])
+
+
+def cmd_list(_args) -> int:
+    import relsim as rs
+    print("simulations:")
+    for name, path in sorted(simulations().items()):
+        try:
+            doc = (importlib.import_module(path).__doc__ or "").strip().splitlines()[0]
+        except Exception as exc:  # a broken simulation must not hide the others
+            doc = f"(cannot import: {exc})"
+        print(f"  {name:12s} {doc}")
+    print("backends:")
+    for b in rs.backends():
+        print(f"  {b}")
+    from relsim import domains
+    print("domains:")
+    for d in domains.available():
+        print(f"  {d}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    mod = _load(args.name)
+    return int(mod.main(args.args) or 0)
+
+
+def cmd_explain(args) -> int:
+    mod = _load(args.name)
+    if not hasattr(mod, "explain"):
+        raise SystemExit(f"relsim: simulation {args.name!r} has no explain()")
+    mod.explain()
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="relsim", description="kernels over relations")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a simulation", add_help=False)
+    r.add_argument("name")
+    r.add_argument("args", nargs=argparse.REMAINDER)
+    r.set_defaults(fn=cmd_run)
+    sub.add_parser("list", help="list simulations, backends and domains").set_defaults(
+        fn=cmd_list)
+    e = sub.add_parser("explain", help="print every pipeline stage of a simulation's kernels")
+    e.add_argument("name")
+    e.set_defaults(fn=cmd_explain)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

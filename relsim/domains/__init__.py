@@ -1,0 +1,46 @@
+"""Geometric domain libraries: they build relations (and key fields, subsets, groupings) using
+only the public relsim API. Domains are registered by name; third-party ones are discovered
+through the entry-point group ``relsim.domains`` (value: an importable module)."""
+from __future__ import annotations
+
+import importlib
+import warnings
+from importlib import metadata
+
+from ..errors import DomainError
+
+# bundled domains: name -> module (imported on first use)
+_BUILTIN = {"op2mesh": "relsim.domains.op2mesh"}
+_loaded: dict = {}
+
+
+def _registry() -> dict:
+    names = dict(_BUILTIN)
+    for ep in metadata.entry_points(group="relsim.domains"):
+        names.setdefault(ep.name, ep.value.split(":")[0])
+    return names
+
+
+def available() -> list:
+    """Names of the registered domains (bundled and installed plugins)."""
+    return sorted(_registry())
+
+
+def get(name: str):
+    """The domain module registered as `name`."""
+    if name in _loaded:
+        return _loaded[name]
+    reg = _registry()
+    if name not in reg:
+        raise DomainError(f"no domain {name!r}; registered: {', '.join(sorted(reg)) or 'none'}")
+    try:
+        mod = importlib.import_module(reg[name])
+    except Exception as exc:  # a broken plugin must not break relsim: warn, then refuse
+        warnings.warn(f"relsim domain plugin {name!r} ({reg[name]}) failed to import: {exc}",
+                      RuntimeWarning, stacklevel=2)
+        raise DomainError(f"domain {name!r} is installed but broken: {exc}") from exc
+    _loaded[name] = mod
+    return mod
+
+
+__all__ = ["available", "get"]

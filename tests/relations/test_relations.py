@@ -1,0 +1,86 @@
+"""Relations, fields, key fields, subsets, groupings and globals."""
+import numpy as np
+import pytest
+
+import relsim as rs
+
+
+def test_fields_load_dump_fill_copy_swap():
+    R = rs.Relation("R", 4)
+    x = R.new_field("x", rs.f64, init=1.5)
+    assert R.field("x") is x and R.x is x
+    assert x.numpy().tolist() == [1.5] * 4
+    x.load([1, 2, 3, 4])
+    assert x.numpy().dtype == np.float64 and x.numpy().tolist() == [1, 2, 3, 4]
+    view = x.numpy()
+    view[0] = 9.0  # numpy() is a view: no copy
+    assert x.numpy()[0] == 9.0
+    p = R.new_field("p", rs.vec(3, rs.f32), init=(1, 2, 3))
+    assert p.numpy().shape == (4, 3) and p.numpy().dtype == np.float32
+    m = R.new_field("m", rs.mat(2, 2, rs.i64))
+    assert m.numpy().shape == (4, 2, 2)
+    y = R.new_field("y", rs.f64)
+    y.copy_from(x)
+    assert y.numpy().tolist() == x.numpy().tolist()
+    y.fill(0.0)
+    before = R.storage_version
+    a, b = x.numpy(), y.numpy()
+    x.swap(y)
+    assert x.numpy() is b and y.numpy() is a and R.storage_version > before
+
+
+def test_field_errors_name_the_field():
+    R = rs.Relation("R", 3)
+    R.new_field("x", rs.i32)
+    with pytest.raises(rs.DataError, match=r"R\.x.*shape"):
+        R.x.load(np.zeros(4))
+    with pytest.raises(rs.DataError, match=r"float64.*R\.x"):
+        R.x.load(np.zeros(3))
+    with pytest.raises(rs.SchemaError, match="already has"):
+        R.new_field("x", rs.f64)
+    with pytest.raises(rs.SchemaError, match="no field 'nope'"):
+        R.field("nope")
+    with pytest.raises(rs.DataError):
+        rs.Relation("bad", -1)
+
+
+def test_key_fields_are_validated_and_read_only():
+    V, E = rs.Relation("V", 3), rs.Relation("E", 2)
+    head = E.new_key_field("head", V)
+    with pytest.raises(rs.DataError, match=r"E\.head: row 1 holds 3, outside V \(size 3\)"):
+        head.load([0, 3])
+    head.load([2, 1])
+    with pytest.raises(ValueError):
+        head.numpy()[0] = 0
+    tri = E.new_key_field("v", V, 3)
+    with pytest.raises(rs.DataError, match="shape"):
+        tri.load([0, 1])
+    tri.load([[0, 1, 2], [2, 1, 0]])
+
+
+def test_subsets_and_groupings():
+    V, E = rs.Relation("V", 4), rs.Relation("E", 5)
+    E.new_key_field("head", V).load([3, 1, 3, 0, 1])
+    g = E.group_by("head", "incoming")
+    off, rows = g.arrays()
+    assert off.tolist() == [0, 1, 3, 3, 5]
+    assert rows.tolist() == [3, 1, 4, 0, 2]  # ascending within each group
+    s = V.subset("evens", np.array([True, False, True, False]))
+    assert s.rows.tolist() == [0, 2] and V.subset("evens") is s
+    assert V.subset("picked", [3, 1, 3]).rows.tolist() == [1, 3]
+    with pytest.raises(rs.DataError, match="row indices"):
+        V.subset("bad", [5])
+    E.head.load([0, 0, 0, 0, 0])  # grouping follows the key field
+    assert g.arrays()[0].tolist() == [0, 5, 5, 5, 5]
+
+
+def test_globals():
+    g = rs.Global(rs.f64, 2.5)
+    assert g.value == 2.5 and isinstance(g.value, float)
+    g.value = 3
+    assert g.value == 3.0
+    v = rs.Global(rs.vec(3, rs.f64), (1, 2, 3))
+    assert v.value.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(rs.DataError):
+        v.value = (1, 2)
+    assert rs.Global(rs.f64).row == -1

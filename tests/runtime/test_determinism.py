@@ -1,0 +1,109 @@
+"""Bitwise reproducibility: 1 vs 2 threads, serial vs parallel, compiled vs interp; the compile
+cache lets a second process start without recompiling."""
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import relsim as rs
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(rs.__file__)))
+
+SCRIPT = textwrap.dedent("""\
+    import hashlib, sys
+    import numpy as np
+    import relsim as rs
+
+    rng = np.random.default_rng(7)
+    nv, ne = 5000, 40000
+    V, E = rs.Relation("V", nv), rs.Relation("E", ne)
+    E.new_key_field("head", V).load(rng.integers(0, nv, ne))
+    E.new_key_field("tail", V).load(rng.integers(0, nv, ne))
+    V.new_field("T", rs.f64).load(rng.normal(size=nv))
+    V.new_field("flux", rs.f64)
+    E.new_field("k", rs.f64).load(rng.uniform(0.1, 1.0, ne))
+    heat = rs.Global(rs.f64, 0.0)
+    dt = rs.Global(rs.f64, 1e-3)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.k * (e.head.T - e.tail.T)
+        e.tail.flux += d
+        e.head.flux += -d
+
+    @rs.kernel
+    def update(v):
+        v.T += dt * v.flux
+        v.flux = 0.0
+        heat += v.T
+
+    rs.configure(target=sys.argv[1], parallel_threshold=1)
+    for _ in range(int(sys.argv[2])):
+        heat.value = 0.0
+        E.foreach(conduct)
+        V.foreach(update)
+    h = hashlib.sha256(V.T.numpy().tobytes() + np.float64(heat.value).tobytes()).hexdigest()
+    print(h, repr(heat.value))
+""")
+
+
+def _run(tmp_path, target, threads, steps=5, cache=None):
+    path = tmp_path / "det_script.py"
+    path.write_text(SCRIPT)
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(threads),
+               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    if cache:
+        env["RELSIM_CACHE_DIR"] = str(cache)
+    out = subprocess.run([sys.executable, str(path), target, str(steps)], env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_one_and_two_threads_and_serial_and_interp_agree_bitwise(tmp_path):
+    h1 = _run(tmp_path, "cpu", 1)
+    h2 = _run(tmp_path, "cpu", 2)
+    hs = _run(tmp_path, "cpu-serial", 2)
+    hi = _run(tmp_path, "interp", 1, steps=1)
+    hc = _run(tmp_path, "cpu", 2, steps=1)
+    assert h1 == h2 == hs
+    assert hi == hc
+
+
+def test_in_process_thread_counts_agree(tmp_path):
+    import numba
+    results = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        rs.configure(threads=threads)
+        rng = np.random.default_rng(3)
+        V, E = rs.Relation("V", 3000), rs.Relation("E", 20000)
+        E.new_key_field("a", V).load(rng.integers(0, 3000, 20000))
+        E.new_field("w", rs.f64).load(rng.normal(size=20000))
+        V.new_field("s", rs.f64)
+        tot = rs.Global(rs.f64, 0.0)
+
+        @rs.kernel
+        def k(e):
+            e.a.s += e.w * 1.1
+            tot += e.w
+
+        E.foreach(k, rs.Config(target="cpu", parallel_threshold=1))
+        results.append(hashlib.sha256(V.s.numpy().tobytes()).hexdigest() + repr(tot.value))
+    rs.configure(threads=None)
+    assert results[0] == results[1]
+
+
+def test_second_process_uses_the_disk_cache(tmp_path):
+    cache = tmp_path / "cache"
+    _run(tmp_path, "cpu", 2, steps=1, cache=cache)
+    generated = list(cache.glob("relsim_gen_*.py"))
+    assert generated, "no generated module written"
+    index_files = list(cache.rglob("*.nbi"))
+    assert index_files, "numba wrote no cache index"
+    stamp = {p: p.stat().st_mtime_ns for p in cache.rglob("*.nbc")}
+    _run(tmp_path, "cpu", 2, steps=1, cache=cache)
+    after = {p: p.stat().st_mtime_ns for p in cache.rglob("*.nbc")}
+    assert after == stamp, "the second process recompiled (cache files were rewritten)"

@@ -1,0 +1,51 @@
+"""The public API is explicit and stable."""
+import os
+import subprocess
+import sys
+
+import relsim as rs
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(rs.__file__)))
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+
+DESIGN_NAMES = ["kernel", "func", "Global", "f32", "f64", "i32", "i64", "bool_", "vec", "mat",
+                "Relation", "new_relation", "explain", "RelsimError", "configure"]
+
+
+def test_public_names_exist_and_are_exported():
+    for name in DESIGN_NAMES:
+        assert hasattr(rs, name), name
+        assert name in rs.__all__, name
+    for name in rs.__all__:
+        assert hasattr(rs, name), name
+
+
+def test_errors_subclass_relsim_and_builtin():
+    assert issubclass(rs.KernelSyntaxError, rs.RelsimError)
+    assert issubclass(rs.KernelSyntaxError, SyntaxError)
+    assert issubclass(rs.KernelTypeError, TypeError)
+    assert issubclass(rs.KernelNameError, NameError)
+    assert issubclass(rs.PhaseError, rs.KernelError)
+    assert issubclass(rs.DataError, ValueError)
+
+
+def test_unknown_target_is_a_clear_error():
+    try:
+        rs.Config(target="gpu9000")
+    except rs.ConfigError as exc:
+        assert "interp" in str(exc) and "cpu" in str(exc)
+    else:
+        raise AssertionError("no error")
+
+
+def test_cli_list_and_run_heat():
+    out = subprocess.run([sys.executable, "-m", "relsim.cli", "list"], capture_output=True,
+                         text=True, check=True, env=ENV).stdout
+    assert "heat" in out and "interp" in out and "cpu" in out
+    res = subprocess.run([sys.executable, "-m", "relsim.cli", "run", "heat", "--nx", "12",
+                          "--ny", "9", "--steps", "30"], capture_output=True, text=True, env=ENV)
+    assert res.returncode == 0, res.stderr
+    assert "OK: heat conserved" in res.stdout
+    bad = subprocess.run([sys.executable, "-m", "relsim.cli", "run", "nosuchsim"],
+                         capture_output=True, text=True, env=ENV)
+    assert bad.returncode != 0 and "heat" in bad.stderr
