@@ -94,5 +94,12 @@ def main(argv=None) -> int:
     return 0
 
 
+def explain() -> None:
+    """Print every pipeline stage of the two kernels (for `relsim explain heat`)."""
+    V, E, conduct, update, _ = build(4, 3, 0.1)
+    print(rs.explain(conduct, E))
+    print(rs.explain(update, V))
+
+
 if __name__ == "__main__":
     raise SystemExit(main())
