@@ -12,12 +12,13 @@ import inspect
 import linecache
 import math
 import textwrap
+import types
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import builtins as rsb
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, PhaseError
 from ..relations.globals import Global
 from ..types import MatType, ScalarType, VecType
 from . import ir
@@ -55,6 +56,22 @@ _AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDi
 _CMP_OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
             ast.NotEq: "!="}
 _REDUCING_AUG = {"+": "+", "-": "+", "*": "*", "|": "or", "&": "and"}
+# how error messages name Python constructs kernels do not support (default: the AST class)
+_CONSTRUCTS = {
+    "Lambda": "lambda expressions", "ListComp": "list comprehensions",
+    "SetComp": "set comprehensions", "DictComp": "dict comprehensions",
+    "GeneratorExp": "generator expressions", "Dict": "dicts", "Set": "sets",
+    "JoinedStr": "f-strings", "Starred": "starred (*args) expressions",
+    "NamedExpr": "assignment expressions (:=)", "Await": "'await'", "Yield": "'yield'",
+    "YieldFrom": "'yield from'", "Try": "'try' statements", "TryStar": "'try' statements",
+    "With": "'with' statements", "AsyncWith": "'async with' statements",
+    "AsyncFor": "'async for' loops", "Raise": "'raise' statements",
+    "Assert": "'assert' statements", "Delete": "'del' statements",
+    "Global": "'global' statements", "Nonlocal": "'nonlocal' statements",
+    "Import": "imports", "ImportFrom": "imports", "FunctionDef": "nested function definitions",
+    "AsyncFunctionDef": "nested function definitions", "ClassDef": "class definitions",
+    "Match": "'match' statements",
+}
 
 
 @dataclass
@@ -197,17 +214,17 @@ class Frontend:
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             res = self.call_stmt(s.value, scope, loc, pre)
         else:
-            raise self.syntax(f"'{type(s).__name__}' statements are not supported in kernels",
-                              loc)
+            raise self.syntax(f"{_construct(s, 'statements')} are not supported in kernels", loc)
         return pre + list(res)
 
     def assign(self, target, value, scope, loc, pre) -> list:
         if isinstance(target, ast.Name) and scope.is_global_target(target.id):
             red = self.minmax_pattern(target, value, scope, pre)
             if red is None:
-                raise self.error(KernelTypeError, f"cannot assign to Global '{target.id}' in a "
-                                 f"kernel: globals are read, or reduced into with +=, *=, "
-                                 f"g = min(g, x), g = max(g, x)", loc)
+                raise self.error(PhaseError, f"cannot assign to Global '{target.id}' in a "
+                                 f"kernel (every row would write it: a race); globals are read, "
+                                 f"or reduced into with +=, *=, g = min(g, x), g = max(g, x)",
+                                 loc)
             return [ir.Reduce(loc, scope.global_ref(target.id, loc), red[0], red[1])]
         if isinstance(target, ast.Name):
             return [ir.Assign(loc, self.local_name(target.id, scope),
@@ -251,8 +268,9 @@ class Frontend:
         t = s.target
         if isinstance(t, ast.Name) and scope.is_global_target(t.id):
             if op not in _REDUCING_AUG:
-                raise self.error(KernelTypeError, f"'{op}=' is not a reduction; a Global can be "
-                                 f"reduced with += -= *= |= &=, min or max", loc)
+                raise self.error(PhaseError, f"'{op}=' on Global '{t.id}' is not a reduction "
+                                 f"(every row would write it: a race); a Global can be reduced "
+                                 f"into with += -= *= |= &=, min or max", loc)
             if op == "-":
                 value = ir.UnaryOp(loc, "-", value)
             return [ir.Reduce(loc, scope.global_ref(t.id, loc), _REDUCING_AUG[op], value)]
@@ -290,6 +308,7 @@ class Frontend:
         if _is_func(obj):
             self.inline(obj, call, scope, loc, pre, want_value=False)
             return []
+        self.call(call, scope, loc, [])  # raises if the call is not allowed at all (print...)
         raise self.syntax("an expression statement must be an rs.reduce_* call or an @rs.func "
                           "call; its value would be lost", loc)
 
@@ -351,7 +370,7 @@ class Frontend:
                 try:
                     return _Obj(getattr(base.value, e.attr), loc)
                 except AttributeError:
-                    raise self.error(KernelNameError, f"{_short(base.value)} has no attribute "
+                    raise self.error(KernelNameError, f"{_describe(base.value)} has no attribute "
                                      f"{e.attr!r}", loc) from None
             return ir.Attr(loc, base, e.attr)
         if isinstance(e, ast.Subscript):
@@ -375,7 +394,7 @@ class Frontend:
             return self.call(e, scope, loc, pre)
         if isinstance(e, (ast.Tuple, ast.List)):
             return ir.TupleExpr(loc, tuple(self.expr(x, scope, pre) for x in e.elts))
-        raise self.syntax(f"'{type(e).__name__}' expressions are not supported in kernels", loc)
+        raise self.syntax(f"{_construct(e, 'expressions')} are not supported in kernels", loc)
 
     def pure_expr(self, e, scope, loc):
         """An operand evaluated only conditionally: helper calls there must not need statements
@@ -411,6 +430,7 @@ class Frontend:
         if e.keywords:
             raise self.syntax("keyword arguments are not supported in kernel calls", loc)
         if obj is None:
+            self.expr_or_obj(e.func, scope, [])  # an unknown name or attribute: NameError
             raise self.error(KernelTypeError, "only known math/vector functions, relsim types "
                              "and @rs.func helpers can be called in kernels", loc)
         if _is_func(obj):
@@ -424,7 +444,9 @@ class Frontend:
             return ir.Cast(loc, ir.TupleExpr(loc, args), type=obj)
         name = KNOWN.get(id(obj))
         if name is None:
-            raise self.error(KernelTypeError, f"{_short(obj)} cannot be called in a kernel; "
+            what = getattr(obj, "__qualname__", None) if callable(obj) else None
+            what = f"{what}()" if isinstance(what, str) else _short(obj)
+            raise self.error(KernelTypeError, f"{what} cannot be called in a kernel; "
                              f"supported: math functions, min/max/abs/pow, int/float/bool, "
                              f"rs types, dot/cross/norm/outer/det/inverse/transpose, @rs.func",
                              loc)
@@ -446,6 +468,8 @@ class Frontend:
 
     # -- helpers (@rs.func) -----------------------------------------------------------------
     def inline(self, func, call, scope, loc, pre, want_value):
+        if call.keywords:
+            raise self.syntax("keyword arguments are not supported in kernel calls", loc)
         if func in self.func_stack:
             raise self.syntax(f"@rs.func {func.__name__!r} calls itself; recursion is not "
                               f"supported", loc)
@@ -457,8 +481,8 @@ class Frontend:
         args = [self.expr(a, scope, pre) for a in call.args]
         self.counter += 1
         prefix = f"_{func.__name__}{self.counter}_"
-        inner = _Scope(src, self._captured(func.fn, func.scope), None, _assigned_names(src.tree) | set(params),
-                       rename=prefix)
+        inner = _Scope(src, self._captured(func.fn, func.scope), None,
+                       _assigned_names(src.tree) | set(params), rename=prefix)
         for p, a in zip(params, args):
             pre.append(ir.Assign(loc, prefix + p, a))
         self.func_stack.append(func)
@@ -549,8 +573,18 @@ def _assigned_names(fdef) -> set:
     return names
 
 
+def _construct(node, kind: str) -> str:
+    name = type(node).__name__
+    return _CONSTRUCTS.get(name, f"'{name}' {kind}")
+
+
 def _is_func(obj) -> bool:
     return getattr(obj, "_relsim_func", False)
+
+
+def _describe(v) -> str:
+    """A compile-time object as messages name it: module 'math', or its (short) repr."""
+    return f"module {v.__name__!r}" if isinstance(v, types.ModuleType) else _short(v)
 
 
 def _short(v) -> str:

@@ -51,7 +51,8 @@ def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:
             raise PhaseError(
                 f"{_name(t)} is read and {verb} in the same kernel ({rule}; the result would "
                 f"depend on the order rows run in)", reads[0].loc, kernel_name,
-                extra=[(f"{verb} here ({first_other.path})", first_other.loc)])
+                extra=[(f"{verb} here" + (f" ({first_other.path})" if is_field else ""),
+                        first_other.loc)])
         ops = {}
         for a in others:
             ops.setdefault(a.op, a)

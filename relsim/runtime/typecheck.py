@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
-from ..types import (KeyType, KeyVecType, MatType, ScalarType, VecType, GroupType, bool_, f64,
+from ..types import (GroupType, KeyType, KeyVecType, MatType, ScalarType, VecType, bool_, f64,
                      i64, promote, scalar_of)
 from . import ir
 
@@ -111,12 +111,12 @@ class TypeChecker:
     def s_AssignIndex(self, s, depth):
         t = self.env.get(s.name)
         if t is None or s.name not in self.defined:
-            raise self.err(f"local {_user(s.name)!r} is used before it is assigned", s.loc,
-                           KernelNameError)
+            raise self.unassigned(s.name, s.loc)
         base = ir.Local(s.loc, s.name, type=t)
         target = self.index(ir.Index(s.loc, base, s.index), base)
         v = self.expr(s.value)
-        return replace(s, index=target.index, value=self.convert(v, target.type, s.loc))
+        return replace(s, index=target.index,
+                       value=self.convert(v, target.type, s.loc, f"local {_user(s.name)!r}"))
 
     def s_Store(self, s, depth):
         tgt = self.expr(s.target)
@@ -125,7 +125,8 @@ class TypeChecker:
         if field.is_key:
             raise self.err(f"key field {field.qualname} is read-only in kernels; load it from "
                            f"Python with .load()", s.loc)
-        return ir.FieldStore(s.loc, key, field, index, self.convert(v, tgt.type, s.loc))
+        return ir.FieldStore(s.loc, key, field, index,
+                             self.convert(v, tgt.type, s.loc, f"field {field.qualname}"))
 
     def s_Reduce(self, s, depth):
         v = self.expr(s.value)
@@ -136,7 +137,7 @@ class TypeChecker:
             if op in ("argmin", "argmax") and not isinstance(t, ScalarType):
                 raise self.err(f"{op} reductions need a scalar Global, not {t!r}", s.loc)
             self.check_reduce_op(op, t, s.loc)
-            return ir.GlobalReduce(s.loc, g, op, self.convert(v, t, s.loc))
+            return ir.GlobalReduce(s.loc, g, op, self.convert(v, t, s.loc, "the Global"))
         tgt = self.expr(s.target)
         key, field, index = self.field_target(tgt, s.loc, "reduce into")
         if op in ("argmin", "argmax"):
@@ -145,7 +146,8 @@ class TypeChecker:
         if field.is_key:
             raise self.err(f"key field {field.qualname} is read-only in kernels", s.loc)
         self.check_reduce_op(op, tgt.type, s.loc)
-        return ir.FieldReduce(s.loc, key, field, index, op, self.convert(v, tgt.type, s.loc))
+        return ir.FieldReduce(s.loc, key, field, index, op,
+                              self.convert(v, tgt.type, s.loc, f"field {field.qualname}"))
 
     def check_reduce_op(self, op, t, loc):
         e = elem_of(t)
@@ -163,27 +165,49 @@ class TypeChecker:
         raise self.err(f"cannot {what} this expression; only fields (key.field or "
                        f"key.field[i]), locals and Globals can be targets", loc)
 
+    # Definite assignment: self.defined holds the locals assigned on every path to the current
+    # statement; a local assigned in only one branch of an if, or in a loop that may run zero
+    # times or leave early, is not defined after it.
     def s_If(self, s, depth):
-        return replace(s, test=self.truth(self.expr(s.test)), body=self.block(s.body, depth),
-                       orelse=self.block(s.orelse, depth))
+        test = self.truth(self.expr(s.test))
+        before = set(self.defined)
+        body = self.block(s.body, depth)
+        after_body, self.defined = self.defined, set(before)
+        orelse = self.block(s.orelse, depth)
+        live = [d for d, b in ((after_body, body), (self.defined, orelse)) if not _exits(b)]
+        if live:
+            self.defined = set.intersection(*live)
+        return replace(s, test=test, body=body, orelse=orelse)
+
+    def loop_body(self, body, depth, before, runs: bool):
+        """A loop body; `runs`: it certainly runs at least once (a static, non-empty trip)."""
+        typed = self.block(body, depth + 1)
+        if not runs or any(isinstance(x, (ir.Break, ir.Continue)) for x in ir.walk_stmts(body)):
+            self.defined = before
+        return typed
 
     def s_While(self, s, depth):
-        return replace(s, test=self.truth(self.expr(s.test)), body=self.block(s.body, depth + 1))
+        test = self.truth(self.expr(s.test))
+        return replace(s, test=test, body=self.loop_body(s.body, depth, set(self.defined), False))
 
     def s_ForRange(self, s, depth):
         bounds = [self.int_expr(x, "range() bounds") for x in (s.start, s.stop, s.step)]
         if isinstance(bounds[2], ir.Const) and bounds[2].value == 0:
             raise self.err("range() step must not be zero", s.step.loc)
+        runs = all(isinstance(b, ir.Const) for b in bounds) and \
+            len(range(*(b.value for b in bounds))) > 0
+        before = set(self.defined)
         self.bind_loop_var(s.var, i64, s.loc)
         return replace(s, start=bounds[0], stop=bounds[1], step=bounds[2],
-                       body=self.block(s.body, depth + 1))
+                       body=self.loop_body(s.body, depth, before, runs))
 
     def s_ForEach(self, s, depth):
         seq = self.expr(s.seq)
         t = seq.type
+        before = set(self.defined)
         if isinstance(t, GroupType):
             self.bind_loop_var(s.var, KeyType(t.relation), s.loc)
-            return ir.ForGroup(s.loc, s.var, seq, self.block(s.body, depth + 1))
+            return ir.ForGroup(s.loc, s.var, seq, self.loop_body(s.body, depth, before, False))
         if isinstance(t, KeyVecType):
             self.bind_loop_var(s.var, KeyType(t.relation), s.loc)
         elif isinstance(t, VecType):
@@ -191,7 +215,7 @@ class TypeChecker:
         else:
             raise self.err(f"cannot loop over a value of type {t!r}; loop over range(), a key "
                            f"vector, a vector or a grouping", s.seq.loc)
-        return replace(s, seq=seq, body=self.block(s.body, depth + 1))
+        return replace(s, seq=seq, body=self.loop_body(s.body, depth, before, t.n > 0))
 
     def bind_loop_var(self, name, t, loc):
         old = self.env.get(name)
@@ -203,7 +227,8 @@ class TypeChecker:
 
     def s_Break(self, s, depth):
         if depth == 0:
-            raise self.err("'break' outside a loop", s.loc, KernelSyntaxError)
+            raise self.err(f"'{type(s).__name__.lower()}' outside a loop", s.loc,
+                           KernelSyntaxError)
         return s
 
     s_Continue = s_Break
@@ -230,9 +255,17 @@ class TypeChecker:
 
     def e_Local(self, e):
         if e.name not in self.env or e.name not in self.defined:
-            raise self.err(f"local {_user(e.name)!r} is used before it is assigned", e.loc,
-                           KernelNameError)
+            raise self.unassigned(e.name, e.loc)
         return replace(e, type=self.env[e.name])
+
+    def unassigned(self, name, loc):
+        if name not in self.env:
+            return self.err(f"local {_user(name)!r} is used before it is assigned", loc,
+                            KernelNameError)
+        return self.err(f"local {_user(name)!r} may be used before it is assigned: it is not "
+                        f"assigned on every path to here (only in one branch of an 'if', or in "
+                        f"a loop that may run zero times or break early); assign it before",
+                        loc, KernelNameError)
 
     def e_Centred(self, e):
         return replace(e, type=KeyType(self.relation))
@@ -323,7 +356,8 @@ class TypeChecker:
                 for x in (a, b))
         a, b, et = self.unify(a, b)
         if op == "/" and not et.is_float:
-            a, b, et = self.cast(a, with_elem(a.type, f64)), self.cast(b, with_elem(b.type, f64)), f64
+            a, b, et = (self.cast(a, with_elem(a.type, f64)), self.cast(b, with_elem(b.type, f64)),
+                        f64)
         shape_a, shape_b = a.type.shape, b.type.shape
         if shape_a and shape_b and shape_a != shape_b:
             raise self.err(f"operator '{op}' on mismatched shapes {a.type!r} and {b.type!r}",
@@ -367,15 +401,17 @@ class TypeChecker:
             return ir.Const(x.loc, t.dtype.type(x.value).item(), type=t)
         return ir.Cast(x.loc, x, type=t)
 
-    def convert(self, x, t, loc):
-        """Implicit conversion on assignment, with a clear error when it would lose meaning."""
+    def convert(self, x, t, loc, what=None):
+        """Implicit conversion on assignment, with a clear error when it would lose meaning.
+        `what` names the target in messages, e.g. "field V.T"."""
         if x.type == t:
             return x
+        dst = f"{what} ({t!r})" if what else f"a {t!r} target"
         if isinstance(x.type, ScalarType) and isinstance(t, (VecType, MatType)):
-            raise self.err(f"cannot assign a scalar to a {t!r}; build the value with a tuple "
+            raise self.err(f"cannot assign a scalar to {dst}; build the value with a tuple "
                            f"or the type, e.g. {t!r}(...)", loc)
         if not can_assign(x.type, t):
-            raise self.err(f"cannot assign a {x.type!r} value to a {t!r} target"
+            raise self.err(f"cannot assign a {x.type!r} value to {dst}"
                            + (" (use int() to truncate)" if elem_of(t).is_int else ""), loc)
         return self.cast(x, t)
 
@@ -479,6 +515,16 @@ class TypeChecker:
     def e_Call(self, e):
         args = [self.expr(a) for a in e.args]
         return calls.type_call(self, e, args)
+
+
+def _exits(body) -> bool:
+    """Whether control never falls through the end of `body` (break, continue, return)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ir.Break, ir.Continue, ir.Return)):
+        return True
+    return isinstance(last, ir.If) and _exits(last.body) and _exits(last.orelse)
 
 
 def _is_weak(x) -> bool:
