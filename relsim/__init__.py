@@ -5,6 +5,7 @@ Public API (everything a simulation script needs); see README.md.
 from .builtins import (cross, det, dot, inverse, norm, outer, reduce_argmax, reduce_argmin,
                        reduce_max, reduce_min, transpose)
 from .config import Config, configure
+from .domains.io import write
 from .errors import (ConfigError, DataError, DomainError, KernelError, KernelNameError,
                      KernelRuntimeError, KernelSyntaxError, KernelTypeError, PhaseError,
                      RelsimError, SchemaError)
@@ -34,5 +35,5 @@ __all__ = [
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",
-    "__version__",
+    "write", "__version__",
 ]

@@ -1,0 +1,219 @@
+"""Writing relations' fields to mesh files through meshio (VTU, XDMF+HDF5, VTK, ...).
+
+A relation can be written when its geometry is known: the mesh domains record it as they
+build a mesh (`register_points` for a vertex relation, `register_cells` for elements, edges and
+boundary faces), and so can any other domain. Fields of a vertex relation are written as point
+data on the mesh's elements; fields of any other registered relation as cell data on its own
+cells. Coordinates are read when writing, so a moving mesh is written where it is now.
+
+* ``rs.write(path, relation, fields)``: one file, format from the suffix (``.vtu``, ``.vtk``,
+  ``.xdmf`` (HDF5 heavy data, needs h5py), ``.msh`` ...).
+* ``TimeSeries(path, relation, fields)``: one file per step plus an index ParaView opens as a
+  time series: ``.pvd`` (VTU files ``<stem>_000000.vtu`` ... beside it; the geometry is written
+  with every step) or ``.xdmf`` (one XDMF file and one HDF5 file ``<stem>.h5``, through
+  meshio's `TimeSeriesWriter`; the geometry is written once, with the first step).
+
+Vector fields are written as (rows, n) arrays, matrices flattened to (rows, n*m), booleans as
+uint8. Errors (no geometry, unknown field, a format meshio cannot write) are `DomainError`s.
+"""
+from __future__ import annotations
+
+import os
+import weakref
+from dataclasses import dataclass
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+
+from ..errors import DomainError
+
+_GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _Geometry:
+    vertices: object          # weakref to the vertex relation
+    coords: object            # a vec3 field name, or (x, y, z) scalar field names
+    cells: object             # (m, k) array (point-centred) or key field name(s) of the relation
+    cell_type: str            # meshio cell type
+    centring: str             # "point" or "cell"
+
+
+def register_points(vertices, coords, cells, cell_type: str) -> None:
+    """Record that `vertices` (a relation) is the point set of a mesh of `cells` ((m, k) vertex
+    rows, meshio `cell_type`), with coordinates in field `coords` (or (x, y, z) fields)."""
+    arr = np.array(cells, dtype=np.int64)
+    arr.flags.writeable = False
+    _GEOMETRY[vertices] = _Geometry(weakref.ref(vertices), coords, arr, cell_type, "point")
+
+
+def register_cells(relation, vertices, coords, keys, cell_type: str) -> None:
+    """Record that each row of `relation` is a cell of meshio `cell_type` whose vertices (rows
+    of `vertices`) are its key vector `keys`, or its scalar key fields `keys` (a tuple)."""
+    _GEOMETRY[relation] = _Geometry(weakref.ref(vertices), coords, keys, cell_type, "cell")
+
+
+def register(relation, vertices, coords, cell_relation, keys, cell_type: str,
+             centring: str) -> None:
+    """Register `relation` as point-centred (cells read from `cell_relation`'s key field
+    `keys` now) or cell-centred (its own key field(s) `keys`)."""
+    if centring == "point":
+        kf = [cell_relation.field(k).numpy() for k in _as_tuple(keys)]
+        cells = kf[0] if len(kf) == 1 else np.column_stack(kf)
+        register_points(relation, coords, cells, cell_type)
+    else:
+        register_cells(relation, vertices, coords, keys, cell_type)
+
+
+def has_geometry(relation) -> bool:
+    return relation in _GEOMETRY
+
+
+def _as_tuple(x) -> tuple:
+    return (x,) if isinstance(x, str) else tuple(x)
+
+
+def geometry(relation):
+    """(points (n, 3) float64, cells (m, k) int64, meshio cell type, "point" or "cell")."""
+    g = _GEOMETRY.get(relation)
+    if g is None:
+        raise DomainError(f"relation {relation.name!r} has no mesh geometry: it was not built "
+                          f"by a mesh domain (see relsim.domains.io.register_points / "
+                          f"register_cells)")
+    V = g.vertices()
+    if V is None:
+        raise DomainError(f"relation {relation.name!r}: its vertex relation no longer exists")
+    cs = [V.field(c).numpy() for c in _as_tuple(g.coords)]
+    pts = cs[0] if len(cs) == 1 else np.column_stack(cs)
+    pts = np.asarray(pts, dtype=np.float64)
+    if pts.shape[1] < 3:
+        pts = np.column_stack([pts, np.zeros((len(pts), 3 - pts.shape[1]))])
+    if g.centring == "point":
+        cells = g.cells
+    else:
+        kf = [relation.field(k).numpy().reshape(relation.size, -1) for k in _as_tuple(g.cells)]
+        cells = np.column_stack(kf)
+    return pts, cells, g.cell_type, g.centring
+
+
+def _field_arrays(relation, fields) -> dict:
+    if fields is None:
+        g = _GEOMETRY.get(relation)
+        skip = set(_as_tuple(g.coords)) if g is not None and g.centring == "point" else set()
+        fields = [f for n, f in relation.fields.items() if not f.is_key and n not in skip]
+    out = {}
+    for f in fields:
+        if isinstance(f, str):
+            try:
+                f = relation.field(f)
+            except Exception as exc:
+                raise DomainError(f"cannot write {relation.name}: {exc}") from None
+        if f.relation is not relation:
+            raise DomainError(f"cannot write field {f.qualname} with relation {relation.name}")
+        a = np.asarray(f.numpy())
+        if a.dtype == np.bool_:
+            a = a.astype(np.uint8)
+        if a.ndim > 2:
+            a = a.reshape(len(a), -1)
+        out[f.name] = a
+    return out
+
+
+def _mesh(relation, fields):
+    import meshio
+    pts, cells, ctype, centring = geometry(relation)
+    data = _field_arrays(relation, fields)
+    if centring == "point":
+        return meshio.Mesh(pts, [(ctype, cells)], point_data=data)
+    return meshio.Mesh(pts, [(ctype, cells)], cell_data={k: [v] for k, v in data.items()})
+
+
+def write(path, relation, fields=None) -> None:
+    """Write `relation`'s `fields` (names or Fields; default: all its non-key fields) on its
+    mesh to `path`; meshio picks the format from the suffix (.vtu, .vtk, .xdmf, .msh ...)."""
+    import meshio
+    mesh = _mesh(relation, fields)
+    where = os.fspath(path)
+    try:
+        meshio.write(where, mesh)
+    except Exception as exc:
+        raise DomainError(f"{where}: cannot write {relation.name}: "
+                          f"{type(exc).__name__}: {exc}") from exc
+
+
+class TimeSeries:
+    """Fields of one relation over time, as ``.pvd`` + VTU files or ``.xdmf`` + HDF5.
+
+    >>> with TimeSeries("out/heat.xdmf", mesh.vertices, ["T"]) as series:
+    ...     for step in range(n):
+    ...         ...
+    ...         series.write(t)
+    """
+
+    def __init__(self, path, relation, fields=None):
+        self.path = os.fspath(path)
+        self.relation = relation
+        self.fields = fields
+        self.kind = os.path.splitext(self.path)[1].lower()
+        if self.kind not in (".pvd", ".xdmf"):
+            raise DomainError(f"{self.path}: a time series is a .pvd or an .xdmf file")
+        geometry(relation)  # fail now, not at the first step
+        self.steps: list = []
+        self._xdmf = None
+
+    def __enter__(self) -> TimeSeries:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def write(self, t: float) -> None:
+        """Append the fields' current values as time `t`."""
+        try:
+            if self.kind == ".pvd":
+                self._write_pvd(float(t))
+            else:
+                self._write_xdmf(float(t))
+        except DomainError:
+            raise
+        except Exception as exc:
+            raise DomainError(f"{self.path}: cannot write step {len(self.steps)}: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        self.steps.append(float(t))
+
+    def _write_pvd(self, t: float) -> None:
+        stem = os.path.splitext(self.path)[0]
+        name = f"{stem}_{len(self.steps):06d}.vtu"
+        write(name, self.relation, self.fields)
+        entries = [(s, f"{os.path.basename(stem)}_{i:06d}.vtu")
+                   for i, s in enumerate(self.steps + [t])]
+        lines = ['<?xml version="1.0"?>',
+                 '<VTKFile type="Collection" version="0.1" byte_order="LittleEndian">',
+                 "  <Collection>"]
+        lines += [f'    <DataSet timestep="{s!r}" group="" part="0" file={quoteattr(f)}/>'
+                  for s, f in entries]
+        lines += ["  </Collection>", "</VTKFile>", ""]
+        with open(self.path, "w") as fh:
+            fh.write("\n".join(lines))
+
+    def _write_xdmf(self, t: float) -> None:
+        from meshio.xdmf import TimeSeriesWriter
+        if self._xdmf is None:
+            pts, cells, ctype, _ = geometry(self.relation)
+            self._xdmf = w = TimeSeriesWriter(self.path)
+            # meshio's __enter__ opens "<stem>.h5" in the working directory, not beside the
+            # .xdmf file that refers to it by its base name; open it beside the .xdmf instead
+            import h5py
+            w.h5_filename = os.path.splitext(self.path)[0] + ".h5"
+            w.h5_file = h5py.File(w.h5_filename, "w")
+            self._xdmf.write_points_cells(pts, [(ctype, cells)])
+        mesh = _mesh(self.relation, self.fields)
+        if mesh.point_data:
+            self._xdmf.write_data(t, point_data=mesh.point_data)
+        else:
+            self._xdmf.write_data(t, cell_data=mesh.cell_data)
+
+    def close(self) -> None:
+        if self._xdmf is not None:
+            self._xdmf.__exit__(None, None, None)
+            self._xdmf = None
