@@ -10,7 +10,8 @@ from importlib import metadata
 from ..errors import DomainError
 
 # bundled domains: name -> module (imported on first use)
-_BUILTIN = {"op2mesh": "relsim.domains.op2mesh"}
+_BUILTIN = {"op2mesh": "relsim.domains.op2mesh", "trimesh": "relsim.domains.trimesh",
+            "tetmesh": "relsim.domains.tetmesh", "hexmesh": "relsim.domains.hexmesh"}
 _loaded: dict = {}
 
 
