@@ -2,8 +2,8 @@
 
 Public API (everything a simulation script needs); see README.md.
 """
-from .builtins import (cross, det, dot, inverse, norm, outer, reduce_argmax, reduce_argmin,
-                       reduce_max, reduce_min, transpose)
+from .builtins import (cross, delete, det, dot, insert, inverse, norm, outer, reduce_argmax,
+                       reduce_argmin, reduce_max, reduce_min, transpose)
 from .config import Config, configure
 from .domains.io import write
 from .errors import (ConfigError, DataError, DomainError, KernelError, KernelNameError,
@@ -32,7 +32,7 @@ __all__ = [
     "kernel", "func", "Kernel", "Func", "explain", "configure", "Config", "backends",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose",
-    "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax",
+    "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",
     "write", "__version__",

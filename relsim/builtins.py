@@ -56,5 +56,17 @@ reduce_max = _kernel_only("reduce_max")
 reduce_argmin = _kernel_only("reduce_argmin")
 reduce_argmax = _kernel_only("reduce_argmax")
 
+def delete(key):
+    """Kernel statement ``rs.delete(p)``: remove the kernel's own row of an elastic relation
+    (applied after the kernel; surviving rows keep their order)."""
+    raise RuntimeError("rs.delete is a kernel statement: use it inside an @rs.kernel")
+
+
+def insert(relation, **values):
+    """Kernel statement ``rs.insert(P, x=..., v=...)``: append a row to elastic relation P
+    after the kernel (rows inserted in row order, then program order; unnamed fields zero)."""
+    raise RuntimeError("rs.insert is a kernel statement: use it inside an @rs.kernel")
+
+
 REDUCE_STATEMENTS = {reduce_min: "min", reduce_max: "max", reduce_argmin: "argmin",
                      reduce_argmax: "argmax"}

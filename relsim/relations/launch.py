@@ -6,6 +6,10 @@ from __future__ import annotations
 
 _launcher = None
 
+# Bumped whenever any relation's storage (a field's array, key values, size) or schema changes.
+# Compiled launches compare it first and re-check their relations' versions only when it moved.
+storage_epoch = 0
+
 
 def install(launcher) -> None:
     global _launcher

@@ -1,10 +1,12 @@
 """Relations: tables of rows with typed fields, subsets and groupings."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..errors import DataError, SchemaError
-from . import launch
+from . import elastic, launch
 from .field import Field, KeyField
 from .grouping import Grouping
 from .subset import Subset
@@ -13,7 +15,7 @@ from .subset import Subset
 class Relation:
     """A table of `size` rows. Kernels are mapped over it with ``R.foreach(kernel)``."""
 
-    def __init__(self, name: str, size: int):
+    def __init__(self, name: str, size: int, elastic: bool = False):
         if not isinstance(name, str) or not name.isidentifier():
             raise SchemaError(f"relation name must be an identifier, got {name!r}")
         size = int(size)
@@ -21,6 +23,9 @@ class Relation:
             raise DataError(f"relation {name!r}: size must be >= 0, got {size}")
         self.name = name
         self.size = size
+        self.elastic = bool(elastic)  # rows may be inserted and deleted (particles)
+        self.grid = None  # GridShape when rows are the cells of a structured grid
+        self._keys_in: list = []  # weak references to key fields that point at this relation
         self._fields: dict[str, Field] = {}
         self._subsets: dict[str, Subset] = {}
         self._groupings: dict[str, Grouping] = {}
@@ -62,6 +67,7 @@ class Relation:
         if arity is not None and (not isinstance(arity, int) or arity < 1):
             raise SchemaError(f"{self.name}.{name}: arity must be a positive int")
         f = KeyField(self, name, target, arity)
+        target._keys_in.append(weakref.ref(f))
         self._fields[name] = f
         self._schema_changed()
         return f
@@ -117,6 +123,31 @@ class Relation:
     def groupings(self) -> dict:
         return dict(self._groupings)
 
+    # -- structured grids and elastic relations ---------------------------------------------
+    def set_grid(self, shape, periodic=False) -> None:
+        """Declare that rows are the cells of a grid of `shape` (first axis fastest: row =
+        i + n0*j + n0*n1*k), so kernels can reach neighbours with affine keys `c(1, 0)`.
+        `periodic` is one flag or one per axis."""
+        self.grid = GridShape.make(shape, periodic, self)
+
+    def insert(self, count: int, **values) -> None:
+        """Append `count` rows (elastic relations only); unnamed fields start at zero."""
+        elastic.append_rows(self, int(count), values)
+
+    def delete(self, mask_or_rows) -> None:
+        """Delete rows (elastic relations only), keeping the others in order; keys into this
+        relation are renumbered, or the call is refused if one points at a deleted row."""
+        rows = np.asarray(mask_or_rows)
+        if rows.dtype != bool:
+            mask = np.zeros(self.size, dtype=bool)
+            mask[as_rows(self, rows, f"{self.name}.delete")] = True
+            rows = mask
+        elastic.delete_rows(self, rows)
+
+    def _incoming(self) -> list:
+        alive = [r() for r in self._keys_in]
+        return [kf for kf in alive if kf is not None and kf.relation._fields.get(kf.name) is kf]
+
     # -- running kernels -------------------------------------------------------------------
     def foreach(self, kernel, config=None) -> None:
         """Run `kernel` once for every row (in any order; results as if in row order)."""
@@ -125,10 +156,12 @@ class Relation:
     # -- bookkeeping -------------------------------------------------------------------------
     def _schema_changed(self) -> None:
         self.schema_version += 1
-        self.storage_version += 1
+        self._storage_changed()
 
     def _storage_changed(self) -> None:
+        # every change of storage arrays or size must come through here (launches re-bind)
         self.storage_version += 1
+        launch.storage_epoch += 1
 
     def __getattr__(self, name):
         # convenient read access: R.T is R.field("T"), R.edges is a grouping, R.boundary a subset
@@ -140,8 +173,44 @@ class Relation:
                              f"{name!r}")
 
 
+class GridShape:
+    """The shape and per-axis periodicity of a structured grid relation."""
+
+    __slots__ = ("shape", "periodic", "strides")
+
+    def __init__(self, shape, periodic):
+        self.shape, self.periodic = shape, periodic
+        strides, s = [], 1
+        for n in shape:
+            strides.append(s)
+            s *= n
+        self.strides = tuple(strides)
+
+    @classmethod
+    def make(cls, shape, periodic, rel):
+        shape = tuple(int(n) for n in shape)
+        if not shape or any(n < 1 for n in shape):
+            raise DataError(f"{rel.name}: grid shape must be positive, got {shape}")
+        if int(np.prod(shape)) != rel.size:
+            raise DataError(f"{rel.name}: grid shape {shape} has {int(np.prod(shape))} cells "
+                            f"but the relation has {rel.size} rows")
+        per = (bool(periodic),) * len(shape) if isinstance(periodic, (bool, int)) else \
+            tuple(bool(p) for p in periodic)
+        if len(per) != len(shape):
+            raise DataError(f"{rel.name}: {len(per)} periodic flags for {len(shape)} axes")
+        return cls(shape, per)
+
+    def coords(self, rows):
+        """Per-axis coordinates of `rows` (arrays)."""
+        return [(np.asarray(rows) // st) % n for st, n in zip(self.strides, self.shape)]
+
+    def __repr__(self) -> str:
+        return f"GridShape({self.shape}, periodic={self.periodic})"
+
+
 _RESERVED = {"foreach", "field", "fields", "subset", "subsets", "group_by", "grouping",
-             "groupings", "new_field", "new_key_field", "name", "size"}
+             "groupings", "new_field", "new_key_field", "name", "size", "grid", "elastic",
+             "insert", "delete", "set_grid"}
 
 
 def new_relation(name: str, size: int) -> Relation:

@@ -73,6 +73,10 @@ def summarize(relation, body: tuple) -> AccessSummary:
 
 def _stmt_exprs(s):
     """Expressions a statement evaluates (not the nested statement bodies)."""
+    if isinstance(s, ir.Insert):
+        return s.values
+    if isinstance(s, ir.Delete):
+        return (s.key,)
     if isinstance(s, (ir.FieldStore, ir.FieldReduce)):
         return (s.key, *s.index, s.value)
     if isinstance(s, (ir.Assign, ir.GlobalReduce)):
@@ -112,4 +116,6 @@ def key_text(e) -> str:
         return f"{key_text(e.base)}[{idx}]"
     if isinstance(e, ir.Cast):
         return key_text(e.value)
+    if isinstance(e, ir.Affine):
+        return f"{key_text(e.key)}({', '.join(map(str, e.offsets))})"
     return "<expr>"

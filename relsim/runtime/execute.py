@@ -43,10 +43,13 @@ def executable(kernel, relation, cfg):
 def run(kernel, relation, subset, config) -> None:
     cfg = config if config is not None else _config._current
     try:
-        plans = kernel._plans
+        last = kernel._last
     except AttributeError:
         raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}") from None
-    exe = plans.get((id(relation), relation.schema_version, cfg))
-    if exe is None:
+    # fast path: the same relation (unchanged schema) and the same Config object as last time
+    if last[0] is relation and last[1] is cfg and last[2] == relation.schema_version:
+        exe = last[3]
+    else:
         exe = executable(kernel, relation, cfg)
+        kernel._last = (relation, cfg, relation.schema_version, exe)
     exe.launch(relation, subset)

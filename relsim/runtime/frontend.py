@@ -305,6 +305,23 @@ class Frontend:
                 tgt = self.expr(target, scope, pre)
             return [ir.Reduce(loc, tgt, rsb.REDUCE_STATEMENTS[obj],
                               self.expr(call.args[1], scope, pre))]
+        if obj is rsb.delete:
+            if len(call.args) != 1 or call.keywords:
+                raise self.syntax("rs.delete(key) takes the kernel's own key", loc)
+            return [ir.Delete(loc, self.expr(call.args[0], scope, pre))]
+        if obj is rsb.insert:
+            if len(call.args) != 1:
+                raise self.syntax("rs.insert(Relation, field=value, ...) takes the relation and "
+                                  "field values by keyword", loc)
+            rel = self.resolve_static(call.args[0], scope)
+            if not hasattr(rel, "elastic"):
+                raise self.error(KernelTypeError, "rs.insert needs a captured Relation as its "
+                                 "first argument", loc)
+            names = tuple(k.arg for k in call.keywords)
+            if None in names:
+                raise self.syntax("rs.insert does not take **kwargs", loc)
+            values = tuple(self.expr(k.value, scope, pre) for k in call.keywords)
+            return [ir.Insert(loc, rel, names, values)]
         if _is_func(obj):
             self.inline(obj, call, scope, loc, pre, want_value=False)
             return []
@@ -429,6 +446,10 @@ class Frontend:
         obj = self.resolve_static(e.func, scope)
         if e.keywords:
             raise self.syntax("keyword arguments are not supported in kernel calls", loc)
+        if obj is None and self.is_kernel_value(e.func, scope):
+            # `c(1, 0)`: an affine (grid neighbour) key
+            return ir.Affine(loc, self.expr(e.func, scope, pre),
+                             tuple(self.expr(a, scope, pre) for a in e.args))
         if obj is None:
             self.expr_or_obj(e.func, scope, [])  # an unknown name or attribute: NameError
             raise self.error(KernelTypeError, "only known math/vector functions, relsim types "
@@ -454,6 +475,12 @@ class Frontend:
             if len(args) != 1:
                 raise self.error(KernelTypeError, f"{name}(x) takes one argument", loc)
         return ir.Call(loc, name, args)
+
+    def is_kernel_value(self, e, scope) -> bool:
+        """Whether `e` denotes a value computed in the kernel (the key, a local, a field)."""
+        while isinstance(e, (ast.Attribute, ast.Subscript, ast.Call)):
+            e = e.value if not isinstance(e, ast.Call) else e.func
+        return isinstance(e, ast.Name) and (e.id in scope.locals or e.id == scope.param)
 
     def resolve_static(self, e, scope):
         """The Python object a dotted name denotes, or None if it is a kernel value."""

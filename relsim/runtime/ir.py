@@ -106,6 +106,13 @@ class GroupRead(Expr):
 
 
 @_node
+class Affine(Expr):
+    """`c(1, 0)`: the grid neighbour of key `key` at integer `offsets` (typed: ints)."""
+    key: Expr
+    offsets: tuple
+
+
+@_node
 class Index(Expr):
     base: Expr
     index: tuple  # of Expr (one, or two for a matrix entry)
@@ -218,6 +225,20 @@ class GlobalReduce(Stmt):
     ref: Any
     op: str  # + * min max and or argmin argmax
     value: Expr
+
+
+@_node
+class Delete(Stmt):
+    """`rs.delete(p)`: remove the kernel's own row (applied after the kernel)."""
+    key: Expr
+
+
+@_node
+class Insert(Stmt):
+    """`rs.insert(P, x=..., v=...)`: append a row to elastic relation P after the kernel."""
+    relation: Any
+    names: tuple
+    values: tuple
 
 
 @_node
@@ -338,6 +359,8 @@ def show_expr(e: Expr) -> str:
         return f"{show_expr(e.obj)}.{e.name}"
     if isinstance(e, Index):
         return f"{show_expr(e.base)}[{', '.join(show_expr(i) for i in e.index)}]{t}"
+    if isinstance(e, Affine):
+        return f"{show_expr(e.key)}({', '.join(map(str, e.offsets))})"
     if isinstance(e, (BinOp, Compare)):
         return f"({show_expr(e.left)} {e.op} {show_expr(e.right)}){t}"
     if isinstance(e, UnaryOp):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import access, phase, slots
+from . import access, affine, phase, slots
+from . import ir
 from .frontend import Frontend
 from .typecheck import TypeChecker
 
@@ -22,6 +23,9 @@ class Analysed:
     summary: access.AccessSummary
     phase: phase.PhaseInfo
     layouts: tuple  # slots.Layout per key-reduced field / reduced Global
+    inserts: tuple  # slots.Layout per relation the kernel inserts rows into
+    deletes: bool  # the kernel may delete its own rows
+    stencil: tuple  # (offsets, loc) of affine accesses from the kernel's own key
     source_key: str  # what the compiled code depends on, for caches
 
 
@@ -33,5 +37,8 @@ def analyse(kernel, relation) -> Analysed:
     summary = access.summarize(relation, body)
     info = phase.check(summary, name)
     layouts = tuple(slots.layouts(body, info, name))
+    inserts = tuple(slots.insert_layouts(body, name))
+    deletes = any(isinstance(s, ir.Delete) for s in ir.walk_stmts(body))
+    stencil = tuple(affine.centred_stencil(body))
     return Analysed(name, relation, param, untyped, body, dict(tc.env), summary, info, layouts,
-                    kernel.source_text)
+                    inserts, deletes, stencil, kernel.source_text)

@@ -57,6 +57,21 @@ def layouts(body: tuple, phase, kernel_name: str) -> list:
     return out
 
 
+def insert_layouts(body: tuple, kernel_name: str) -> list:
+    """One layout per relation the kernel inserts into: a row's insert slots in program
+    order; a slot whose statement did not run stays empty (its flag false)."""
+    out = []
+    rels = []
+    for s in ir.walk_stmts(body):
+        if isinstance(s, ir.Insert) and all(r is not s.relation for r in rels):
+            rels.append(s.relation)
+    for rel in rels:
+        walker = _Walker(rel, {}, kernel_name)
+        n = walker.block(body, 0, (), False)
+        out.append(Layout(rel, "insert", n, tuple(walker.sites), True))
+    return out
+
+
 class _Walker:
     def __init__(self, target, key_defs, kernel_name, probe=False):
         self.target, self.key_defs, self.kernel_name = target, key_defs, kernel_name
@@ -71,6 +86,11 @@ class _Walker:
         return cur - start
 
     def stmt(self, s, cur, loops, cond) -> int:
+        if isinstance(s, ir.Insert):
+            if s.relation is not self.target:
+                return 0
+            self.sites.append(Site(s, cur, loops, None))
+            return 1
         if isinstance(s, (ir.FieldReduce, ir.GlobalReduce)):
             mine = (s.field if isinstance(s, ir.FieldReduce) else s.ref) is self.target
             if not mine:
@@ -137,6 +157,8 @@ def _resolve(e, loop_vars, key_defs):
                        index=tuple(_resolve(i, loop_vars, key_defs) for i in e.index))
     if isinstance(e, ir.Cast):
         return replace(e, value=_resolve(e.value, loop_vars, key_defs))
+    if isinstance(e, ir.Affine):
+        return replace(e, key=_resolve(e.key, loop_vars, key_defs))
     raise _NotStatic("a computed value")
 
 

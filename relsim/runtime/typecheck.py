@@ -242,6 +242,60 @@ class TypeChecker:
     def s_Pass(self, s, depth):
         return s
 
+    def s_Delete(self, s, depth):
+        key = self.expr(s.key)
+        if not isinstance(key, ir.Centred):
+            raise self.err("rs.delete takes the kernel's own key (deleting another row would "
+                           "race with that row's own kernel instance)", s.loc)
+        if not self.relation.elastic:
+            raise self.err(f"rs.delete needs an elastic relation; {self.relation.name} is not "
+                           f"(create it with elastic=True)", s.loc)
+        return replace(s, key=key)
+
+    def s_Insert(self, s, depth):
+        rel = s.relation
+        if not rel.elastic:
+            raise self.err(f"rs.insert needs an elastic relation; {rel.name} is not (create it "
+                           f"with elastic=True)", s.loc)
+        fields, values = [], []
+        for name, value in zip(s.names, s.values):
+            if not rel.has_field(name):
+                raise self.err(f"relation {rel.name} has no field {name!r}; fields: "
+                               f"{', '.join(sorted(rel.fields)) or 'none'}", s.loc,
+                               KernelNameError)
+            f = rel.field(name)
+            v = self.expr(value)
+            if f.is_key:
+                if v.type != f.type:
+                    raise self.err(f"{f.qualname} holds {f.type!r}, not {v.type!r}", v.loc)
+            else:
+                v = self.convert(v, f.type, s.loc, f"field {f.qualname}")
+            fields.append(f)
+            values.append(v)
+        return replace(s, names=tuple(fields), values=tuple(values))
+
+    def e_Affine(self, e):
+        key = self.expr(e.key)
+        t = key.type
+        grid = getattr(getattr(t, "relation", None), "grid", None)
+        if not isinstance(t, KeyType) or grid is None:
+            raise self.err(f"only keys of grid relations can be offset like c(1, 0); this is "
+                           f"{t!r}", e.loc)
+        offs = [self.expr(o) for o in e.offsets]
+        if len(offs) != len(grid.shape) or not all(
+                isinstance(o, ir.Const) and isinstance(o.type, ScalarType) and o.type.is_int
+                for o in offs):
+            raise self.err(f"a {len(grid.shape)}-D grid key takes {len(grid.shape)} integer "
+                           f"constant offsets, e.g. c({', '.join(['0'] * len(grid.shape))})",
+                           e.loc)
+        steps = tuple(int(o.value) for o in offs)
+        if isinstance(key, ir.Affine):  # c(1, 0)(0, 1) == c(1, 1)
+            steps = tuple(a + b for a, b in zip(key.offsets, steps))
+            key = key.key
+        if not any(steps):
+            return key
+        return ir.Affine(e.loc, key, steps, type=t)
+
     # -- expressions ------------------------------------------------------------------------
     def expr(self, e) -> ir.Expr:
         return getattr(self, "e_" + type(e).__name__)(e)

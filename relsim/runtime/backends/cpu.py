@@ -3,7 +3,8 @@ variant for small ones (identical results: nothing depends on the order rows run
 
 Launch path (kept lean: no analysis, no argument rebuilding unless storage changed):
   1. re-bind arrays if any relation's storage changed (and rebuild the slot inverse indexes);
-  2. call the serial or parallel kernel;
+     checked through the global storage epoch first, so an unchanged launch costs one compare;
+  2. call the serial or parallel kernel (chosen, with its argument tuple, at bind time);
   3. fold key-reduction slots into their fields, and Global slots into their Globals.
 """
 from __future__ import annotations
@@ -14,9 +15,10 @@ import numpy as np
 from numba import njit
 
 from ...errors import KernelRuntimeError
+from ...relations import launch as _launch
 from ...relations.field import Field
 from ...relations.globals import Global
-from .. import cache
+from .. import affine, cache, row_changes
 from ..lowering import KernelLowerer
 from ..slots import identity
 from ..typecheck import elem_of
@@ -38,13 +40,31 @@ class CpuBackend(Backend):
         return CpuExecutable(analysed, lowerer.params.items, mod, source, options)
 
 
+def _apply_row_changes(relation, deleted, inserts) -> None:
+    """Deleted rows go (order kept), then flagged insert slots become rows, in slot order;
+    the flag arrays are cleared for the next launch."""
+    cols_by_rel = {}
+    for rel, flags, values in inserts:
+        picked = np.flatnonzero(flags)
+        cols = {f.name: vals[picked].reshape((len(picked),) + f.type.shape)
+                for f, vals in values.items()}
+        cols_by_rel[rel] = (len(picked), cols)
+        flags[:] = False
+    mask = None
+    if deleted is not None:
+        mask = deleted.copy()
+        deleted[:] = False
+    row_changes.apply(relation, mask, cols_by_rel)
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)[:40]
 
 
 class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
-    __slots__ = ("versions", "args", "n", "rows", "has_rows", "gathers", "folds")
+    __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "gathers",
+                 "folds", "fn", "call_args", "post")
 
 
 class CpuExecutable:
@@ -72,6 +92,7 @@ class CpuExecutable:
         self.relations = tuple(rels.values())
         self.bindings: dict = {}
         self.err = np.zeros(1, dtype=np.int64)  # set to a source line by a failed index check
+        self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
 
     @property
     def parallel(self):
@@ -83,23 +104,22 @@ class CpuExecutable:
     # -- launching ------------------------------------------------------------------------
     def launch(self, relation, subset) -> None:
         b = self.bindings.get(subset)
+        if b is None or b.epoch != _launch.storage_epoch or b.size != relation.size:
+            b = self.refresh(relation, subset, b)
+        b.fn(*b.call_args)
+        if self.err_view[0]:
+            self.raise_flagged(self.err)
+        for fn, args in b.post:
+            fn(*args)
+
+    def refresh(self, relation, subset, b) -> _Binding:
+        """Re-bind if any relation's storage changed since `b` was bound (else keep `b`)."""
         versions = tuple(r.storage_version for r in self.relations) + (relation.size,)
         if b is None or b.versions != versions:
             b = self.bind(relation, subset, versions)
-        parallel = not self.force_serial and b.n >= self.threshold
-        err = self.err
-        (self.parallel if parallel else self.serial)(b.n, b.rows, b.has_rows, err, *b.args)
-        if err[0]:
-            self.raise_flagged(err)
-        for F, off, ids, vals, op, is_bool in b.gathers:
-            if is_bool:
-                (cpu_folds.gather_bool_parallel if parallel else
-                 cpu_folds.gather_bool_serial)(F, off, ids, vals, op)
-            else:
-                (cpu_folds.gather_num_parallel if parallel else
-                 cpu_folds.gather_num_serial)(F, off, ids, vals, op)
-        for fold in b.folds:
-            fold()
+        b.epoch = _launch.storage_epoch
+        b.size = relation.size
+        return b
 
     def raise_flagged(self, err):
         line = int(err[0])
@@ -113,8 +133,8 @@ class CpuExecutable:
         b.n = relation.size if subset is None else len(subset.rows)
         b.rows = _EMPTY_ROWS if subset is None else subset.rows
         b.has_rows = subset is not None
-        args, slot_arrays = [], {}
-        for pname, kind, obj in self.params:
+        args, slot_arrays, inserts, deleted = [], {}, {}, None
+        for _pname, kind, obj in self.params:
             if kind == "field":
                 args.append(obj.data)
             elif kind == "global":
@@ -127,7 +147,21 @@ class CpuExecutable:
                 arr = self.slot_array(obj, b.n)
                 slot_arrays[id(obj)] = arr
                 args.append(arr)
+            elif kind == "delete":
+                args.append(np.zeros(relation.size, dtype=bool))
+                deleted = args[-1]
+            elif kind.startswith("ins"):  # insert flags / values: one entry per slot
+                k = int(kind[3:].split("f")[0].split("v")[0])
+                lay = self.analysed.inserts[k]
+                nslots = b.n * lay.per_row
+                if kind.endswith("flag"):
+                    args.append(np.zeros(nslots, dtype=bool))
+                    inserts[k] = (lay.target, args[-1], {})
+                else:
+                    args.append(np.zeros((nslots, obj.type.ncomp), dtype=obj.data.dtype))
+                    inserts.setdefault(k, (lay.target, None, {}))[2][obj] = args[-1]
         b.args = tuple(args)
+        affine.check_launch_space(self.analysed, relation, None if subset is None else b.rows)
         b.gathers, b.folds = [], []
         for k, lay in enumerate(self.analysed.layouts):
             vals = slot_arrays.get(id(lay))
@@ -143,6 +177,21 @@ class CpuExecutable:
                 b.gathers.append((F, off, ids, vals, op, elem_of(f.type).is_bool))
             else:
                 b.folds.append(self.make_fold(lay, vals, b))
+        # what launch calls: the kernel, then the key-reduction gathers, then the Global folds
+        parallel = not self.force_serial and b.n >= self.threshold
+        b.fn = self.parallel if parallel else self.serial
+        b.call_args = (b.n, b.rows, b.has_rows, self.err) + b.args
+        b.post = []
+        for F, off, ids, vals, op, is_bool in b.gathers:
+            if is_bool:
+                fn = cpu_folds.gather_bool_parallel if parallel else cpu_folds.gather_bool_serial
+            else:
+                fn = cpu_folds.gather_num_parallel if parallel else cpu_folds.gather_num_serial
+            b.post.append((fn, (F, off, ids, vals, op)))
+        b.post += [(fold, ()) for fold in b.folds]
+        if deleted is not None or inserts:
+            b.post.append((_apply_row_changes, (relation, deleted, tuple(inserts.values()))))
+        b.post = tuple(b.post)
         self.bindings[subset] = b
         return b
 

@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 from numba import njit, prange
 
@@ -42,10 +44,21 @@ def _gather_bool(F, off, ids, vals, op):
             F[t, c] = acc
 
 
-gather_num_serial = njit(cache=True)(_gather_num)
-gather_num_parallel = njit(cache=True, parallel=True)(_gather_num)
-gather_bool_serial = njit(cache=True)(_gather_bool)
-gather_bool_parallel = njit(cache=True, parallel=True)(_gather_bool)
+def _named(fn, suffix: str):
+    """A copy of `fn` under its own name. Numba's on-disk cache keys an entry by the function's
+    qualified name, signature and bytecode, not by the compile flags: a serial and a parallel
+    compilation of one function would share one entry, and whichever was cached first would be
+    loaded for both (a "parallel" gather running serially, or the reverse)."""
+    g = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__,
+                           fn.__closure__)
+    g.__qualname__ = fn.__qualname__ + suffix
+    return g
+
+
+gather_num_serial = njit(cache=True)(_named(_gather_num, "_serial"))
+gather_num_parallel = njit(cache=True, parallel=True)(_named(_gather_num, "_parallel"))
+gather_bool_serial = njit(cache=True)(_named(_gather_bool, "_serial"))
+gather_bool_parallel = njit(cache=True, parallel=True)(_named(_gather_bool, "_parallel"))
 
 
 @njit(cache=True)

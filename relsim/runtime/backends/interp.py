@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import KernelRuntimeError
 from ...types import GroupType, KeyType, KeyVecType, ScalarType
-from .. import ir, semantics
+from .. import affine, ir, row_changes, semantics
 from ..typecheck import elem_of
 from .base import Backend
 
@@ -112,6 +112,9 @@ class InterpExecutable:
 
     def launch(self, relation, subset) -> None:
         rows = range(relation.size) if subset is None else subset.rows
+        affine.check_launch_space(self.a, relation, None if subset is None else subset.rows)
+        self.deleted = np.zeros(relation.size, dtype=bool) if self.a.deletes else None
+        self.inserted = {lay.target: [] for lay in self.a.inserts}
         with np.errstate(all="ignore"):
             for row in rows:
                 env = {}
@@ -120,6 +123,23 @@ class InterpExecutable:
                     self.block(self.a.body, env)
                 except _Return:
                     pass
+        row_changes.apply(relation, self.deleted, {
+            rel: _columns(rel, rows_) for rel, rows_ in self.inserted.items()})
+
+    def s_Delete(self, s, env):
+        self.deleted[self.row] = True
+
+    def s_Insert(self, s, env):
+        values = {}
+        for f, v in zip(s.names, s.values):
+            val = self.expr(v, env)
+            values[f.name] = val if isinstance(f.type, (KeyType, KeyVecType)) else \
+                np.array(val, dtype=f.type.dtype).reshape(f.type.shape)
+        self.inserted[s.relation].append(values)
+
+    def e_Affine(self, e, env):
+        return affine.neighbour_row(self.expr(e.key, env), e.offsets, e.type.relation.grid,
+                                    e.loc)
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body, env):
@@ -324,6 +344,17 @@ class InterpExecutable:
         for x in e.elts:
             out.extend(self.expr(x, env))
         return out
+
+
+def _columns(rel, rows: list) -> tuple:
+    """Inserted rows (dicts of field values) as (count, {field: array})."""
+    names = {n for r in rows for n in r}
+    cols = {}
+    for n in names:
+        f = rel.field(n)
+        cols[n] = np.array([r.get(n, np.zeros(f.type.shape, f.type.dtype)) for r in rows],
+                           dtype=f.data.dtype).reshape((len(rows),) + f.type.shape)
+    return len(rows), cols
 
 
 class InterpBackend(Backend):

@@ -45,6 +45,10 @@ class KernelLowerer:
         for k, lay in enumerate(analysed.layouts):
             for site in lay.sites:
                 self.layout_of[id(site.stmt)] = (k, site)
+        self.insert_of: dict = {}  # id(insert stmt) -> (insert layout index, site)
+        for k, lay in enumerate(analysed.inserts):
+            for site in lay.sites:
+                self.insert_of[id(site.stmt)] = (k, site)
 
     # -- whole functions ------------------------------------------------------------------
     def module(self) -> ast.Module:
@@ -392,6 +396,54 @@ class KernelLowerer:
 
     def s_Pass(self, s):
         pass
+
+    def s_Delete(self, s):
+        arr = self.params.get("delete", self.a.relation, "del")
+        self.alg.out.append(ast.Assign([ast.Subscript(name(arr), name("_row"), ast.Store())],
+                                       ast.Constant(True)))
+
+    def s_Insert(self, s):
+        k, site = self.insert_of[id(s)]
+        lay = self.a.inserts[k]
+        vals = [self.expr(v) for v in s.values]
+        slot = self.alg.bind(self.slot_index(lay, site))
+        flags = self.params.get(f"ins{k}flag", lay, "flags")
+        for f, comps in zip(s.names, vals):
+            arr = self.params.get(f"ins{k}val", f, f.name)
+            for c, v in enumerate(comps):
+                self.alg.out.append(ast.Assign([ast.Subscript(name(arr), ast.Tuple(
+                    [slot, ast.Constant(c)], ast.Load()), ast.Store())], v))
+        self.alg.out.append(ast.Assign([ast.Subscript(name(flags), slot, ast.Store())],
+                                       ast.Constant(True)))
+
+    def e_Affine(self, e):
+        k = self.expr(e.key)[0]
+        grid = e.type.relation.grid
+        checked = isinstance(e.key, ir.Centred)  # checked per launch space, not per access
+        delta = 0
+        out = k
+        for d, n, st, periodic in zip(e.offsets, grid.shape, grid.strides, grid.periodic):
+            if d == 0:
+                continue
+            if checked and not periodic:
+                delta += d * st
+                continue
+            c = self.alg.bind(ast.BinOp(ast.BinOp(k, ast.FloorDiv(), ast.Constant(st)),
+                                        ast.Mod(), ast.Constant(n)))
+            moved = ast.BinOp(c, ast.Add(), ast.Constant(d))
+            if periodic:
+                c2 = self.alg.bind(ast.BinOp(moved, ast.Mod(), ast.Constant(n)))
+            else:
+                c2 = self.alg.bind(moved)
+                self.alg.out.append(ast.If(ast.BoolOp(ast.Or(), [
+                    ast.Compare(c2, [ast.Lt()], [ast.Constant(0)]),
+                    ast.Compare(c2, [ast.GtE()], [ast.Constant(n)])]),
+                    [self.flag_error(e.loc.line), ast.Assign([store(c2.id)], c)], []))
+            out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.BinOp(
+                ast.BinOp(c2, ast.Sub(), c), ast.Mult(), ast.Constant(st))))
+        if delta:
+            out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.Constant(delta)))
+        return [out]
 
     # -- expressions: each returns a list of atoms (one per component) --------------------
     def expr(self, e) -> list:
