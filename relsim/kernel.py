@@ -30,6 +30,8 @@ class Kernel:
         self.__wrapped__ = fn
         self.scope = scope or {}
         self._plans: dict = {}
+        # (relation, config, schema_version, executable) of the latest launch: its fast path
+        self._last = (None, None, -1, None)
 
     @property
     def source_text(self) -> str:
