@@ -11,7 +11,8 @@ from ..errors import DomainError
 
 # bundled domains: name -> module (imported on first use)
 _BUILTIN = {"op2mesh": "relsim.domains.op2mesh", "trimesh": "relsim.domains.trimesh",
-            "tetmesh": "relsim.domains.tetmesh", "hexmesh": "relsim.domains.hexmesh"}
+            "tetmesh": "relsim.domains.tetmesh", "hexmesh": "relsim.domains.hexmesh",
+            "grid": "relsim.domains.grid", "particles": "relsim.domains.particles"}
 _loaded: dict = {}
 
 

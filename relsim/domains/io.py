@@ -65,6 +65,12 @@ def register(relation, vertices, coords, cell_relation, keys, cell_type: str,
         register_cells(relation, vertices, coords, keys, cell_type)
 
 
+def register_point_cloud(relation, coords) -> None:
+    """Record that `relation` is a cloud of points (particles) at field `coords`; it is written
+    as one vertex cell per row, however many rows it has when written."""
+    _GEOMETRY[relation] = _Geometry(weakref.ref(relation), coords, None, "vertex", "point")
+
+
 def has_geometry(relation) -> bool:
     return relation in _GEOMETRY
 
@@ -89,7 +95,8 @@ def geometry(relation):
     if pts.shape[1] < 3:
         pts = np.column_stack([pts, np.zeros((len(pts), 3 - pts.shape[1]))])
     if g.centring == "point":
-        cells = g.cells
+        cells = g.cells if g.cells is not None else \
+            np.arange(relation.size, dtype=np.int64).reshape(-1, 1)
     else:
         kf = [relation.field(k).numpy().reshape(relation.size, -1) for k in _as_tuple(g.cells)]
         cells = np.column_stack(kf)

@@ -35,9 +35,15 @@ class Field:
 
     def load(self, values) -> Field:
         """Copy `values` (an array of shape (rows,)+value shape, or one value) into the field."""
+        if isinstance(values, (bool, int, float)):  # a Python number: exact conversion only
+            exact = self.data.dtype.type(values)
+            if exact != values:
+                raise DataError(f"{values!r} cannot be stored exactly in field {self.qualname} "
+                                f"of type {self.type!r}")
+            values = exact
         arr = np.asarray(values)
         want = (self.relation.size,) + self.type.shape
-        if arr.shape not in (want, self.type.shape, ()) :
+        if arr.shape not in (want, self.type.shape, ()):
             raise DataError(f"cannot load an array of shape {arr.shape} into field "
                             f"{self.qualname} of shape {want}")
         if not np.can_cast(arr.dtype, self.data.dtype, "same_kind") and arr.dtype != object:
@@ -75,7 +81,7 @@ class Field:
         pass
 
     def _resize(self, size: int) -> None:
-        new = np.zeros((size,) + self.type.shape, dtype=self.type.dtype)
+        new = np.zeros((size,) + self.type.shape, dtype=self.data.dtype)
         n = min(size, self.data.shape[0])
         new[:n] = self.data[:n]
         self.data = new

@@ -1,0 +1,147 @@
+"""Structured grids in 2-D and 3-D: cells with affine neighbour access, and their vertices.
+
+    g = grid.Grid((64, 64), spacing=1 / 64, periodic=True)
+    g.cells                 # relation; field `center` (vec), key vector `v` (corner vertices)
+    g.vertices              # relation; field `pos` (vec)
+    g.cells.interior        # subset: cells at least 1 away from every bounded side
+    g.interior(2)           # subset at depth 2 (created once, then looked up)
+    g.cells.xmin ...        # per-side boundary subsets (depth 1); g.boundary(depth) for all sides
+    g.locate(P, "pos", "cell")   # bin particles into cells (a key field of P into g.cells)
+
+In a kernel over cells, `c(1, 0)` is the east neighbour and `c(0, -1)` the south one: cell
+(i, j[, k]) is row i + n0*j + n0*n1*k. Periodic axes wrap; on bounded axes map stencil kernels
+over an interior subset (relsim checks this at launch). Built with the public API only.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+import relsim as rs
+
+_SIDES = ("x", "y", "z")
+
+
+class Grid:
+    def __init__(self, shape, spacing=1.0, origin=0.0, periodic=False, name="cells"):
+        shape = tuple(int(n) for n in shape)
+        if len(shape) not in (2, 3) or any(n < 1 for n in shape):
+            raise rs.DomainError(f"grid shape must be 2 or 3 positive sizes, got {shape}")
+        d = len(shape)
+        self.shape = shape
+        self.dim = d
+        self.spacing = _per_axis(spacing, d, "spacing", float)
+        self.origin = _per_axis(origin, d, "origin", float)
+        self.periodic = _per_axis(periodic, d, "periodic", bool)
+        if any(h <= 0 for h in self.spacing):
+            raise rs.DomainError(f"grid spacing must be positive, got {self.spacing}")
+        ncell = int(np.prod(shape))
+        self.cells = rs.Relation(name, ncell)
+        self.cells.set_grid(shape, self.periodic)
+        vshape = tuple(n + 1 for n in shape)
+        self.vertices = rs.Relation(f"{name}_vertices", int(np.prod(vshape)))
+        idx = [np.arange(n) for n in shape]
+        coords = np.stack(np.meshgrid(*idx, indexing="ij"), -1).reshape(-1, d)
+        # rows run with the first axis fastest: reorder meshgrid's C order accordingly
+        rows = _rows(coords, shape)
+        order = np.argsort(rows)
+        coords = coords[order]
+        h, o = np.array(self.spacing), np.array(self.origin)
+        self.cells.new_field("center", rs.vec(d, rs.f64)).load(o + (coords + 0.5) * h)
+        vidx = [np.arange(n) for n in vshape]
+        vcoords = np.stack(np.meshgrid(*vidx, indexing="ij"), -1).reshape(-1, d)
+        vcoords = vcoords[np.argsort(_rows(vcoords, vshape))]
+        self.vertices.new_field("pos", rs.vec(d, rs.f64)).load(o + vcoords * h)
+        corners = list(itertools.product((0, 1), repeat=d))
+        if d == 2:  # counter-clockwise quad
+            corners = [(0, 0), (1, 0), (1, 1), (0, 1)]
+        else:  # VTK hexahedron order
+            corners = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0),
+                       (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]
+        keys = np.stack([_rows(coords + np.array(c), vshape) for c in corners], -1)
+        self.cells.new_key_field("v", self.vertices, len(corners)).load(keys)
+        self._coords = coords
+        self.cells.subset("interior", self._interior_mask(1))
+        for axis in range(d):
+            for side, pick in (("min", 0), ("max", shape[axis] - 1)):
+                self.cells.subset(f"{_SIDES[axis]}{side}", coords[:, axis] == pick)
+        self.cells.subset("boundary", ~self._interior_mask(1, include_periodic=True))
+        from . import io
+        ctype = "quad" if d == 2 else "hexahedron"
+        io.register_cells(self.cells, self.vertices, "pos", "v", ctype)
+        io.register_points(self.vertices, "pos", keys, ctype)
+
+    def _interior_mask(self, depth, include_periodic=False):
+        mask = np.ones(len(self._coords), dtype=bool)
+        for axis, n in enumerate(self.shape):
+            if self.periodic[axis] and not include_periodic:
+                continue
+            c = self._coords[:, axis]
+            mask &= (c >= depth) & (c < n - depth)
+        return mask
+
+    def interior(self, depth: int = 1):
+        """Cells at least `depth` cells away from every bounded side (periodic axes: all)."""
+        name = "interior" if depth == 1 else f"interior{depth}"
+        if name in self.cells.subsets:
+            return self.cells.subset(name)
+        return self.cells.subset(name, self._interior_mask(int(depth)))
+
+    def boundary(self, depth: int = 1):
+        """Cells within `depth` of any side of the grid (periodic sides included)."""
+        name = "boundary" if depth == 1 else f"boundary{depth}"
+        if name in self.cells.subsets:
+            return self.cells.subset(name)
+        return self.cells.subset(name, ~self._interior_mask(int(depth), include_periodic=True))
+
+    def cell_of(self, points) -> np.ndarray:
+        """Rows of the cells containing `points` (n, dim); periodic axes wrap. Raises
+        DomainError for a point outside a bounded axis."""
+        p = np.asarray(points, dtype=np.float64).reshape(-1, self.dim)
+        c = np.floor((p - np.array(self.origin)) / np.array(self.spacing)).astype(np.int64)
+        for axis, n in enumerate(self.shape):
+            if self.periodic[axis]:
+                c[:, axis] %= n
+            else:
+                bad = np.flatnonzero((c[:, axis] < 0) | (c[:, axis] >= n))
+                if bad.size:
+                    raise rs.DomainError(
+                        f"point {p[bad[0]].tolist()} (row {int(bad[0])}) lies outside the grid "
+                        f"along axis {axis}; delete particles that leave a bounded grid first")
+        return _rows(c, self.shape)
+
+    def locate(self, particles, pos_field="pos", key_field="cell", group="particles"):
+        """Point the key field `key_field` of `particles` at the cell containing each particle
+        (creating the key field, and the cell -> particles grouping `group`, the first time).
+        The grouping rebuilds itself on its next use."""
+        rows = self.cell_of(particles.field(pos_field).numpy())
+        if not particles.has_field(key_field):
+            particles.new_key_field(key_field, self.cells)
+            if group and group not in self.cells.groupings:
+                particles.group_by(key_field, group)
+        particles.field(key_field).load(rows)
+        return particles.field(key_field)
+
+
+def _rows(coords, shape):
+    rows = np.zeros(len(coords), dtype=np.int64)
+    stride = 1
+    for axis, n in enumerate(shape):
+        rows += coords[:, axis] * stride
+        stride *= n
+    return rows
+
+
+def _per_axis(value, d, what, kind):
+    if np.ndim(value) == 0:
+        return (kind(value),) * d
+    vals = tuple(kind(v) for v in value)
+    if len(vals) != d:
+        raise rs.DomainError(f"{what} needs {d} values, got {len(vals)}")
+    return vals
+
+
+def box(shape, **kw) -> Grid:
+    """A grid over [origin, origin + shape*spacing]; same arguments as Grid."""
+    return Grid(shape, **kw)

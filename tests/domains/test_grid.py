@@ -1,0 +1,64 @@
+"""The grid domain: cells/vertices, subsets, affine kernels, locate."""
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim.domains import grid
+
+
+def test_counts_centres_vertices_and_subsets():
+    g = grid.Grid((4, 3), spacing=(0.5, 1.0), origin=(1.0, -1.0))
+    assert g.cells.size == 12 and g.vertices.size == 20
+    c = g.cells.center.numpy()
+    assert c[0].tolist() == [1.25, -0.5] and c[1].tolist() == [1.75, -0.5]  # axis 0 fastest
+    assert c[4].tolist() == [1.25, 0.5]
+    v = g.vertices.pos.numpy()
+    corners = v[g.cells.v.numpy()[5]]
+    assert np.allclose(corners.mean(0), c[5])
+    assert g.cells.interior.rows.tolist() == [5, 6]
+    assert g.cells.xmin.rows.tolist() == [0, 4, 8]
+    assert g.cells.ymax.rows.tolist() == [8, 9, 10, 11]
+    assert len(g.cells.boundary) == 10
+    assert g.interior(2).rows.tolist() == []
+    p = grid.Grid((5, 5), periodic=(True, False))
+    assert len(p.interior(1)) == 15  # periodic axis: every column is interior
+
+
+def test_3d_grid_and_stencil_kernel(target):
+    g = grid.Grid((4, 4, 4), spacing=0.25)
+    C = g.cells
+    C.new_field("u", rs.f64).load(C.center.numpy().sum(1))
+    C.new_field("lap", rs.f64)
+
+    @rs.kernel
+    def lap(c):
+        c.lap = (c(1, 0, 0).u + c(-1, 0, 0).u + c(0, 1, 0).u + c(0, -1, 0).u
+                 + c(0, 0, 1).u + c(0, 0, -1).u - 6.0 * c.u)
+
+    g.interior().foreach(lap, target)
+    inner = g.interior().rows
+    assert np.allclose(C.lap.numpy()[inner], 0.0, atol=1e-12)  # linear field: zero Laplacian
+    with pytest.raises(rs.KernelRuntimeError, match="outside the grid"):
+        C.foreach(lap, target)
+
+
+def test_locate_and_cell_lists():
+    g = grid.Grid((4, 4), spacing=0.25)
+    P = rs.Relation("P", 5, elastic=True)
+    P.new_field("pos", rs.vec(2, rs.f64)).load(
+        [[0.1, 0.1], [0.9, 0.1], [0.1, 0.1], [0.6, 0.6], [0.99, 0.99]])
+    g.locate(P)
+    assert P.cell.numpy().tolist() == [0, 3, 0, 10, 15]
+    assert g.cells.particles.offsets()[:2].tolist() == [0, 2]
+    P.pos.load([[1.5, 0.1]] * 5)
+    with pytest.raises(rs.DomainError, match="outside the grid along axis 0"):
+        g.locate(P)
+    q = grid.Grid((4, 4), spacing=0.25, periodic=True)
+    assert q.cell_of([[1.1, -0.1]]).tolist() == [12]
+
+
+def test_bad_grids():
+    with pytest.raises(rs.DomainError):
+        grid.Grid((4,))
+    with pytest.raises(rs.DomainError):
+        grid.Grid((4, 4), spacing=0)
