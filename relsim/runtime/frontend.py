@@ -23,7 +23,7 @@ from ..relations.globals import Global
 from ..types import MatType, ScalarType, VecType
 from . import ir
 
-_MATH_NAMES = ["sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
+_MATH_NAMES = ["sqrt", "cbrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
                "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "fabs",
                "pow", "hypot", "copysign", "isnan", "isinf", "isfinite", "trunc"]
 _NP_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",

@@ -8,7 +8,7 @@ Values are lists of scalar components (row-major for matrices); a scalar is a 1-
 """
 from __future__ import annotations
 
-from ..types import MatType, ScalarType, VecType, bool_
+from ..types import MatType, ScalarType, VecType, bool_, f64
 from .typecheck import elem_of
 
 
@@ -94,6 +94,9 @@ def call(alg, name, args, arg_types, rt):
         x, y = args[0][0], args[1][0]
         ss = alg.binop("+", alg.binop("*", x, x, et), alg.binop("*", y, y, et), et)
         return [alg.math("sqrt", [ss], et)]
+    if name == "cbrt" and et != f64:  # single precision: through double (Numba's np.cbrt)
+        wide = alg.math("cbrt", [alg.cast(args[0][0], et, f64)], f64)
+        return [alg.cast(wide, f64, et)]
     if name in ("isnan", "isinf", "isfinite"):
         return [alg.math(name, [args[0][0]], elem_of(arg_types[0]))]
     return [alg.math(name, [a[0] for a in args], et)]

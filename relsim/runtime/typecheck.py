@@ -13,7 +13,7 @@ from ..types import (GroupType, KeyType, KeyVecType, MatType, ScalarType, VecTyp
                      i64, promote, scalar_of)
 from . import ir
 
-FLOAT_MATH = {"sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
+FLOAT_MATH = {"sqrt", "cbrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
               "asin", "acos", "atan", "sinh", "cosh", "tanh", "floor", "ceil", "fabs", "trunc"}
 FLOAT_MATH2 = {"atan2", "hypot", "copysign"}
 PREDICATES = {"isnan", "isinf", "isfinite"}

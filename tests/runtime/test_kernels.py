@@ -241,3 +241,23 @@ def test_captured_constants_and_casts(target):
     want = a * np.float32(0.1) + np.float32(0.25) + np.array([3, 5, -7], dtype=np.float32)
     np.testing.assert_array_equal(R.c.numpy(), want)
     assert R.c.numpy().dtype == np.float32
+
+
+def test_cbrt_matches_numpy_in_both_precisions(target):
+    R = rs.Relation("R", 50)
+    x = np.random.default_rng(0).uniform(-1e3, 1e3, 50)
+    R.new_field("x", rs.f64).load(x)
+    R.new_field("xf", rs.f32).load(x.astype(np.float32))
+    R.new_field("y", rs.f64)
+    R.new_field("yf", rs.f32)
+
+    @rs.kernel
+    def k(r):
+        r.y = np.cbrt(r.x)
+        r.yf = np.cbrt(r.xf)
+
+    R.foreach(k, target)
+    np.testing.assert_array_equal(R.y.numpy(), np.cbrt(x))
+    np.testing.assert_array_equal(R.yf.numpy(),
+                                  np.cbrt(x.astype(np.float32).astype(np.float64)).astype(
+                                      np.float32))
