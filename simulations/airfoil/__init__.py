@@ -1,0 +1,136 @@
+"""OP2 Airfoil: 2-D Euler finite volumes around a NACA0012, bit-exact with the reference.
+
+    relsim run airfoil [--mesh FILE | --size I J] [--iterations N] [--threads N] [--json PATH]
+    relsim bench airfoil [--mesh FILE | --size I J] [--iterations N] [--reference PATH] ...
+    relsim explain airfoil
+
+Without --mesh or --size the standard 720 000-cell mesh is generated in-process (--size 400 600;
+the same mesh as OP2's new_grid.dat). The kernels are in `solver.py`, the benchmark in
+`bench.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import relsim as rs
+
+from . import solver
+
+
+def load_mesh(mesh_path=None, size=None):
+    """(Op2Mesh, description) from a file or the generator (default: the standard mesh)."""
+    op2 = solver.op2mesh
+    if mesh_path:
+        return op2.read_op2(mesh_path), f"read {mesh_path}"
+    i, j = size or (400, 600)
+    return op2.naca_mesh(i, j), f"generated NACA0012 I={i} J={j}"
+
+
+def mesh_arguments(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--mesh", metavar="FILE", help="OP2 ASCII mesh file (plain or gzip)")
+    src.add_argument("--size", nargs=2, type=int, metavar=("I", "J"),
+                     help="generate the NACA0012 mesh in-process (default 400 600: the "
+                          "standard 720 000-cell mesh)")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="relsim run airfoil", description=__doc__.splitlines()[0])
+    mesh_arguments(p)
+    p.add_argument("--iterations", type=int, default=1000)
+    p.add_argument("--threads", type=int, default=None, help="Numba threads (default: all)")
+    p.add_argument("--target", default=None, help="backend: cpu (default), cpu-serial, interp")
+    p.add_argument("--every", type=int, default=100, help="print the rms every N iterations")
+    p.add_argument("--json", metavar="PATH", help="write the rms history (full precision)")
+    a = p.parse_args(argv)
+    changes = {k: v for k, v in (("target", a.target), ("threads", a.threads)) if v is not None}
+    if changes:
+        rs.configure(**changes)
+    cfg = rs.configure()
+
+    t0 = time.perf_counter()
+    mesh, how = load_mesh(a.mesh, a.size)
+    t_mesh = time.perf_counter() - t0
+    print(f"mesh: {how} in {t_mesh:.2f} s: {mesh.nnode} nodes, {mesh.ncell} cells, "
+          f"{mesh.nedge} edges, {mesh.nbedge} bedges")
+    import numba
+    threads = numba.get_num_threads() if cfg.backend_name == "cpu" else 1
+    print(f"target {cfg.target}, {threads} thread(s)")
+    af = solver.build(mesh)
+
+    def report(it, rms):
+        if it % a.every == 0 or (it == a.iterations and a.iterations < a.every):
+            print(f" {it:4d}  {rms:10.5e}", flush=True)
+
+    timings: dict = {}
+    history = solver.solve(af, a.iterations, report=report, timings=timings)
+    q = af.cells.q.numpy()
+    digest = solver.q_sha256(q)
+    print(f"first iteration {timings['first_s']:.2f} s (compilation or cache load included); "
+          f"the other {a.iterations - 1}: {timings['loop_s']:.2f} s")
+    if len(history):
+        print(f"final rms {float(history[-1])!r}")
+    print(f"sha256(q) {digest}")
+    ok = check_standard(mesh, history, digest)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"mesh": how, "ncell": mesh.ncell, "iterations": a.iterations,
+                       "target": cfg.target, "threads": threads,
+                       "rms": [float(r) for r in history], "q_sha256": digest,
+                       "first_iteration_s": timings["first_s"], "loop_s": timings["loop_s"]},
+                      f, indent=1)
+            f.write("\n")
+        print(f"wrote {a.json}")
+    return 0 if ok else 1
+
+
+def check_standard(mesh, history, digest) -> bool:
+    """On the standard mesh, compare with the published table and the bit-exact reference."""
+    if mesh.ncell != solver.STANDARD_NCELL:
+        return True
+    ok = True
+    for it, want in solver.PUBLISHED_RMS.items():
+        if it <= len(history):
+            got = f"{history[it - 1]:10.5e}".strip()
+            if got != want:
+                print(f"  iteration {it}: rms {got} differs from the published {want}")
+                ok = False
+    if len(history) >= 1000:
+        rms = history[999]
+        dev = abs(rms - solver.VALIDATION_RMS) * 100 / solver.VALIDATION_RMS
+        passed = dev < 0.00001
+        print(f"deviation from {solver.VALIDATION_RMS}: {dev:.3e} % -> "
+              f"This test is considered {'PASSED' if passed else 'FAILED'}")
+        print("all published rms values (iterations 100..1000) reproduced: "
+              f"{'yes' if ok else 'NO'}")
+        exact = rms == solver.BITEXACT_RMS_1000
+        rel = abs(rms - solver.BITEXACT_RMS_1000) / solver.BITEXACT_RMS_1000
+        print(f"rms(1000) vs the serial no-FMA reference {solver.BITEXACT_RMS_1000!r}: "
+              f"{'bit-exact' if exact else f'relative difference {rel:.2e}'}")
+        if len(history) == 1000:
+            same_q = digest == solver.BITEXACT_Q_SHA256
+            print(f"q vs the serial no-FMA reference (sha256): "
+                  f"{'bit-exact' if same_q else 'DIFFERENT'}")
+            ok = ok and same_q
+        ok = ok and passed and rel <= 1e-12
+    return ok
+
+
+def explain() -> None:
+    """Print every pipeline stage of the five kernels (for `relsim explain airfoil`)."""
+    af = solver.build(solver.op2mesh.naca_mesh(2, 3))
+    for name, rel in (("save_soln", af.cells), ("adt_calc", af.cells), ("res_calc", af.edges),
+                      ("bres_calc", af.bedges), ("update", af.cells)):
+        print(rs.explain(af.kernels[name], rel))
+
+
+def bench(argv=None) -> int:
+    """`relsim bench airfoil`: relsim against its peers (see bench.py)."""
+    from . import bench as _bench
+    return _bench.main(argv)
+
+
+__all__ = ["bench", "check_standard", "explain", "load_mesh", "main", "solver"]

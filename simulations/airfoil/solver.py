@@ -1,0 +1,201 @@
+"""The OP2 Airfoil solver as relsim kernels (a port of the reference, bit for bit).
+
+Five kernels, as in OP2: ``save_soln`` and ``adt_calc`` over cells, ``res_calc`` over edges (the
+flux of a face is added to its first cell and subtracted from its second: two ``+`` reductions
+through the ``pecell`` keys), ``bres_calc`` over boundary edges (a reduction through ``pbecell``),
+and ``update`` over cells (``rms`` is a Global sum). The iteration loop is plain Python.
+
+Every expression keeps the reference's grouping and order of evaluation (the reference's
+section 2.3): do not "simplify" them. relsim folds key reductions one contribution at a time in
+ascending source row, and Global sums in row order, which is what the serial reference does, so
+the result (q and the rms) equals the serial no-FMA reference bit for bit on any thread count.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import relsim as rs
+from relsim import domains
+
+op2mesh = domains.get("op2mesh")
+
+# Constants: doubles initialised from single-precision literals (reference section 2.2).
+GAM = float(np.float32(1.4))  # 1.399999976158142
+GM1 = GAM - 1.0  # 0.3999999761581421
+CFL = float(np.float32(0.9))  # 0.8999999761581421
+EPS = float(np.float32(0.05))  # 0.05000000074505806
+MACH = float(np.float32(0.4))  # 0.4000000059604645
+U_INF = math.sqrt(GAM * 1.0 / 1.0) * MACH  # 0.4732863856704763
+QINF = (1.0, U_INF, 0.0, 1.0 / (1.0 * GM1) + 0.5 * U_INF * U_INF)  # (r, r u, 0, r e)
+QINF0, QINF1, QINF2, QINF3 = QINF
+
+# The published reference values (the standard 720 000-cell mesh, 1000 iterations).
+STANDARD_NCELL = 720_000
+PUBLISHED_RMS = {100: "5.02186e-04", 200: "3.41746e-04", 300: "2.63430e-04",
+                 400: "2.16288e-04", 500: "1.84659e-04", 600: "1.60866e-04",
+                 700: "1.42253e-04", 800: "1.27627e-04", 900: "1.15810e-04",
+                 1000: "1.06011e-04"}
+VALIDATION_RMS = 1.060114637578e-4  # OP2's 13-digit constant (PASS within 1e-7 relative)
+BITEXACT_RMS_1000 = 1.06011463757807830e-04  # serial no-FMA reference, iteration 1000
+BITEXACT_Q_SHA256 = "208a59ef723f7b2ea9009ba2b1cd57f8ca17d9f0b6d4a9b23435ff6f6cae1472"
+
+
+@dataclass
+class Airfoil:
+    """The relations, kernels and the rms Global of one Airfoil instance."""
+
+    nodes: rs.Relation
+    cells: rs.Relation
+    edges: rs.Relation
+    bedges: rs.Relation
+    rms: rs.Global
+    kernels: dict = field(default_factory=dict)
+
+    def kernel(self, name):
+        return self.kernels[name]
+
+
+def build(mesh) -> Airfoil:
+    """Relations of `mesh` (an `Op2Mesh`) with the solver's fields, and the five kernels."""
+    m = op2mesh.mesh_relations(mesh)
+    nodes, cells, edges, bedges = m.nodes, m.cells, m.edges, m.bedges
+    cells.new_field("q", rs.vec(4, rs.f64)).load(np.tile(np.array(QINF), (cells.size, 1)))
+    cells.new_field("qold", rs.vec(4, rs.f64))
+    cells.new_field("adt", rs.f64)
+    cells.new_field("res", rs.vec(4, rs.f64), init=0.0)
+    rms = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def save_soln(c):
+        c.qold = c.q
+
+    @rs.kernel
+    def adt_calc(c):
+        x1 = c.pcell[0].x
+        x2 = c.pcell[1].x
+        x3 = c.pcell[2].x
+        x4 = c.pcell[3].x
+        q = c.q
+        ri = 1.0 / q[0]
+        u = ri * q[1]
+        v = ri * q[2]
+        cs = math.sqrt((GAM * GM1) * (ri * q[3] - 0.5 * (u * u + v * v)))
+        dx = x2[0] - x1[0]
+        dy = x2[1] - x1[1]
+        a = abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy)
+        dx = x3[0] - x2[0]
+        dy = x3[1] - x2[1]
+        a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
+        dx = x4[0] - x3[0]
+        dy = x4[1] - x3[1]
+        a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
+        dx = x1[0] - x4[0]
+        dy = x1[1] - x4[1]
+        a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
+        c.adt = a / CFL
+
+    @rs.kernel
+    def res_calc(e):
+        x1 = e.pedge[0].x
+        x2 = e.pedge[1].x
+        q1 = e.pecell[0].q
+        q2 = e.pecell[1].q
+        dx = x1[0] - x2[0]
+        dy = x1[1] - x2[1]
+        ri1 = 1.0 / q1[0]
+        p1 = GM1 * (q1[3] - (0.5 * ri1) * (q1[1] * q1[1] + q1[2] * q1[2]))
+        vol1 = ri1 * (q1[1] * dy - q1[2] * dx)
+        ri2 = 1.0 / q2[0]
+        p2 = GM1 * (q2[3] - (0.5 * ri2) * (q2[1] * q2[1] + q2[2] * q2[2]))
+        vol2 = ri2 * (q2[1] * dy - q2[2] * dx)
+        mu = (0.5 * (e.pecell[0].adt + e.pecell[1].adt)) * EPS
+        f0 = 0.5 * (vol1 * q1[0] + vol2 * q2[0]) + mu * (q1[0] - q2[0])
+        f1 = 0.5 * (((vol1 * q1[1] + p1 * dy) + vol2 * q2[1]) + p2 * dy) + mu * (q1[1] - q2[1])
+        f2 = 0.5 * (((vol1 * q1[2] - p1 * dx) + vol2 * q2[2]) - p2 * dx) + mu * (q1[2] - q2[2])
+        f3 = 0.5 * (vol1 * (q1[3] + p1) + vol2 * (q2[3] + p2)) + mu * (q1[3] - q2[3])
+        e.pecell[0].res += (f0, f1, f2, f3)
+        e.pecell[1].res -= (f0, f1, f2, f3)
+
+    @rs.kernel
+    def bres_calc(b):
+        x1 = b.pbedge[0].x
+        x2 = b.pbedge[1].x
+        q1 = b.pbecell.q
+        dx = x1[0] - x2[0]
+        dy = x1[1] - x2[1]
+        ri1 = 1.0 / q1[0]
+        p1 = GM1 * (q1[3] - (0.5 * ri1) * (q1[1] * q1[1] + q1[2] * q1[2]))
+        if b.bound == 1:
+            b.pbecell.res[1] += p1 * dy
+            b.pbecell.res[2] += -p1 * dx
+        else:
+            vol1 = ri1 * (q1[1] * dy - q1[2] * dx)
+            ri2 = 1.0 / QINF0
+            p2 = GM1 * (QINF3 - (0.5 * ri2) * (QINF1 * QINF1 + QINF2 * QINF2))
+            vol2 = ri2 * (QINF1 * dy - QINF2 * dx)
+            mu = b.pbecell.adt * EPS
+            f0 = 0.5 * (vol1 * q1[0] + vol2 * QINF0) + mu * (q1[0] - QINF0)
+            f1 = 0.5 * (((vol1 * q1[1] + p1 * dy) + vol2 * QINF1) + p2 * dy) + mu * (q1[1] - QINF1)
+            f2 = 0.5 * (((vol1 * q1[2] - p1 * dx) + vol2 * QINF2) - p2 * dx) + mu * (q1[2] - QINF2)
+            f3 = 0.5 * (vol1 * (q1[3] + p1) + vol2 * (QINF3 + p2)) + mu * (q1[3] - QINF3)
+            b.pbecell.res += (f0, f1, f2, f3)
+
+    @rs.kernel
+    def update(c):
+        adti = 1.0 / c.adt
+        d0 = adti * c.res[0]
+        d1 = adti * c.res[1]
+        d2 = adti * c.res[2]
+        d3 = adti * c.res[3]
+        c.q = (c.qold[0] - d0, c.qold[1] - d1, c.qold[2] - d2, c.qold[3] - d3)
+        c.res = (0.0, 0.0, 0.0, 0.0)
+        rms += d0 * d0
+        rms += d1 * d1
+        rms += d2 * d2
+        rms += d3 * d3
+
+    kernels = dict(save_soln=save_soln, adt_calc=adt_calc, res_calc=res_calc,
+                   bres_calc=bres_calc, update=update)
+    return Airfoil(nodes, cells, edges, bedges, rms, kernels)
+
+
+def solve(a: Airfoil, iterations: int, config=None, report=None, timings=None):
+    """Run `iterations` of the two-stage scheme; returns the rms after every iteration.
+
+    ``report(iteration, rms)`` is called after each; ``timings`` (a dict) receives ``first_s``
+    (the first iteration: compilation or cache load included) and ``loop_s`` (the rest)."""
+    k = a.kernels
+    save_soln, adt_calc, res_calc = k["save_soln"], k["adt_calc"], k["res_calc"]
+    bres_calc, update = k["bres_calc"], k["update"]
+    cells, edges, bedges, rms = a.cells, a.edges, a.bedges, a.rms
+    ncell = cells.size
+    history = np.empty(iterations)
+    t0 = t1 = time.perf_counter()
+    for it in range(1, iterations + 1):
+        cells.foreach(save_soln, config)
+        for _ in range(2):
+            cells.foreach(adt_calc, config)
+            edges.foreach(res_calc, config)
+            bedges.foreach(bres_calc, config)
+            rms.value = 0.0
+            cells.foreach(update, config)
+        history[it - 1] = math.sqrt(rms.value / ncell)
+        if it == 1:
+            t1 = time.perf_counter()
+        if report is not None:
+            report(it, history[it - 1])
+    if timings is not None:
+        timings["first_s"] = t1 - t0
+        timings["loop_s"] = time.perf_counter() - t1
+    return history
+
+
+def q_sha256(q: np.ndarray) -> str:
+    """sha256 of q as the reference states it: (ncell, 4) f64, C order, little-endian."""
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(q, dtype="<f8").tobytes()).hexdigest()

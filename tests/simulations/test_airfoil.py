@@ -1,0 +1,141 @@
+"""OP2 Airfoil: the op2mesh relations, the port's determinism (interp = cpu = cpu-serial, any
+thread count) and bit-exactness against the hand-written Numba baseline in bench/.
+
+Meshes are generated in-process (I=20, J=30 is the CI-sized mesh); the 100-iteration check on the
+standard mesh runs only when RELSIM_AIRFOIL_MESH names the file (CI has none)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+
+import numba
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim import domains
+from simulations import airfoil
+from simulations.airfoil import solver
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+I, J = 20, 30  # noqa: E741
+
+
+def _handwritten():
+    path = ROOT / "bench" / "airfoil_numba.py"
+    if not path.exists():
+        pytest.skip("bench/airfoil_numba.py not present")
+    spec = importlib.util.spec_from_file_location("airfoil_numba_peer", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return domains.get("op2mesh").naca_mesh(I, J)
+
+
+def _run(mesh, iterations, target="cpu", threads=None):
+    cfg = rs.Config(target=target, threads=threads,
+                    parallel_threshold=1 if target == "cpu" else 1 << 30)
+    if threads is not None:
+        numba.set_num_threads(threads)
+    try:
+        af = solver.build(mesh)
+        hist = solver.solve(af, iterations, cfg)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return hist, af.cells.q.numpy().copy()
+
+
+def test_op2mesh_relations_are_the_reference_sets_and_maps(mesh):
+    m = domains.get("op2mesh").mesh_relations(mesh)
+    assert [r.size for r in m] == [1891, 1800, 3530, 140]
+    assert m.edges.pecell.type.n == 2 and m.edges.pecell.type.relation is m.cells
+    assert m.edges.pedge.type.n == 2 and m.edges.pedge.type.relation is m.nodes
+    assert m.cells.pcell.type.n == 4 and m.bedges.pbedge.type.n == 2
+    assert m.bedges.pbecell.type.relation is m.cells
+    np.testing.assert_array_equal(m.edges.pecell.numpy(), mesh.ecell)
+    np.testing.assert_array_equal(m.cells.pcell.numpy(), mesh.cell)
+    np.testing.assert_array_equal(m.bedges.pbecell.numpy(), mesh.becell)
+    np.testing.assert_array_equal(m.nodes.x.numpy(), mesh.x)
+    assert m.bedges.bound.numpy().dtype == np.int32
+    assert sorted(set(m.bedges.bound.numpy().tolist())) == [1, 2]
+
+
+def test_load_reads_the_ascii_format(tmp_path, mesh):
+    op2 = domains.get("op2mesh")
+    path = tmp_path / "grid.dat"
+    op2.write_op2(mesh, path)
+    m = op2.load(path)
+    np.testing.assert_array_equal(m.edges.pedge.numpy(), mesh.edge)
+    np.testing.assert_array_equal(m.nodes.x.numpy(), mesh.x)
+
+
+def test_constants_are_the_float32_literals():
+    assert solver.GAM == 1.399999976158142 and solver.GM1 == 0.3999999761581421
+    assert solver.CFL == 0.8999999761581421 and solver.EPS == 0.05000000074505806
+    assert solver.QINF == (1.0, 0.4732863856704763, 0.0, 2.612000150442132)
+
+
+def test_interp_cpu_and_serial_agree_bitwise(mesh):
+    want_h, want_q = _run(mesh, 1, "interp")  # one iteration runs every kernel twice
+    for target in ("cpu", "cpu-serial"):
+        h, q = _run(mesh, 1, target)
+        assert h.tobytes() == want_h.tobytes(), target
+        assert q.tobytes() == want_q.tobytes(), target
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 Numba threads")
+def test_one_and_two_threads_agree_bitwise(mesh):
+    h1, q1 = _run(mesh, 10, "cpu", threads=1)
+    h2, q2 = _run(mesh, 10, "cpu", threads=2)
+    assert h1.tobytes() == h2.tobytes()
+    assert q1.tobytes() == q2.tobytes()
+
+
+def test_bit_exact_with_the_handwritten_numba(mesh):
+    peer = _handwritten()
+    want_h, want_q = peer.run(mesh, 25)
+    h, q = _run(mesh, 25, "cpu")
+    assert h.tobytes() == want_h.tobytes()
+    assert q.tobytes() == want_q.tobytes()
+    assert 1e-3 < h[-1] < h[0]  # the residual falls
+
+
+def test_run_prints_the_table_and_writes_full_precision_json(tmp_path, capsys):
+    out = tmp_path / "rms.json"
+    assert airfoil.main(["--size", "4", "6", "--iterations", "6", "--every", "3",
+                         "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert len(data["rms"]) == 6 and data["ncell"] == 72
+    assert f"    6  {data['rms'][5]:10.5e}" in text and f"    3  {data['rms'][2]:10.5e}" in text
+    h, q = _run(domains.get("op2mesh").naca_mesh(4, 6), 6)
+    assert data["rms"] == h.tolist()  # JSON floats round-trip exactly
+    assert data["q_sha256"] == solver.q_sha256(q)
+
+
+def test_cli_dispatches_run_and_bench_names():
+    from relsim import cli
+    assert "airfoil" in cli.simulations()
+    with pytest.raises(SystemExit, match="no simulation"):
+        cli.main(["bench", "nosuchsim"])
+
+
+@pytest.mark.skipif(not os.environ.get("RELSIM_AIRFOIL_MESH"),
+                    reason="set RELSIM_AIRFOIL_MESH to the standard new_grid.dat(.gz)")
+def test_standard_mesh_100_iterations():
+    mesh = domains.get("op2mesh").read_op2(os.environ["RELSIM_AIRFOIL_MESH"])
+    assert mesh.ncell == solver.STANDARD_NCELL
+    h, q = _run(mesh, 100, "cpu")
+    assert f"{h[99]:10.5e}".strip() == solver.PUBLISHED_RMS[100]
+    try:
+        peer = _handwritten()
+    except pytest.skip.Exception:
+        return
+    want_h, want_q = peer.run(mesh, 100)
+    assert h.tobytes() == want_h.tobytes() and q.tobytes() == want_q.tobytes()
