@@ -1,4 +1,5 @@
-"""The `relsim` command: `relsim run NAME [args]`, `relsim list`, `relsim explain NAME`."""
+"""The `relsim` command: `relsim run NAME [args]`, `relsim list`, `relsim explain NAME`,
+`relsim bench NAME [args]`."""
 from __future__ import annotations
 
 import argparse
@@ -64,6 +65,13 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    mod = _load(args.name)
+    if not hasattr(mod, "bench"):
+        raise SystemExit(f"relsim: simulation {args.name!r} has no benchmark (bench())")
+    return int(mod.bench(args.args) or 0)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="relsim", description="kernels over relations")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -76,6 +84,10 @@ def main(argv=None) -> int:
     e = sub.add_parser("explain", help="print every pipeline stage of a simulation's kernels")
     e.add_argument("name")
     e.set_defaults(fn=cmd_explain)
+    b = sub.add_parser("bench", help="benchmark a simulation against its peers", add_help=False)
+    b.add_argument("name")
+    b.add_argument("args", nargs=argparse.REMAINDER)
+    b.set_defaults(fn=cmd_bench)
     args = p.parse_args(argv)
     return args.fn(args)
 
