@@ -2,13 +2,36 @@
 
 Public API (everything a simulation script needs); see README.md.
 """
-from .builtins import (cross, delete, det, dot, insert, inverse, norm, outer, reduce_argmax,
-                       reduce_argmin, reduce_max, reduce_min, transpose)
+from .builtins import (
+    cross,
+    delete,
+    det,
+    dot,
+    insert,
+    inverse,
+    norm,
+    outer,
+    reduce_argmax,
+    reduce_argmin,
+    reduce_max,
+    reduce_min,
+    transpose,
+)
 from .config import Config, configure
 from .domains.io import write
-from .errors import (ConfigError, DataError, DomainError, KernelError, KernelNameError,
-                     KernelRuntimeError, KernelSyntaxError, KernelTypeError, PhaseError,
-                     RelsimError, SchemaError)
+from .errors import (
+    ConfigError,
+    DataError,
+    DomainError,
+    KernelError,
+    KernelNameError,
+    KernelRuntimeError,
+    KernelSyntaxError,
+    KernelTypeError,
+    PhaseError,
+    RelsimError,
+    SchemaError,
+)
 from .kernel import Func, Kernel, func, kernel
 from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
 from .relations import launch as _launch

@@ -52,7 +52,7 @@ def build(n_cells=32, n_particles=2000, seed=1):
     @rs.kernel
     def count(c):
         m = 0
-        for q in c.particles:
+        for _q in c.particles:
             m += 1
         c.count = m
 

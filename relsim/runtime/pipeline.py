@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import access, affine, phase, slots
-from . import ir
+from . import access, affine, ir, phase, slots
 from .frontend import Frontend
 from .typecheck import TypeChecker
 

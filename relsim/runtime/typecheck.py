@@ -9,8 +9,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
-from ..types import (GroupType, KeyType, KeyVecType, MatType, ScalarType, VecType, bool_, f64,
-                     i64, promote, scalar_of)
+from ..types import (
+    GroupType,
+    KeyType,
+    KeyVecType,
+    MatType,
+    ScalarType,
+    VecType,
+    bool_,
+    f64,
+    i64,
+    promote,
+    scalar_of,
+)
 from . import ir
 
 FLOAT_MATH = {"sqrt", "cbrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",

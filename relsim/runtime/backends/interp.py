@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import KernelRuntimeError
 from ...types import GroupType, KeyType, KeyVecType, ScalarType
-from .. import affine, ir, row_changes, semantics
+from .. import affine, row_changes, semantics
 from ..typecheck import elem_of
 from .base import Backend
 

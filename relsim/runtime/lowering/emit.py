@@ -19,7 +19,8 @@ CAST_FN = {bool_: "_bool", i32: "_i32", i64: "_i64", f32: "_f32", f64: "_f64"}
 _MATH_MODULE = {"sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
                 "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs", "pow",
                 "copysign", "isnan", "isinf", "isfinite"}
-_NP_MODULE = {"floor", "ceil", "trunc", "cbrt"}  # math.floor returns an int in Numba; np keeps floats
+# math.floor returns an int in Numba; np keeps floats. np.cbrt is glibc's cbrt.
+_NP_MODULE = {"floor", "ceil", "trunc", "cbrt"}
 
 
 def name(n: str, ctx=None) -> ast.Name:

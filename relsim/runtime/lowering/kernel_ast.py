@@ -71,7 +71,8 @@ class KernelLowerer:
         return ast.fix_missing_locations(mod)
 
     def function(self, fname, loop_stmts, range_fn, extra=()):
-        args = ["_n", "_rows", "_has_rows", "_err"] + [p for p, _, _ in self.params.items] + list(extra)
+        fixed = ["_n", "_rows", "_has_rows", "_err"]
+        args = fixed + [p for p, _, _ in self.params.items] + list(extra)
         body = [self._rename_range(s, range_fn) for s in loop_stmts]
         return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
                                                     [], None, []), body, [], None, None)
@@ -119,33 +120,25 @@ class KernelLowerer:
         return ast.BinOp(name("_p"), ast.Mult(), ast.Constant(lay.per_row))
 
     def targets_row_body(self, lay):
-        tgt_loops = {}
+        """For each site: its static loops, rebuilt around the target key of each slot."""
         for site in lay.sites:
-            out_before = self.alg.out
-            inner_out = self.alg.out
-            # rebuild the static loops around this site, binding their variables
-            nest = []
-            for loop, trip, stride in site.loops:
+            outer = self.alg.out
+            for loop, trip, _stride in site.loops:
                 counter = self.alg.fresh("_it")
-                tgt_loops[id(loop)] = counter
                 self.loop_counters[id(loop)] = counter
                 body: list = []
-                nest.append((loop, counter, trip, body))
-            for loop, counter, trip, body in nest:
-                inner_out.append(ast.For(store(counter), call("range", ast.Constant(trip)), body,
-                                         []))
+                self.alg.out.append(ast.For(store(counter), call("range", ast.Constant(trip)),
+                                            body, []))
                 self.alg.out = body
                 self.bind_static_loop_var(loop, counter)
-                inner_out = body
-            self.alg.out = inner_out
             key = self.expr(site.key)[0]
             slot = self.slot_index(lay, site)
             self.alg.out.append(ast.Assign([ast.Subscript(name("_tgt"), slot, ast.Store())], key))
-            self.alg.out = out_before
+            self.alg.out = outer
 
     def slot_index(self, lay, site):
         e = ast.BinOp(self.slot_base(lay), ast.Add(), ast.Constant(site.offset))
-        for loop, trip, stride in site.loops:
+        for loop, _trip, stride in site.loops:
             term = ast.BinOp(name(self.loop_counters[id(loop)]), ast.Mult(), ast.Constant(stride))
             e = ast.BinOp(e, ast.Add(), term)
         return e
