@@ -185,6 +185,11 @@ class CpuExecutable:
         for F, off, ids, vals, op, is_bool in b.gathers:
             if is_bool:
                 fn = cpu_folds.gather_bool_parallel if parallel else cpu_folds.gather_bool_serial
+            elif F.shape[1] == 1 and F.flags.c_contiguous and vals.flags.c_contiguous:
+                # a scalar field: 1-D views (so writes still go to the field's data)
+                fn = cpu_folds.gather_num_scalar_parallel if parallel else \
+                    cpu_folds.gather_num_scalar_serial
+                F, vals = F.reshape(-1), vals.reshape(-1)
             else:
                 fn = cpu_folds.gather_num_parallel if parallel else cpu_folds.gather_num_serial
             b.post.append((fn, (F, off, ids, vals, op)))
