@@ -1,0 +1,190 @@
+#!/usr/bin/env python
+"""Start-up time: a small relsim script run cold (nothing cached) and warm (second run).
+
+Each repeat makes fresh cache directories and runs the script in a subprocess three times:
+cold: ``RELSIM_CACHE_DIR`` (relsim's generated modules) and ``NUMBA_CACHE_DIR`` (Numba's machine
+code, also for relsim's own compiled helpers) both empty; warm: the same directories again;
+new script: a fresh ``RELSIM_CACHE_DIR`` with the now-filled ``NUMBA_CACHE_DIR``, i.e. kernels not
+compiled yet on an installation whose own helpers (the reduction folds) are cached. Wall time is
+measured around the subprocess; the script also reports its own phases (``import relsim``, first
+launch of each kernel, the time loop).
+For context: ``python -c pass``, ``import numpy``, ``import numba`` and ``import relsim`` alone,
+each in a fresh subprocess (the import timed inside it).
+
+Python's own bytecode is not part of "cold": the subprocesses write and read ``.pyc`` files under
+a private ``PYTHONPYCACHEPREFIX`` (even where ``PYTHONDONTWRITEBYTECODE`` is set), primed by one
+``import relsim`` first, as an installed package would have them.
+
+The default script is the heat example of the design sketch on a 1-D chain (built with the
+public API only); ``--script`` runs another one (then only wall times are reported).
+
+Usage::
+
+    python bench/startup.py [--repeats 3] [--script PATH] [--markdown docs/benchmarks.md]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import _common as C
+
+HEAT = textwrap.dedent('''
+    import json, sys, time
+    t0 = time.perf_counter()
+    import numpy as np
+    import relsim as rs
+    t_import = time.perf_counter() - t0
+
+    n = 1000
+    V, E = rs.Relation("V", n), rs.Relation("E", n - 1)
+    E.new_key_field("head", V).load(np.arange(1, n))
+    E.new_key_field("tail", V).load(np.arange(0, n - 1))
+    V.new_field("T", rs.f64, init=0.0)
+    V.new_field("flux", rs.f64, init=0.0)
+    E.new_field("k", rs.f64, init=1.0)
+    V.T.load(np.where(np.arange(n) % 97 == 0, 1.0, 0.0))
+    dt = rs.Global(rs.f64, 0.1)
+    heat = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.k * (e.head.T - e.tail.T)
+        e.tail.flux += d
+        e.head.flux -= d
+
+    @rs.kernel
+    def update(v):
+        v.T += dt * v.flux
+        v.flux = 0.0
+        heat += v.T
+
+    t1 = time.perf_counter()
+    E.foreach(conduct)
+    t2 = time.perf_counter()
+    V.foreach(update)
+    t3 = time.perf_counter()
+    for step in range(200):
+        heat.value = 0.0
+        E.foreach(conduct)
+        V.foreach(update)
+    t4 = time.perf_counter()
+    print(json.dumps({"import relsim": t_import, "first conduct": t2 - t1,
+                      "first update": t3 - t2, "200 steps": t4 - t3,
+                      "script total": t4 - t0, "heat": heat.value}))
+''')
+
+IMPORTS = {
+    "python -c pass": "pass",
+    "import numpy": "import numpy",
+    "import numba": "import numba",
+    "import relsim": "import relsim",
+}
+
+
+def run(cmd, env):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stdout}\n{p.stderr}")
+    phases = {}
+    for line in p.stdout.splitlines()[::-1]:
+        if line.startswith("{"):
+            phases = json.loads(line)
+            break
+    return wall, phases
+
+
+def import_time(stmt, env):
+    """Wall time of a subprocess doing `stmt`, and the time of `stmt` measured inside it."""
+    code = (f"import time; t0 = time.perf_counter(); {stmt}; dt = time.perf_counter() - t0; "
+            f"import json; print(json.dumps({{'inside': dt}}))")
+    wall, phases = run([sys.executable, "-c", code], env)
+    return wall, phases["inside"]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="cold/new-script/warm triples (fresh caches each)")
+    ap.add_argument("--script", help="run this script instead of the built-in heat example")
+    ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
+    args = ap.parse_args(argv)
+
+    work = tempfile.mkdtemp(prefix="relsim-startup-")
+    script = args.script
+    if script is None:
+        script = os.path.join(work, "heat.py")
+        with open(script, "w") as f:
+            f.write(HEAT)
+    env0 = dict(os.environ)
+    env0["PYTHONPATH"] = os.pathsep.join([str(C.ROOT)] + ([env0["PYTHONPATH"]]
+                                                           if env0.get("PYTHONPATH") else []))
+    env0.pop("RELSIM_TARGET", None)
+    env0.pop("PYTHONDONTWRITEBYTECODE", None)
+    env0["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pyc")
+    prime = dict(env0, RELSIM_CACHE_DIR=os.path.join(work, "prime", "relsim"),
+                 NUMBA_CACHE_DIR=os.path.join(work, "prime", "numba"))
+    run([sys.executable, "-c", "import relsim, json, numpy"], prime)  # write the .pyc files
+
+    cold, warm, helpers, imports = [], [], [], {k: [] for k in IMPORTS}
+    try:
+        for r in range(args.repeats):
+            d = os.path.join(work, f"cache{r}")
+            env = dict(env0, RELSIM_CACHE_DIR=os.path.join(d, "relsim"),
+                       NUMBA_CACHE_DIR=os.path.join(d, "numba"))
+            cold.append(run([sys.executable, script], env))
+            warm.append(run([sys.executable, script], env))
+            # a new script (its kernels uncompiled) once relsim's own helpers are cached
+            env2 = dict(env, RELSIM_CACHE_DIR=os.path.join(d, "relsim2"))
+            helpers.append(run([sys.executable, script], env2))
+            for name, stmt in IMPORTS.items():  # relsim's helpers warm in these caches now
+                imports[name].append(import_time(stmt, env))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    def med(xs):
+        return sorted(xs)[len(xs) // 2]
+
+    def s(x):
+        return f"{x:.2f}"
+
+    rows = [["cold (empty RELSIM_CACHE_DIR and NUMBA_CACHE_DIR)", s(min(w for w, _ in cold)),
+             s(med([w for w, _ in cold]))],
+            ["cold kernels, relsim's own helpers cached (fresh RELSIM_CACHE_DIR only)",
+             s(min(w for w, _ in helpers)), s(med([w for w, _ in helpers]))],
+            ["warm (same cache directories again)", s(min(w for w, _ in warm)),
+             s(med([w for w, _ in warm]))]]
+    what = args.script or "heat example (1-D chain, 1000 vertices, conduct + update, 200 steps)"
+    out = [f"Machine: {C.machine_line()}.",
+           f"Script: {what}; "
+           f"{args.repeats} repeats of (cold, new script, warm), each with fresh cache "
+           "directories. "
+           "Wall time of the whole subprocess, seconds.", "",
+           C.table(["run", "min s", "median s"], rows)]
+    if cold[0][1]:
+        keys = [k for k in cold[0][1] if k != "heat"]
+        prow = [[k] + [s(min(p[k] for _, p in runs)) for runs in (cold, helpers, warm)]
+                for k in keys]
+        out += ["", "Phases inside the script (min over repeats, seconds):", "",
+                C.table(["phase", "cold", "cold kernels, helpers cached", "warm"], prow)]
+    irows = [[name, s(min(w for w, _ in v)), s(min(i for _, i in v))]
+             for name, v in imports.items()]
+    out += ["", "Imports alone, each in a fresh subprocess (min over repeats, seconds):", "",
+            C.table(["command", "subprocess wall", "statement alone"], irows)]
+    text = "\n".join(out)
+    print(text)
+    if args.markdown:
+        C.update_markdown(args.markdown, "Start-up (cold and warm cache)", text)
+
+
+if __name__ == "__main__":
+    main()
