@@ -183,8 +183,16 @@ class CpuExecutable:
         b.call_args = (b.n, b.rows, b.has_rows, self.err) + b.args
         b.post = []
         for F, off, ids, vals, op, is_bool in b.gathers:
+            touched = None if is_bool else np.flatnonzero(off[1:] != off[:-1])
             if is_bool:
                 fn = cpu_folds.gather_bool_parallel if parallel else cpu_folds.gather_bool_serial
+            elif 4 * len(touched) < F.shape[0]:
+                # few target rows receive slots (boundary faces into cells): fold only those;
+                # the others keep their value, as a fold of no slots would leave it
+                fn = cpu_folds.gather_num_rows_parallel if not self.force_serial and \
+                    len(touched) >= self.threshold else cpu_folds.gather_num_rows_serial
+                b.post.append((fn, (F, touched, off, ids, vals, op)))
+                continue
             elif F.shape[1] == 1 and F.flags.c_contiguous and vals.flags.c_contiguous:
                 # a scalar field: 1-D views (so writes still go to the field's data)
                 fn = cpu_folds.gather_num_scalar_parallel if parallel else \

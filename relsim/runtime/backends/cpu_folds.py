@@ -50,6 +50,26 @@ def _gather_num_scalar(F, off, ids, vals, op):
         F[t] = acc
 
 
+def _gather_num_rows(F, rows, off, ids, vals, op):
+    """`_gather_num` over only the target rows listed in `rows` (those that receive slots): for
+    a reduction into a few rows of a large relation (boundary faces into cells)."""
+    for i in prange(rows.shape[0]):
+        t = rows[i]
+        for c in range(F.shape[1]):
+            acc = F[t, c]
+            for j in range(off[t], off[t + 1]):
+                v = vals[ids[j], c]
+                if op == 0:
+                    acc = acc + v
+                elif op == 1:
+                    acc = acc * v
+                elif op == 2:
+                    acc = v if v < acc else acc
+                else:
+                    acc = v if v > acc else acc
+            F[t, c] = acc
+
+
 def _gather_bool(F, off, ids, vals, op):
     for t in prange(F.shape[0]):
         for c in range(F.shape[1]):
@@ -78,6 +98,8 @@ gather_num_parallel = njit(cache=True, parallel=True)(_named(_gather_num, "_para
 gather_num_scalar_serial = njit(cache=True)(_named(_gather_num_scalar, "_serial"))
 gather_num_scalar_parallel = njit(cache=True, parallel=True)(
     _named(_gather_num_scalar, "_parallel"))
+gather_num_rows_serial = njit(cache=True)(_named(_gather_num_rows, "_serial"))
+gather_num_rows_parallel = njit(cache=True, parallel=True)(_named(_gather_num_rows, "_parallel"))
 gather_bool_serial = njit(cache=True)(_named(_gather_bool, "_serial"))
 gather_bool_parallel = njit(cache=True, parallel=True)(_named(_gather_bool, "_parallel"))
 

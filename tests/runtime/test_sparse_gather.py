@@ -1,0 +1,32 @@
+"""A key reduction into a few rows of a large relation folds only the rows that receive
+contributions (the boundary faces of a mesh into its cells), with the same serial meaning."""
+import numpy as np
+
+import relsim as rs
+
+
+def test_reduction_into_few_target_rows(target):
+    V = rs.Relation("V", 1000)
+    B = rs.Relation("B", 5)
+    B.new_key_field("cell", V).load([7, 3, 7, 999, 3])
+    B.new_field("w", rs.vec(2, rs.f64)).load(np.array([[0.1, 1], [0.2, 2], [0.3, 3], [0.4, 4],
+                                                       [1e16, 5]]))
+    V.new_field("acc", rs.vec(2, rs.f64)).load(np.tile([1.0, -0.0], (1000, 1)))
+
+    @rs.kernel
+    def k(b):
+        b.cell.acc += b.w
+        b.cell.acc[1] -= b.w[0]
+
+    B.foreach(k, target)
+    want = np.tile([1.0, -0.0], (1000, 1))
+    for r, c in enumerate([7, 3, 7, 999, 3]):  # serial meaning: ascending row, program order
+        w = B.w.numpy()[r]
+        want[c, 0] = want[c, 0] + w[0]
+        want[c, 1] = want[c, 1] + w[1]
+        want[c, 1] = want[c, 1] + -w[0]
+    assert V.acc.numpy().tobytes() == want.tobytes()
+    if target.target != "interp":
+        exe = k._last[3]
+        (fn, args), = exe.bindings[None].post
+        assert "rows" in fn.py_func.__name__ and args[1].tolist() == [3, 7, 999]
