@@ -107,3 +107,26 @@ def test_second_process_uses_the_disk_cache(tmp_path):
     _run(tmp_path, "cpu", 2, steps=1, cache=cache)
     after = {p: p.stat().st_mtime_ns for p in cache.rglob("*.nbc")}
     assert after == stamp, "the second process recompiled (cache files were rewritten)"
+
+
+def test_config_threads_apply_to_one_launch_only():
+    import numba
+    before = numba.get_num_threads()
+    seen = []
+    R = rs.Relation("R", 4)
+    R.new_field("x", rs.f64)
+
+    @rs.kernel
+    def k(r):
+        r.x += 1.0
+
+    R.foreach(k, rs.Config(target="cpu", threads=1))
+    seen.append(numba.get_num_threads())
+    assert seen == [before] and R.x.numpy().tolist() == [1.0] * 4
+    try:
+        rs.Config(target="cpu", threads=10_000)
+        R.foreach(k, rs.Config(target="cpu", threads=10_000))
+    except rs.ConfigError as exc:
+        assert "NUMBA_NUM_THREADS" in str(exc)
+    else:
+        raise AssertionError("no error for an impossible thread count")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import ast
 
+import numba
 import numpy as np
 from numba import njit
 
-from ...errors import KernelRuntimeError
+from ...errors import ConfigError, KernelRuntimeError
 from ...relations import launch as _launch
 from ...relations.field import Field
 from ...relations.globals import Global
@@ -81,6 +82,10 @@ class CpuExecutable:
                         for k in range(len(analysed.layouts))
                         if hasattr(mod, f"targets_{k}")}
         self.force_serial = options.target == "cpu-serial"
+        self.threads = options.threads
+        if self.threads is not None and self.threads > numba.config.NUMBA_NUM_THREADS:
+            raise ConfigError(f"threads={self.threads} exceeds the Numba thread pool "
+                              f"({numba.config.NUMBA_NUM_THREADS}); set NUMBA_NUM_THREADS")
         self.threshold = options.parallel_threshold
         rels = {id(analysed.relation): analysed.relation}
         for _, kind, obj in params:
@@ -103,6 +108,8 @@ class CpuExecutable:
 
     # -- launching ------------------------------------------------------------------------
     def launch(self, relation, subset) -> None:
+        if self.threads is not None and numba.get_num_threads() != self.threads:
+            return self.launch_with_threads(relation, subset)
         b = self.bindings.get(subset)
         if b is None or b.epoch != _launch.storage_epoch or b.size != relation.size:
             b = self.refresh(relation, subset, b)
@@ -111,6 +118,15 @@ class CpuExecutable:
             self.raise_flagged(self.err)
         for fn, args in b.post:
             fn(*args)
+
+    def launch_with_threads(self, relation, subset) -> None:
+        """A launch under a Config with its own thread count (restored afterwards)."""
+        before = numba.get_num_threads()
+        numba.set_num_threads(self.threads)
+        try:
+            self.launch(relation, subset)
+        finally:
+            numba.set_num_threads(before)
 
     def refresh(self, relation, subset, b) -> _Binding:
         """Re-bind if any relation's storage changed since `b` was bound (else keep `b`)."""
