@@ -6,7 +6,7 @@
 
 Without --mesh or --size the standard 720 000-cell mesh is generated in-process (--size 400 600;
 the same mesh as OP2's new_grid.dat). The kernels are in `solver.py`, the benchmark in
-`bench.py`.
+`benchmark.py`.
 """
 
 from __future__ import annotations
@@ -128,9 +128,9 @@ def explain() -> None:
 
 
 def bench(argv=None) -> int:
-    """`relsim bench airfoil`: relsim against its peers (see bench.py)."""
-    from . import bench as _bench
-    return _bench.main(argv)
+    """`relsim bench airfoil`: relsim against its peers (see benchmark.py)."""
+    from . import benchmark
+    return benchmark.main(argv)
 
 
 __all__ = ["bench", "check_standard", "explain", "load_mesh", "main", "solver"]

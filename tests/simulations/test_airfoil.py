@@ -139,3 +139,25 @@ def test_standard_mesh_100_iterations():
         return
     want_h, want_q = peer.run(mesh, 100)
     assert h.tobytes() == want_h.tobytes() and q.tobytes() == want_q.tobytes()
+
+
+def test_explicit_gather_formulation_gives_the_same_bits(mesh):
+    from simulations.airfoil import gather
+    h, q = _run(mesh, 10, "cpu")
+    g = gather.build(mesh)
+    hg = gather.solve(g, 10, rs.Config(target="cpu", parallel_threshold=1))
+    assert hg.tobytes() == h.tobytes()
+    assert g.cells.q.numpy().tobytes() == q.tobytes()
+
+
+def test_bench_smoke(tmp_path, capsys):
+    md = tmp_path / "benchmarks.md"
+    assert airfoil.bench(["--size", "3", "4", "--iterations", "3", "--repeats", "1",
+                          "--threads", "1", "--no-startup", "--markdown", str(md),
+                          "--png", str(tmp_path / "a.png")]) == 0
+    out = capsys.readouterr().out
+    assert "relsim = hand-written Numba bit for bit (rms history and q): yes" in out
+    assert "relsim = relsim-gather bit for bit: yes" in out
+    text = md.read_text()
+    assert text.startswith("# relsim benchmarks") and "## Airfoil" in text
+    assert "| relsim " in text and "| numba " in text

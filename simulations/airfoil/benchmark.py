@@ -1,0 +1,357 @@
+"""`relsim bench airfoil`: relsim's Airfoil against its peers, on the same mesh and machine.
+
+Peers, timed in one process and interleaved (each repeat runs every variant at every thread
+count in turn, so slow phases of a shared machine hit all of them alike); figures are the
+minimum and median over repeats:
+
+* ``relsim``: this port (`solver.py`: the five kernels, res as reductions through keys),
+  target ``cpu``;
+* ``relsim-gather``: the same solver written in relsim as the baseline's explicit fused gather
+  (`gather.py`): the difference from ``relsim`` is what the lowering of key reductions costs;
+* ``numba``: the hand-written deterministic Numba gather, ``bench/airfoil_numba.py`` of the
+  relsim repository (not installed with relsim: run from a checkout, or pass ``--numba PATH``);
+* ``op2``: optionally, a reference binary built from OP2 (``--reference PATH``, e.g.
+  ``airfoil_openmp`` of ``apps/c/airfoil/airfoil_plain/dp``), run in a scratch directory that
+  holds the mesh as ``new_grid.dat``, with ``OMP_NUM_THREADS``; its time is OP2's own "Max total
+  runtime" (always its 1000 iterations) and its printed rms values are compared with relsim's.
+
+Timed: the time loop, with each variant's set-up of its gather structures (relsim's inverse
+indexes are built on the first launch; the Numba baseline's face lists in ``run``); not the mesh,
+and not compilation (every variant is warmed up first). Cold and warm start (``relsim run airfoil
+... --iterations 1`` in a fresh process, with empty and then filled compile caches) are measured
+separately. Results are checked: relsim's rms history and q must equal the baseline's bit for
+bit. The table goes to stdout and to the ``Airfoil`` section of ``docs/benchmarks.md``; a PNG is
+drawn when matplotlib is installed (it is optional: without it, no PNG, and the run says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import os
+import pathlib
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numba
+import numpy as np
+
+import relsim as rs
+
+from . import gather, load_mesh, mesh_arguments, solver
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+OP2_OPENMP_2T = 62.6  # s, OP2 generated OpenMP, 2 threads, this machine kind (reference doc §6)
+
+
+def load_numba_peer(path=None):
+    """The hand-written baseline module, from `path` or bench/ of this checkout."""
+    candidates = [pathlib.Path(path)] if path else [
+        REPO / "bench" / "airfoil_numba.py", pathlib.Path.cwd() / "bench" / "airfoil_numba.py"]
+    for p in candidates:
+        if p.is_file():
+            spec = importlib.util.spec_from_file_location("airfoil_numba_peer", p)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+    raise SystemExit(
+        "relsim bench airfoil: the hand-written Numba peer bench/airfoil_numba.py was not found "
+        f"(looked in {', '.join(str(c) for c in candidates)}). It lives in the relsim "
+        "repository, not in the installed package: run from a checkout, pass --numba PATH, "
+        "or --no-numba to time relsim alone.")
+
+
+# -- the variants ----------------------------------------------------------------------------
+
+def run_relsim(mesh, iterations, threads, module=solver):
+    rs.configure(threads=threads)
+    af = module.build(mesh)
+    t0 = time.perf_counter()
+    hist = module.solve(af, iterations)
+    return time.perf_counter() - t0, hist, af.cells.q.numpy().copy()
+
+
+def run_numba(peer, mesh, iterations, threads):
+    timings: dict = {}
+    hist, q = peer.run(mesh, iterations, threads, timings=timings)
+    return timings["setup_s"] + timings["loop_s"], hist, q
+
+
+def run_reference(binary, threads, workdir):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    t0 = time.perf_counter()
+    proc = subprocess.run([os.path.abspath(binary)], cwd=workdir, env=env, capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - t0
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise SystemExit(f"relsim bench airfoil: {binary} failed ({proc.returncode}):\n"
+                         f"{out[-2000:]}")
+    m = re.search(r"Max total runtime\s*=\s*([0-9.eE+-]+)", out)
+    rms = {int(i): v for i, v in re.findall(r"^\s*(\d+)\s+(\d\.\d{5}e[-+]\d\d)\s*$", out, re.M)}
+    return (float(m.group(1)) if m else wall), rms
+
+
+def stage_mesh_file(mesh, mesh_path, workdir) -> None:
+    """The mesh as `new_grid.dat` in workdir (OP2's Airfoil reads that name)."""
+    dest = pathlib.Path(workdir) / "new_grid.dat"
+    if mesh_path:
+        with open(mesh_path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        if not gz:
+            os.symlink(os.path.abspath(mesh_path), dest)
+            return
+    solver.op2mesh.write_op2(mesh, dest)
+
+
+# -- start-up --------------------------------------------------------------------------------
+
+def startup(mesh_args, threads) -> dict:
+    """Seconds for `relsim run airfoil <mesh> --iterations 1` in a fresh process: cold (empty
+    relsim and Numba caches), then warm (the same caches); plus each run's first iteration."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="relsim-startup-") as d:
+        env = dict(os.environ, RELSIM_CACHE_DIR=os.path.join(d, "relsim"),
+                   NUMBA_CACHE_DIR=os.path.join(d, "numba"))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        cmd = [sys.executable, "-m", "relsim.cli", "run", "airfoil", *mesh_args,
+               "--iterations", "1", "--threads", str(threads)]
+        for kind in ("cold", "warm"):
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            if proc.returncode != 0:
+                raise SystemExit(f"start-up run failed:\n{proc.stdout}{proc.stderr}")
+            m = re.search(r"first iteration ([0-9.]+) s", proc.stdout)
+            out[kind] = (wall, float(m.group(1)) if m else float("nan"))
+    return out
+
+
+# -- report ----------------------------------------------------------------------------------
+
+def table(headers, rows) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(r):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+                     + [line(r) for r in cells[1:]])
+
+
+def machine_line() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"{datetime.date.today().isoformat()}; {cpu}, {cores} cores (shared machine); "
+            f"Python {platform.python_version()}, NumPy {np.__version__}, "
+            f"Numba {numba.__version__} ({numba.threading_layer()} threading layer)")
+
+
+def update_markdown(path, title: str, body: str) -> None:
+    """Replace the `## title` section of the markdown file at `path` (or append it)."""
+    path = pathlib.Path(path)
+    text = path.read_text() if path.exists() else "# relsim benchmarks\n"
+    section = f"## {title}\n\n{body.strip()}\n"
+    pat = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pat.search(text):
+        text = pat.sub(lambda _: section + "\n", text, count=1).rstrip() + "\n"
+    else:
+        text = text.rstrip() + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def draw_png(path, results, threads_list) -> str:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no PNG drawn (pip install matplotlib for one)"
+    names = sorted({n for n, _ in results})
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    width = 0.8 / max(len(names), 1)
+    for k, n in enumerate(names):
+        xs = [i + k * width for i, t in enumerate(threads_list) if (n, t) in results]
+        ys = [min(results[(n, t)]) for t in threads_list if (n, t) in results]
+        ax.bar(xs, ys, width, label=n)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(threads_list))],
+                  [f"{t} thread{'s' if t > 1 else ''}" for t in threads_list])
+    ax.set_ylabel("time loop, s (min over repeats)")
+    ax.set_title("OP2 Airfoil")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return f"wrote {path}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="relsim bench airfoil", description=__doc__.split("\n")[0])
+    mesh_arguments(p)
+    p.add_argument("--iterations", type=int, default=1000)
+    p.add_argument("--threads", type=int, nargs="+", default=None,
+                   help="thread counts to time (default: 1 and all Numba threads)")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--numba", metavar="PATH", help="the hand-written peer (default: "
+                   "bench/airfoil_numba.py of this checkout)")
+    p.add_argument("--no-numba", action="store_true", help="do not time the hand-written peer")
+    p.add_argument("--no-gather", action="store_true",
+                   help="do not time the explicit-gather formulation (relsim-gather)")
+    p.add_argument("--reference", metavar="PATH", help="an OP2 Airfoil binary to time as well")
+    p.add_argument("--no-startup", action="store_true", help="skip the cold/warm start runs")
+    p.add_argument("--markdown", default=str(REPO / "docs" / "benchmarks.md"),
+                   help="markdown file whose 'Airfoil' section receives the table ('' = none)")
+    p.add_argument("--png", default=str(REPO / "docs" / "airfoil.png"),
+                   help="PNG of the times (needs matplotlib; '' = none)")
+    a = p.parse_args(argv)
+    nmax = numba.config.NUMBA_NUM_THREADS
+    threads_list = a.threads or sorted({1, nmax})
+    if max(threads_list) > nmax:
+        raise SystemExit(f"--threads {max(threads_list)} exceeds NUMBA_NUM_THREADS={nmax}")
+    peer = None if a.no_numba else load_numba_peer(a.numba)
+
+    t0 = time.perf_counter()
+    mesh, how = load_mesh(a.mesh, a.size)
+    print(f"mesh: {how} ({time.perf_counter() - t0:.1f} s): {mesh.ncell} cells, "
+          f"{mesh.nedge} edges; {a.iterations} iterations; threads {threads_list}; "
+          f"{a.repeats} repeat(s), interleaved")
+    mesh_args = ["--mesh", a.mesh] if a.mesh else ["--size", *map(str, a.size or (400, 600))]
+
+    start = None
+    if not a.no_startup:
+        print("start-up (relsim run airfoil --iterations 1, fresh process) ...", flush=True)
+        start = startup(mesh_args, max(threads_list))
+        for kind, (wall, first) in start.items():
+            print(f"  {kind}: {wall:.1f} s wall, of which first iteration {first:.1f} s")
+
+    workdir = None
+    if a.reference:
+        workdir = tempfile.mkdtemp(prefix="relsim-op2-")
+        stage_mesh_file(mesh, a.mesh, workdir)
+    try:
+        # warm up (compile or load every variant at every thread count; not timed)
+        for t in threads_list:
+            run_relsim(mesh, 1, t)
+            if not a.no_gather:
+                run_relsim(mesh, 1, t, gather)
+            if peer is not None:
+                peer.warmup(t)
+        results: dict = {}
+        hist: dict = {}
+        ref_rms: dict = {}
+        for r in range(a.repeats):
+            for t in threads_list:
+                sec, h, q = run_relsim(mesh, a.iterations, t)
+                results.setdefault(("relsim", t), []).append(sec)
+                hist[("relsim", t)] = (h, q)
+                print(f"  repeat {r + 1}, {t} thread(s): relsim {sec:7.2f} s", end="", flush=True)
+                if not a.no_gather:
+                    sec, h, q = run_relsim(mesh, a.iterations, t, gather)
+                    results.setdefault(("relsim-gather", t), []).append(sec)
+                    hist[("relsim-gather", t)] = (h, q)
+                    print(f", relsim-gather {sec:7.2f} s", end="", flush=True)
+                if peer is not None:
+                    sec, h, q = run_numba(peer, mesh, a.iterations, t)
+                    results.setdefault(("numba", t), []).append(sec)
+                    hist[("numba", t)] = (h, q)
+                    print(f", hand-written Numba {sec:7.2f} s", end="", flush=True)
+                if a.reference:
+                    sec, rms = run_reference(a.reference, t, workdir)
+                    results.setdefault(("op2", t), []).append(sec)
+                    ref_rms[t] = rms
+                    print(f", OP2 {sec:7.2f} s", end="", flush=True)
+                print()
+    finally:
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+        rs.configure(threads=None)
+        numba.set_num_threads(nmax)
+
+    # checks
+    h0, q0 = hist[("relsim", threads_list[0])]
+    checks = []
+    same_threads = all(hist[("relsim", t)][0].tobytes() == h0.tobytes()
+                       and hist[("relsim", t)][1].tobytes() == q0.tobytes()
+                       for t in threads_list)
+    checks.append(f"relsim bitwise identical across {threads_list} threads: "
+                  f"{'yes' if same_threads else 'NO'}")
+    if not a.no_gather:
+        hg, qg = hist[("relsim-gather", threads_list[0])]
+        same = hg.tobytes() == h0.tobytes() and qg.tobytes() == q0.tobytes()
+        checks.append(f"relsim = relsim-gather bit for bit: {'yes' if same else 'NO'}")
+    if peer is not None:
+        hn, qn = hist[("numba", threads_list[0])]
+        same = hn.tobytes() == h0.tobytes() and qn.tobytes() == q0.tobytes()
+        checks.append(f"relsim = hand-written Numba bit for bit (rms history and q): "
+                      f"{'yes' if same else 'NO'}")
+    if mesh.ncell == solver.STANDARD_NCELL and a.iterations >= 1000:
+        bad = [i for i, v in solver.PUBLISHED_RMS.items() if f"{h0[i - 1]:10.5e}".strip() != v]
+        checks.append(f"the 10 printed rms values (iterations 100..1000) equal the published "
+                      f"ones: {'yes' if not bad else f'NO (iterations {bad})'}")
+        exact = h0[999] == solver.BITEXACT_RMS_1000
+        checks.append(f"rms(1000) = {float(h0[999])!r}: "
+                      f"{'bit-exact with' if exact else 'DIFFERS from'} the serial no-FMA "
+                      f"reference")
+        if a.iterations == 1000:
+            same_q = solver.q_sha256(q0) == solver.BITEXACT_Q_SHA256
+            checks.append(f"sha256(q) {'equals' if same_q else 'DIFFERS from'} the serial "
+                          f"no-FMA reference's")
+    for t, rms in ref_rms.items():
+        bad = [i for i, v in rms.items() if i <= len(h0) and f"{h0[i - 1]:10.5e}".strip() != v]
+        checks.append(f"OP2 ({t} thread(s)) printed rms equal to relsim's at "
+                      f"{len([i for i in rms if i <= len(h0)])} iterations: "
+                      f"{'yes' if not bad else f'NO (iterations {bad})'}")
+
+    rows = []
+    for (name, t), secs in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        lo, med = min(secs), statistics.median(secs)
+        base = results.get(("numba", t))
+        ratio = f"{lo / min(base):.2f}" if base else "-"
+        rows.append([name, t, f"{lo:.2f}", f"{med:.2f}", ratio])
+    tab = table(["variant", "threads", "min s", "median s", "min / hand-written Numba"], rows)
+    print()
+    print(tab)
+    for c in checks:
+        print(c)
+    note = []
+    if start:
+        note.append(f"Start-up (`relsim run airfoil {' '.join(mesh_args)} --iterations 1`, a "
+                    f"fresh process, {max(threads_list)} threads): cold (empty caches) "
+                    f"{start['cold'][0]:.1f} s wall, first iteration {start['cold'][1]:.1f} s; "
+                    f"warm {start['warm'][0]:.1f} s wall, first iteration "
+                    f"{start['warm'][1]:.1f} s.")
+    if mesh.ncell == solver.STANDARD_NCELL and a.iterations == 1000 and not a.reference:
+        note.append(f"For comparison, OP2's generated OpenMP build took {OP2_OPENMP_2T} s on "
+                    "2 threads on this machine kind (reference measurement; pass --reference "
+                    "to time a binary here).")
+    png_msg = draw_png(a.png, results, threads_list) if a.png else ""
+    if png_msg:
+        print(png_msg)
+    if a.markdown:
+        body = "\n\n".join([
+            f"Command: `{' '.join(['relsim bench airfoil', *(argv or [])])}`",
+            f"Mesh: {how} ({mesh.ncell} cells, {mesh.nedge} edges); {a.iterations} iterations; "
+            f"time loop in seconds (set-up of gather structures included; mesh and compilation "
+            f"excluded); {a.repeats} interleaved repeat(s).",
+            f"Machine: {machine_line()}.",
+            tab,
+            "\n".join(f"* {c}" for c in checks),
+            *note,
+            f"PNG: {png_msg}." if png_msg else ""])
+        update_markdown(a.markdown, "Airfoil", body)
+        print(f"updated the Airfoil section of {a.markdown}")
+    return 0
