@@ -163,7 +163,8 @@ def _resolve(e, loop_vars, key_defs):
 
 
 def _single_key_defs(body) -> dict:
-    """Key-typed locals assigned exactly once (never loop variables): name -> defining expr."""
+    """Key and key-vector locals assigned exactly once (never loop variables): name -> defining
+    expr."""
     count: dict = {}
     defs: dict = {}
     for s in ir.walk_stmts(body):
@@ -173,7 +174,7 @@ def _single_key_defs(body) -> dict:
         elif isinstance(s, (ir.ForRange, ir.ForEach, ir.ForGroup)):
             count[s.var] = count.get(s.var, 0) + 2
     return {n: d for n, d in defs.items()
-            if count[n] == 1 and isinstance(d.type, KeyType)}
+            if count[n] == 1 and isinstance(d.type, (KeyType, KeyVecType))}
 
 
 def identity(op: str, elem):
