@@ -79,9 +79,9 @@ class KernelLowerer:
 
     @staticmethod
     def _rename_range(stmt, range_fn):
-        stmt = _deepcopy(stmt)
-        stmt.iter.func.id = range_fn
-        return stmt
+        """The row loop over `range_fn`; the body is shared between the serial and the parallel
+        function, not copied (the module is only unparsed: no pass mutates it afterwards)."""
+        return ast.For(stmt.target, call(range_fn, *stmt.iter.args), stmt.body, stmt.orelse)
 
     def row_loop(self, make_body):
         saved = self.alg.out
@@ -547,7 +547,3 @@ def _with_comp(sub: ast.Subscript, c: int) -> ast.Subscript:
     return ast.Subscript(sub.value, ast.Tuple([t.elts[0], ast.Constant(c)], ast.Load()),
                          ast.Store())
 
-
-def _deepcopy(node):
-    import copy
-    return copy.deepcopy(node)
