@@ -1,0 +1,30 @@
+"""LULESH 2.0 (Sedov blast on a hex mesh), bit-exact with the LLNL serial reference.
+
+`relsim run lulesh -s N -i K -r R -b B -c C -p -q` takes the reference's options and prints its
+report; `relsim bench lulesh --reference PATH` compares with a reference binary. The domain is
+`relsim.domains.hexmesh.box(s)`; every per-node and per-element loop of the reference is a relsim
+kernel (`nodal`, `elements`), and only TimeIncrement's scalar logic is Python (`problem`).
+"""
+from __future__ import annotations
+
+
+def main(argv=None) -> int:
+    from .command import main as _main
+    return _main(argv)
+
+
+def bench(argv=None) -> int:
+    from .bench import main as _main
+    return _main(argv)
+
+
+def explain() -> None:
+    """Print every pipeline stage of the kernels (for `relsim explain lulesh`)."""
+    import relsim as rs
+
+    from .problem import Lulesh
+    L = Lulesh(2, num_reg=1)
+    for name, k in L.k.items():
+        rel = L.nodes if name in ("zero_forces", "acceleration", "velocity", "position",
+                                  "symmetry_x", "symmetry_y", "symmetry_z") else L.elems
+        print(rs.explain(k, rel))
