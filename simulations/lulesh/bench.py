@@ -1,0 +1,362 @@
+"""`relsim bench lulesh`: relsim's port against a LULESH 2.0 reference binary, interleaved.
+
+    relsim bench lulesh --reference /path/to/lulesh2.0 [-s 30] [--threads 1,2] [--repeat 3]
+                        [--markdown docs/benchmarks.md] [--plot lulesh.png]
+
+Each repeat runs, for each thread count, the port (`relsim run lulesh -s S --threads T` in a
+fresh process, `--json` for the answers in full precision) and then the reference
+(`OMP_NUM_THREADS=T lulesh2.0 -s S`), both with default options (11 regions, EOS cost 1), and
+keeps the best FOM of each (FOM = s^3 cycles / (1000 elapsed), the time loop only). Both answers
+are checked: iteration counts and printed e(0) equal, each other's and the published values;
+relsim's e(0), time, dt and checksums bit for bit against the reference's serial values where
+known (s = 5, 10, 30), and identical on every thread count. Without --reference only relsim is
+measured and verified. Also reported: the cold start (empty kernel cache) and the warm start
+(cached) of the port, and its lines of code next to the reference's.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import io
+import json
+import os
+import pathlib
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+
+HERE = pathlib.Path(__file__).resolve().parent
+SECTION = "LULESH 2.0 (Sedov, s={s})"
+
+# published (cycles, printed e(0)) of the reference, LULESH 2.0 paper / reference runs
+SPEC = {1: (1, "4.333329e+02"), 2: (5, "2.746125e+03"), 3: (23, "4.001338e+03"),
+        5: (72, "7.853665e+03"), 10: (231, "2.720531e+04"), 30: (932, "2.025075e+05"),
+        45: (1477, "4.234875e+05"), 50: (1662, "5.124778e+05"), 70: (2402, "9.417145e+05"),
+        90: (3145, "1.482403e+06")}
+# the reference's serial (1-thread) end state, %.17e: e(0), time, dt, checksums
+SERIAL = {
+    5: {"e0": 7.85366510214584468e+03},
+    10: {"e0": 2.72053116847034689e+04, "time": 1.00000000000000002e-02,
+         "dt": 3.74456628753107312e-05,
+         "sums": {"e": 2.41746210522627283e+05, "p": 1.99835529710225819e+05,
+                  "q": 7.19789109109516576e+04, "v": 1.00007327285680879e+03,
+                  "ss": 9.39528236629980347e+03, "x+y+z": 2.37081943684690032e+03,
+                  "xd+yd+zd": 1.80193487927359529e+04}},
+    30: {"e0": 2.02507478507199383e+05, "time": 1.00000000000000002e-02,
+         "dt": 1.34466478459872169e-05,
+         "sums": {"e": 6.46286984918591008e+06, "p": 5.76028581373953354e+06,
+                  "q": 6.94968778793708654e+05, "v": 2.70000000000002437e+04,
+                  "ss": 2.38363389068770222e+05, "x+y+z": 5.26759698799868493e+04,
+                  "xd+yd+zd": 3.64297902836048917e+05}},
+}
+
+
+def _env(threads: int, cache: str | None = None) -> dict:
+    env = dict(os.environ)
+    root = str(HERE.parents[1])  # the directory holding the `simulations` package
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    env["NUMBA_NUM_THREADS"] = str(max(threads, int(env.get("NUMBA_NUM_THREADS", "0") or 0)))
+    env["OMP_NUM_THREADS"] = str(threads)
+    if cache is not None:
+        env["RELSIM_CACHE_DIR"] = cache
+    return env
+
+
+def run_relsim(s: int, threads: int, target: str, extra=(), cache=None) -> dict:
+    """One `relsim run lulesh` in a fresh process: its JSON end state plus the process wall
+    time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "end.json")
+        cmd = [sys.executable, "-m", "relsim.cli", "run", "lulesh", "-s", str(s), "-q",
+               "--target", target, "--threads", str(threads), "--json", out, *extra]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=_env(threads, cache), capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise SystemExit(f"relsim run lulesh failed ({proc.returncode}):\n{proc.stdout}"
+                             f"{proc.stderr}")
+        with open(out) as fh:
+            state = json.load(fh)
+    state["wall_s"] = wall
+    return state
+
+
+def run_reference(binary: str, s: int, threads: int) -> dict:
+    proc = subprocess.run([binary, "-s", str(s)], env=_env(threads), capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{binary} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    text = proc.stdout
+
+    def grab(label, conv=float):
+        m = re.search(rf"{re.escape(label)}\s*=\s*(\S+)", text)
+        if not m:
+            raise SystemExit(f"{binary}: no '{label}' in its output:\n{text}")
+        return conv(m.group(1))
+    return {"iterations": grab("Iteration count", int), "e0_printed": grab("Final Origin Energy",
+                                                                            str),
+            "elapsed_s": grab("Elapsed time"), "fom": grab("FOM"),
+            "grind": grab("Grind time (us/z/c)"),
+            "symmetry": [grab("MaxAbsDiff"), grab("TotalAbsDiff"), grab("MaxRelDiff")]}
+
+
+# -- lines of code -----------------------------------------------------------------------------
+
+def python_loc(path) -> int:
+    """Lines holding code: no blank lines, comments or docstrings."""
+    src = pathlib.Path(path).read_text()
+    skip = set()
+    for node in ast.walk(ast.parse(src)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            skip.update(range(body[0].lineno, body[0].end_lineno + 1))
+    code = set()
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+                            tokenize.DEDENT, tokenize.ENDMARKER):
+            code.update(range(tok.start[0], tok.end[0] + 1))
+    return len(code - skip)
+
+
+def c_loc(path) -> int:
+    """Lines holding code in C/C++: no blank lines or comments."""
+    src = pathlib.Path(path).read_text(errors="replace")
+    src = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), src, flags=re.S)
+    src = re.sub(r"//[^\n]*", "", src)
+    return sum(1 for line in src.splitlines() if line.strip())
+
+
+def lines_of_code(reference_src) -> list:
+    port = {p.name: python_loc(p) for p in sorted(HERE.glob("*.py"))}
+    kernels = sum(port[n] for n in ("constants.py", "geometry.py", "nodal.py", "elements.py"))
+    sim = sum(v for n, v in port.items() if n not in ("bench.py", "command.py", "__init__.py"))
+    rows = [("relsim kernels (constants, geometry, nodal, elements)", kernels),
+            ("relsim simulation (+ regions, problem: setup and time loop)", sim),
+            ("relsim with its command line (+ command.py, __init__.py)",
+             sim + port["command.py"] + port["__init__.py"])]
+    if reference_src and (pathlib.Path(reference_src) / "lulesh.cc").exists():
+        d = pathlib.Path(reference_src)
+        ref = {n: c_loc(d / n) for n in ("lulesh.cc", "lulesh.h", "lulesh-init.cc",
+                                           "lulesh-util.cc") if (d / n).exists()}
+        rows += [("reference lulesh.cc (the timed physics)", ref.get("lulesh.cc", 0)),
+                 ("reference lulesh.cc + lulesh.h + lulesh-init.cc (simulation)",
+                  sum(ref.get(n, 0) for n in ("lulesh.cc", "lulesh.h", "lulesh-init.cc"))),
+                 ("reference with its command line (+ lulesh-util.cc; no MPI/viz files)",
+                  sum(ref.values()))]
+    return rows
+
+
+# -- report ------------------------------------------------------------------------------------
+
+def table(headers, rows) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(r):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+                     + [line(r) for r in cells[1:]])
+
+
+def machine_line() -> str:
+    import numba
+    import numpy as np
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        load = "load average %.1f" % os.getloadavg()[0]
+    except OSError:
+        load = "load unknown"
+    return (f"{datetime.date.today().isoformat()}; {cpu}, {cores} cores (shared machine, "
+            f"{load} at the start); Python {platform.python_version()}, NumPy {np.__version__}, "
+            f"Numba {numba.__version__}")
+
+
+def update_markdown(path, title: str, body: str) -> None:
+    """Replace the `## title` section of the markdown file at `path` (or append it); the other
+    sections are left as they are."""
+    path = pathlib.Path(path)
+    text = path.read_text() if path.exists() else "# relsim benchmarks\n"
+    section = f"## {title}\n\n{body.strip()}\n"
+    pat = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pat.search(text):
+        text = pat.sub(lambda _: section + "\n", text, count=1).rstrip() + "\n"
+    else:
+        text = text.rstrip() + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def draw_png(path, s, threads, best_relsim, best_ref) -> str:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no PNG drawn (pip install matplotlib for one)"
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    xs = range(len(threads))
+    ax.bar([x - 0.2 for x in xs], [best_relsim[t] for t in threads], 0.4, label="relsim")
+    if best_ref:
+        ax.bar([x + 0.2 for x in xs], [best_ref[t] for t in threads], 0.4,
+               label="reference (g++ -O3 -fopenmp)")
+    ax.set_xticks(list(xs), [f"{t} thread{'s' if t > 1 else ''}" for t in threads])
+    ax.set_ylabel("FOM (1000 zone-cycles/s), best of repeats")
+    ax.set_title(f"LULESH 2.0, s={s}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return f"wrote {path}"
+
+
+# -- the benchmark -----------------------------------------------------------------------------
+
+def verify(s, runs, refs) -> list:
+    """Problems found in the answers (empty: all checks passed)."""
+    bad = []
+    spec = SPEC.get(s)
+    first = runs[0]
+    for r in runs:
+        if (r["iterations"], r["e0"], r["dt"], r["sums"]) != \
+                (first["iterations"], first["e0"], first["dt"], first["sums"]):
+            bad.append(f"relsim differs between runs ({r['threads']} threads): e0 {r['e0']!r} "
+                       f"vs {first['e0']!r}")
+        if max(r["symmetry"].values()) >= 1e-8:
+            bad.append(f"relsim symmetry figures {r['symmetry']} not < 1e-8")
+    if spec and (first["iterations"], f"{first['e0']:e}") != spec:
+        bad.append(f"relsim: {first['iterations']} cycles, e(0) {first['e0']:e}; the "
+                   f"reference's published values are {spec}")
+    want = SERIAL.get(s)
+    if want:
+        for key in ("e0", "time", "dt", "sums"):
+            if key in want and first[key] != want[key]:
+                bad.append(f"relsim {key} {first[key]!r} is not the reference's serial "
+                           f"{want[key]!r} bit for bit")
+    for r in refs:
+        if (r["iterations"], r["e0_printed"]) != (first["iterations"], f"{first['e0']:e}"):
+            bad.append(f"reference ({r['threads']} threads): {r['iterations']} cycles, e(0) "
+                       f"{r['e0_printed']}; relsim: {first['iterations']}, {first['e0']:e}")
+        if max(r["symmetry"]) >= 1e-8:
+            bad.append(f"reference symmetry figures {r['symmetry']} not < 1e-8")
+    return bad
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="relsim bench lulesh", description=__doc__.splitlines()[0])
+    p.add_argument("--reference", default=None, help="a lulesh2.0 binary (built from LLNL/LULESH)")
+    p.add_argument("--reference-src", default=None,
+                   help="its source directory, for lines of code (default: the binary's)")
+    p.add_argument("-s", type=int, default=30, help="problem size (default 30)")
+    p.add_argument("--threads", default="1,2", help="thread counts, comma-separated (1,2)")
+    p.add_argument("--repeat", type=int, default=3, help="interleaved repeats (best of N)")
+    p.add_argument("--target", default="cpu", help="relsim backend (default cpu)")
+    p.add_argument("--markdown", default=None,
+                   help="write the table as the LULESH section of this Markdown file "
+                        "(e.g. docs/benchmarks.md; other sections are kept)")
+    p.add_argument("--plot", default=None, help="write a bar chart PNG (needs matplotlib)")
+    p.add_argument("--no-startup", action="store_true",
+                   help="skip the cold/warm start-up measurement")
+    a = p.parse_args(argv)
+    try:
+        threads = [int(t) for t in a.threads.split(",") if t.strip()]
+    except ValueError:
+        p.error(f"--threads takes comma-separated integers, got {a.threads!r}")
+    if not threads or min(threads) < 1 or a.repeat < 1 or a.s < 1:
+        p.error("thread counts, --repeat and -s must be positive")
+    ref = a.reference
+    if ref is not None and not (os.path.isfile(ref) and os.access(ref, os.X_OK)):
+        p.error(f"--reference {ref!r} is not an executable file")
+    print(f"relsim bench lulesh: s={a.s}, threads {threads}, {a.repeat} interleaved repeat(s), "
+          f"target {a.target}; reference: {ref or 'none'}")
+    print(machine_line())
+    startup = None
+    if not a.no_startup:
+        with tempfile.TemporaryDirectory() as cache:
+            cold = run_relsim(a.s, threads[0], a.target, ("-i", "1"), cache=cache)
+            warm = run_relsim(a.s, threads[0], a.target, ("-i", "1"), cache=cache)
+        startup = (cold, warm)
+        print(f"start-up ({threads[0]} thread(s), 1 cycle): cold {cold['wall_s']:.1f} s "
+              f"(setup + compilation {cold['setup_s']:.1f} s), warm {warm['wall_s']:.1f} s "
+              f"(setup {warm['setup_s']:.1f} s)")
+    else:
+        run_relsim(min(a.s, 5), threads[0], a.target, ("-i", "1"))  # fill the cache
+    runs, refs = [], []
+    for rep in range(a.repeat):
+        for t in threads:
+            r = run_relsim(a.s, t, a.target)
+            runs.append(r)
+            line = f"[{rep + 1}/{a.repeat}] {t} thread(s): relsim FOM {r['fom']:8.1f} " \
+                   f"({r['elapsed_s']:.2f} s)"
+            if ref:
+                x = run_reference(ref, a.s, t)
+                x["threads"] = t
+                refs.append(x)
+                line += f", reference FOM {x['fom']:8.1f} ({x['elapsed_s']:.2f} s)"
+            print(line, flush=True)
+    bad = verify(a.s, runs, refs)
+    best = {t: max(r["fom"] for r in runs if r["threads"] == t) for t in threads}
+    best_ref = {t: max(x["fom"] for x in refs if x["threads"] == t) for t in threads} if ref \
+        else {}
+    first = runs[0]
+    rows = []
+    for t in threads:
+        row = [t, f"{best[t]:.1f}"]
+        if ref:
+            rr = [x for x in refs if x["threads"] == t][0]
+            row += [f"{best_ref[t]:.1f}", f"{best[t] / best_ref[t]:.2f}",
+                    f"{first['iterations']} / {rr['iterations']}",
+                    f"{first['e0']:e} / {rr['e0_printed']}"]
+        else:
+            row += [str(first["iterations"]), f"{first['e0']:e}"]
+        rows.append(row)
+    headers = ["threads", "relsim FOM"] + (
+        ["reference FOM", "relsim / reference", "iterations relsim / ref",
+         "e(0) relsim / ref (printed)"] if ref else ["iterations", "e(0)"])
+    want = SERIAL.get(a.s, {})
+    exact = [k for k in ("e0", "time", "dt", "sums") if k in want]
+    lines = [f"Machine: {machine_line()}.",
+             f"Default options (11 regions, balance 1, cost 1: the EOS runs `rep` times per "
+             f"region as in the reference); FOM = s^3 cycles / (1000 elapsed), time loop only; "
+             f"best of {a.repeat} interleaved runs per thread count"
+             + (f"; reference: `{os.path.basename(ref)}` built from LLNL/LULESH with g++ -O3 "
+                f"-fopenmp, OMP_NUM_THREADS = threads." if ref else "."), "",
+             table(headers, rows), ""]
+    lines.append(f"Answers: {'all checks passed' if not bad else 'PROBLEMS: ' + '; '.join(bad)}."
+                 + (f" relsim's {', '.join(exact)} are bit-exact with the reference's serial "
+                    f"(1-thread) values and identical on {', '.join(map(str, threads))} "
+                    f"thread(s)." if exact and not bad else ""))
+    if startup:
+        cold, warm = startup
+        lines.append(f"\nStart-up of `relsim run lulesh -s {a.s} -i 1` ({threads[0]} thread(s)): "
+                     f"cold (empty kernel cache) {cold['wall_s']:.1f} s, of which setup and "
+                     f"compilation {cold['setup_s']:.1f} s; warm (cached kernels) "
+                     f"{warm['wall_s']:.1f} s, setup {warm['setup_s']:.1f} s.")
+    src = a.reference_src or (os.path.dirname(os.path.realpath(ref)) if ref else None)
+    lines += ["", "Lines of code (no blank lines, comments or docstrings):", "",
+              table(["code", "lines"], lines_of_code(src))]
+    body = "\n".join(lines)
+    print()
+    print(body)
+    if a.markdown:
+        update_markdown(a.markdown, SECTION.format(s=a.s), body)
+        print(f"\nupdated the '{SECTION.format(s=a.s)}' section of {a.markdown}")
+    if a.plot:
+        print(draw_png(a.plot, a.s, threads, best, best_ref))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
