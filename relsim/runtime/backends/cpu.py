@@ -75,9 +75,11 @@ class CpuExecutable:
         self.source = source
         self.path = mod.__file__
         flags = dict(cache=True, error_model="numpy", boundscheck=False)
-        self.serial = njit(**flags)(mod.kernel_serial)
-        self._parallel_py = mod.kernel_parallel
-        self._parallel = None
+        # keyed by "is the launch over a subset": dispatchers compile on first call only
+        self.serial = {False: njit(**flags)(mod.kernel_serial),
+                       True: njit(**flags)(mod.kernel_serial_rows)}
+        self.parallel = {False: njit(parallel=True, **flags)(mod.kernel_parallel),
+                         True: njit(parallel=True, **flags)(mod.kernel_parallel_rows)}
         self.targets = {k: njit(parallel=True, **flags)(getattr(mod, f"targets_{k}"))
                         for k in range(len(analysed.layouts))
                         if hasattr(mod, f"targets_{k}")}
@@ -98,13 +100,6 @@ class CpuExecutable:
         self.bindings: dict = {}
         self.err = np.zeros(1, dtype=np.int64)  # set to a source line by a failed index check
         self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
-
-    @property
-    def parallel(self):
-        if self._parallel is None:
-            self._parallel = njit(cache=True, error_model="numpy", boundscheck=False,
-                                  parallel=True)(self._parallel_py)
-        return self._parallel
 
     # -- launching ------------------------------------------------------------------------
     def launch(self, relation, subset) -> None:
@@ -149,7 +144,7 @@ class CpuExecutable:
         b.n = relation.size if subset is None else len(subset.rows)
         b.rows = _EMPTY_ROWS if subset is None else subset.rows
         b.has_rows = subset is not None
-        args, slot_arrays, inserts, deleted = [], {}, {}, None
+        args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
         for _pname, kind, obj in self.params:
             if kind == "field":
                 args.append(obj.data)
@@ -163,6 +158,9 @@ class CpuExecutable:
                 arr = self.slot_array(obj, b.n)
                 slot_arrays[id(obj)] = arr
                 args.append(arr)
+            elif kind == "spos":  # filled below, once the targets are known
+                args.append(np.empty(b.n * obj.per_row, dtype=np.int64))
+                slot_places[id(obj)] = args[-1]
             elif kind == "delete":
                 args.append(np.zeros(relation.size, dtype=bool))
                 deleted = args[-1]
@@ -189,13 +187,17 @@ class CpuExecutable:
                 tgt = np.full(b.n * lay.per_row, -1, dtype=np.int64)
                 self.targets[k](b.n, b.rows, b.has_rows, self.err, *b.args, tgt)
                 off, ids = cpu_folds.build_inverse(tgt, f.relation.size)
+                place = slot_places.get(id(lay))
+                if place is not None:  # slots are written pre-permuted: fold them in place
+                    place[ids] = np.arange(len(ids))
+                    ids = np.arange(len(ids))
                 F = f.data.reshape(f.relation.size, -1)
                 b.gathers.append((F, off, ids, vals, op, elem_of(f.type).is_bool))
             else:
                 b.folds.append(self.make_fold(lay, vals, b))
         # what launch calls: the kernel, then the key-reduction gathers, then the Global folds
         parallel = not self.force_serial and b.n >= self.threshold
-        b.fn = self.parallel if parallel else self.serial
+        b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
         b.call_args = (b.n, b.rows, b.has_rows, self.err) + b.args
         b.post = []
         for F, off, ids, vals, op, is_bool in b.gathers:

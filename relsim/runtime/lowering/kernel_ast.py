@@ -59,8 +59,11 @@ class KernelLowerer:
                 body = self.row_loop(lambda lay=lay: self.targets_row_body(lay))
                 targets.append((k, body))
         # functions are assembled last: all of them take every array any of them uses
-        funcs = [self.function("kernel_serial", kernel_body, "range"),
-                 self.function("kernel_parallel", kernel_body, "prange")]
+        # over a whole relation the row is the loop index; over a subset, rows[index]
+        # (separate functions: Numba compiles only the variants a program launches)
+        funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows)
+                 for mode, fn in (("serial", "range"), ("parallel", "prange"))
+                 for suffix, rows in (("", False), ("_rows", True))]
         funcs += [self.function(f"targets_{k}", body, "prange", extra=["_tgt"])
                   for k, body in targets]
         header = ast.parse(
@@ -70,18 +73,23 @@ class KernelLowerer:
         mod = ast.Module(header + funcs, [])
         return ast.fix_missing_locations(mod)
 
-    def function(self, fname, loop_stmts, range_fn, extra=()):
+    def function(self, fname, loop_stmts, range_fn, extra=(), rows=None):
         fixed = ["_n", "_rows", "_has_rows", "_err"]
         args = fixed + [p for p, _, _ in self.params.items] + list(extra)
-        body = [self._rename_range(s, range_fn) for s in loop_stmts]
+        body = [self._rename_range(s, range_fn, rows) for s in loop_stmts]
         return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
                                                     [], None, []), body, [], None, None)
 
     @staticmethod
-    def _rename_range(stmt, range_fn):
+    def _rename_range(stmt, range_fn, rows=None):
         """The row loop over `range_fn`; the body is shared between the serial and the parallel
-        function, not copied (the module is only unparsed: no pass mutates it afterwards)."""
-        return ast.For(stmt.target, call(range_fn, *stmt.iter.args), stmt.body, stmt.orelse)
+        function, not copied (the module is only unparsed: no pass mutates it afterwards).
+        `rows` True/False fixes how the row is found (else a run-time test of _has_rows)."""
+        body = stmt.body
+        if rows is not None:
+            row = ast.Subscript(name("_rows"), name("_p"), ast.Load()) if rows else name("_p")
+            body = [body[0], ast.Assign([store("_row")], row)] + body[2:]
+        return ast.For(stmt.target, call(range_fn, *stmt.iter.args), body, stmt.orelse)
 
     def row_loop(self, make_body):
         saved = self.alg.out
@@ -110,10 +118,20 @@ class KernelLowerer:
         ident = const(identity(lay.op, et), et)
         s = self.alg.fresh("_s")
         base = self.slot_base(lay)
-        tgt = ast.Subscript(name(arr), ast.Tuple([ast.BinOp(base, ast.Add(), name(s)),
-                                                  ast.Constant(0)], ast.Load()), ast.Store())
+        place = self.slot_place(k, lay, ast.BinOp(base, ast.Add(), name(s)))
+        tgt = ast.Subscript(name(arr), ast.Tuple([place, ast.Constant(0)], ast.Load()),
+                            ast.Store())
         body = [ast.Assign([_with_comp(tgt, c)], ident) for c in range(ncomp)]
         self.alg.out.append(ast.For(store(s), call("range", ast.Constant(lay.per_row)), body, []))
+
+    def slot_place(self, k, lay, slot):
+        """Where slot `slot` lives: a field's slots are stored in the order they are folded
+        (grouped by target row, ascending), so the fold reads them contiguously; the kernel
+        writes each through the permutation `_spos` (computed once per key-field version)."""
+        if not hasattr(lay.target, "relation"):
+            return slot
+        spos = self.params.get("spos", lay, f"{k}")
+        return ast.Subscript(name(spos), slot, ast.Load())
 
     @staticmethod
     def slot_base(lay):
@@ -278,7 +296,7 @@ class KernelLowerer:
         k, site = self.layout_of[id(s)]
         lay = self.a.layouts[k]
         arr = self.params.get("slots", lay, f"{k}")
-        slot = self.alg.bind(self.slot_index(lay, site))
+        slot = self.alg.bind(self.slot_place(k, lay, self.slot_index(lay, site)))
         first = 0
         if isinstance(s, ir.FieldReduce) and s.index:
             # a component of a vector field: the slot holds the whole value, others identity
