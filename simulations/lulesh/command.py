@@ -1,6 +1,6 @@
 """`relsim run lulesh`: the reference's command line and report, plus relsim's options.
 
-Reference options (same parsing and messages as lulesh2.0): ``-s N -i K -r R -b B -c C -p -q
+Reference options (same parsing, messages and status as lulesh2.0): ``-s N -i K -r R -b B -c C -p -q
 -f F -v -h``. relsim adds ``--target T``, ``--threads N``, ``--output DIR`` (VTU and XDMF series
 every ``--every K`` cycles), ``--json PATH`` (the end state in full precision) and
 ``--no-progress``. Exit status: 0; 255 for bad options (after the usage) and VolumeError; 254 for
@@ -54,9 +54,10 @@ See help (-h) for more options
 
 
 class OptionError(Exception):
-    """A bad command line: the message is printed, the status is 255."""
+    """A bad command line: the usage and the message are printed, the status is 255 (the
+    reference prints the usage only for an unknown option)."""
 
-    def __init__(self, message: str, usage: bool = False, status: int = 255):
+    def __init__(self, message: str, usage: bool = True, status: int = 255):
         super().__init__(message)
         self.usage, self.status = usage, status
 
