@@ -508,10 +508,17 @@ class Frontend:
         args = [self.expr(a, scope, pre) for a in call.args]
         self.counter += 1
         prefix = f"_{func.__name__}{self.counter}_"
-        inner = _Scope(src, self._captured(func.fn, func.scope), None,
-                       _assigned_names(src.tree) | set(params), rename=prefix)
+        # a parameter the body never changes, passed a local, names that local (no copy:
+        # large kernels built from helpers compile much faster); any other gets a local
+        changed = _assigned_names(src.tree, subscripts=True)
+        aliases = {}
         for p, a in zip(params, args):
-            pre.append(ir.Assign(loc, prefix + p, a))
+            if isinstance(a, ir.Local) and p not in changed:
+                aliases[p] = a.name
+            else:
+                pre.append(ir.Assign(loc, prefix + p, a))
+        inner = _Scope(src, self._captured(func.fn, func.scope), None,
+                       _assigned_names(src.tree) | set(params), rename=prefix, aliases=aliases)
         self.func_stack.append(func)
         try:
             body, has_ret = self.func_body(src.tree.body, inner, prefix + "return")
@@ -559,9 +566,10 @@ class Frontend:
 
 
 class _Scope:
-    def __init__(self, src, captured, param, assigned, rename=""):
+    def __init__(self, src, captured, param, assigned, rename="", aliases=None):
         self.src, self.captured, self.param = src, captured, param
         self.rename = rename
+        self.aliases = aliases or {}  # read-only @rs.func parameter -> the caller's local
         # names assigned in the body are locals, except captured Globals (reduction targets)
         self.locals = {n for n in assigned
                        if not isinstance(captured.get(n), Global)}
@@ -580,6 +588,8 @@ class _Scope:
     def name(self, name, loc, fe):
         if name == self.param:
             return ir.Centred(loc, name)
+        if name in self.aliases:
+            return ir.Local(loc, self.aliases[name])
         if name in self.locals:
             return ir.Local(loc, self.rename + name)
         if name in self.captured or hasattr(_py_builtins, name):
@@ -587,12 +597,16 @@ class _Scope:
         raise fe.error(KernelNameError, f"name {name!r} is not defined", loc)
 
 
-def _assigned_names(fdef) -> set:
+def _assigned_names(fdef, subscripts=False) -> set:
+    """Names assigned in `fdef`; with `subscripts`, also those assigned through an index
+    (``p[0] = x``)."""
     names = set()
     for node in ast.walk(fdef):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
+                while subscripts and isinstance(t, ast.Subscript):
+                    t = t.value
                 if isinstance(t, ast.Name):
                     names.add(t.id)
         elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
