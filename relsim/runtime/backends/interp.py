@@ -12,7 +12,7 @@ import ctypes.util
 import numpy as np
 
 from ...errors import KernelRuntimeError
-from ...types import GroupType, KeyType, KeyVecType, ScalarType
+from ...types import KeyType, KeyVecType, ScalarType
 from .. import affine, row_changes, semantics
 from ..typecheck import elem_of
 from .base import Backend
@@ -151,9 +151,7 @@ class InterpExecutable:
 
     def s_AssignIndex(self, s, env):
         cur = list(env[s.name])
-        t = self.local_types[s.name] if False else None
-        del t
-        pos = self.flat_positions(s.value.type, env[s.name], s.index, env, self.a.locals[s.name])
+        pos = self.flat_positions(s.index, env, self.a.locals[s.name])
         val = self.expr(s.value, env)
         for p, v in zip(pos, val):
             cur[p] = v
@@ -165,8 +163,6 @@ class InterpExecutable:
         data = s.field.data
         if s.index:
             idx = tuple(self.index_value(i, n, env) for i, n in zip(s.index, s.field.type.shape))
-            target = data[key][idx] if False else None
-            del target
             sub = data[(key,) + idx]
             if np.ndim(sub) == 0:
                 data[(key,) + idx] = val[0]
@@ -292,7 +288,8 @@ class InterpExecutable:
                                      f"{i.loc.render()}")
         return k
 
-    def flat_positions(self, _t, _cur, index, env, base_t):
+    def flat_positions(self, index, env, base_t):
+        """Flat component positions that `index` addresses in a value of type `base_t`."""
         shape = base_t.shape
         ks = [self.index_value(i, n, env) for i, n in zip(index, shape)]
         if len(shape) == 2 and len(ks) == 1:
@@ -307,7 +304,7 @@ class InterpExecutable:
         bt = e.base.type
         if isinstance(bt, KeyVecType):
             return base[self.index_value(e.index[0], bt.n, env)]
-        return [base[p] for p in self.flat_positions(e.type, base, e.index, env, bt)]
+        return [base[p] for p in self.flat_positions(e.index, env, bt)]
 
     def e_BinOp(self, e, env):
         return semantics.binop(self.alg, e.op, self.expr(e.left, env), self.expr(e.right, env),
@@ -363,5 +360,3 @@ class InterpBackend(Backend):
     def compile(self, analysed, options):
         return InterpExecutable(analysed)
 
-
-_ = GroupType
