@@ -11,8 +11,9 @@ class Global:
     """A scalar / vector / matrix value. Kernels read it, or reduce into it (+ * min max and
     or, arg-min/arg-max). After an arg reduction, ``g.row`` is the row that attained it."""
 
-    def __init__(self, dtype, init=0):
+    def __init__(self, dtype, init=0, name: str | None = None):
         self.type = as_value_type(dtype)
+        self.name = name  # for messages; kernels name it after the variable they capture
         self.data = np.zeros((1,) + self.type.shape, dtype=self.type.dtype)
         self.row_data = np.full(1, -1, dtype=np.int64)
         self.value = init
@@ -37,4 +38,5 @@ class Global:
         return int(self.row_data[0])
 
     def __repr__(self) -> str:
-        return f"<Global {self.type!r} = {self.value!r}>"
+        label = f" {self.name}" if self.name else ""
+        return f"<Global{label} {self.type!r} = {self.value!r}>"

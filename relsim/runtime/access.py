@@ -37,7 +37,7 @@ class AccessSummary:
     def render(self) -> str:
         lines = []
         for t in self.targets():
-            name = getattr(t, "qualname", None) or "Global"
+            name = getattr(t, "qualname", None) or _global_label(t)
             acc = self.for_target(t)
             modes = sorted({a.mode + (f"({a.op})" if a.op else "") for a in acc})
             where = "centred" if all(a.centred for a in acc) else "through keys"
@@ -56,19 +56,24 @@ def summarize(relation, body: tuple) -> AccessSummary:
             out.append(Access(s.field, "reduce", s.op, _is_centred(s.key),
                               _path(s.key, s.field), s.loc))
         elif isinstance(s, ir.GlobalReduce):
-            out.append(Access(s.ref, "reduce", s.op, True, "global", s.loc))
+            out.append(Access(s.ref, "reduce", s.op, True, _global_label(s.ref), s.loc))
         for e in _stmt_exprs(s):
             for node in e.walk():
                 if isinstance(node, ir.FieldRead):
                     out.append(Access(node.field, "read", None, _is_centred(node.key),
                                       _path(node.key, node.field), node.loc))
                 elif isinstance(node, ir.GlobalRead):
-                    out.append(Access(node.ref, "read", None, True, "global", node.loc))
+                    out.append(Access(node.ref, "read", None, True, _global_label(node.ref),
+                                      node.loc))
                 elif isinstance(node, ir.GroupRead):
                     kf = node.grouping.key_field
                     out.append(Access(kf, "read", None, False,
                                       f"{ir.show_expr(node.key)}.{node.grouping.name}", node.loc))
     return AccessSummary(relation, tuple(out))
+
+
+def _global_label(g) -> str:
+    return f"Global {g.name}" if g.name else "Global"
 
 
 def _stmt_exprs(s):

@@ -17,7 +17,7 @@ def explain(kernel, relation, config=None, file=None) -> str:
     if a.layouts:
         parts.append("-- reductions (folded in serial row order)")
         for lay in a.layouts:
-            name = getattr(lay.target, "qualname", "Global")
+            name = getattr(lay.target, "qualname", None) or f"Global {lay.target.name}"
             parts.append(f"  {name} {lay.op}: {lay.per_row} slot(s) per row, "
                          f"{len(lay.sites)} site(s)" + (", conditional" if lay.conditional
                                                          else ""))

@@ -583,7 +583,10 @@ class _Scope:
         return name not in self.locals and isinstance(self.captured.get(name), Global)
 
     def global_ref(self, name, loc):
-        return ir.GlobalRead(loc, self.captured[name])
+        g = self.captured[name]
+        if g.name is None:
+            g.name = name
+        return ir.GlobalRead(loc, g)
 
     def name(self, name, loc, fe):
         if name == self.param:
@@ -593,7 +596,10 @@ class _Scope:
         if name in self.locals:
             return ir.Local(loc, self.rename + name)
         if name in self.captured or hasattr(_py_builtins, name):
-            return _Obj(self.lookup(name), loc)
+            obj = self.lookup(name)
+            if isinstance(obj, Global) and obj.name is None:
+                obj.name = name
+            return _Obj(obj, loc)
         raise fe.error(KernelNameError, f"name {name!r} is not defined", loc)
 
 

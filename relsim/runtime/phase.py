@@ -20,7 +20,9 @@ class PhaseInfo:
 
 
 def _name(t) -> str:
-    return f"field {t.qualname}" if isinstance(t, Field) else "Global"
+    if isinstance(t, Field):
+        return f"field {t.qualname}"
+    return f"Global {t.name!r}" if t.name else "Global"
 
 
 def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:

@@ -89,7 +89,8 @@ def test_read_and_reduce_a_global():
         total += v.T  # <- also
         v.flux = total  # <- here
 
-    expect_error(V, running, rs.PhaseError, ValueError, "Global", "read and reduced with '+'",
+    expect_error(V, running, rs.PhaseError, ValueError, "Global 'total'",
+                 "read and reduced with '+'",
                  also=True, under="total")
 
 
@@ -102,7 +103,7 @@ def test_reduce_a_global_with_two_operators():
         g += v.T  # <- here
         g = max(g, v.T)  # <- also
 
-    expect_error(V, both, rs.PhaseError, ValueError, "Global", "'+'", "'max'", also=True)
+    expect_error(V, both, rs.PhaseError, ValueError, "Global 'g'", "'+'", "'max'", also=True)
 
 
 def test_assign_to_a_global():
