@@ -1,8 +1,8 @@
 """LagrangeNodal as relsim kernels: nodal forces (stress, then hourglass), acceleration, symmetry
 boundary conditions, velocity and position.
 
-The nodal force is a reduction from elements through their 8 node keys
-(``n[k].fx += ...``). relsim folds each node's contributions in ascending element order, after
+The nodal force f = (fx, fy, fz) is a reduction from elements through their 8 node keys
+(``nl[k].f += ...``). relsim folds each node's contributions in ascending element order, after
 the value the node already holds, so zeroing the forces, then ``integrate_stress`` over the
 elements, then ``hourglass`` over the elements gives f = ((0 + s1) + ... + s8) + h1 + ... + h8:
 the reference's serial (1-thread) order, bit for bit, on any number of threads.
@@ -31,9 +31,7 @@ def build(g):
 
     @rs.kernel
     def zero_forces(n):
-        n.fx = 0.0
-        n.fy = 0.0
-        n.fz = 0.0
+        n.f = (0.0, 0.0, 0.0)
 
     @rs.kernel
     def integrate_stress(el):
@@ -52,39 +50,23 @@ def build(g):
         f5 = face_normal(p[4], p[7], p[6], p[5])
         o = (0.0, 0.0, 0.0)
         sig = -el.p - el.q
-        # node k's normal sums its three faces in face order (SumElemFaceNormal calls)
-        n0 = -(sig * (o + f0 + f1 + f4))
-        n1 = -(sig * (o + f0 + f1 + f2))
-        n2 = -(sig * (o + f0 + f2 + f3))
-        n3 = -(sig * (o + f0 + f3 + f4))
-        n4 = -(sig * (o + f1 + f4 + f5))
-        n5 = -(sig * (o + f1 + f2 + f5))
-        n6 = -(sig * (o + f2 + f3 + f5))
-        n7 = -(sig * (o + f3 + f4 + f5))
-        nl[0].fx += n0[0]
-        nl[0].fy += n0[1]
-        nl[0].fz += n0[2]
-        nl[1].fx += n1[0]
-        nl[1].fy += n1[1]
-        nl[1].fz += n1[2]
-        nl[2].fx += n2[0]
-        nl[2].fy += n2[1]
-        nl[2].fz += n2[2]
-        nl[3].fx += n3[0]
-        nl[3].fy += n3[1]
-        nl[3].fz += n3[2]
-        nl[4].fx += n4[0]
-        nl[4].fy += n4[1]
-        nl[4].fz += n4[2]
-        nl[5].fx += n5[0]
-        nl[5].fy += n5[1]
-        nl[5].fz += n5[2]
-        nl[6].fx += n6[0]
-        nl[6].fy += n6[1]
-        nl[6].fz += n6[2]
-        nl[7].fx += n7[0]
-        nl[7].fy += n7[1]
-        nl[7].fz += n7[2]
+        # corner force of node k: its normal sums its three faces in face order
+        c0 = -(sig * (o + f0 + f1 + f4))
+        c1 = -(sig * (o + f0 + f1 + f2))
+        c2 = -(sig * (o + f0 + f2 + f3))
+        c3 = -(sig * (o + f0 + f3 + f4))
+        c4 = -(sig * (o + f1 + f4 + f5))
+        c5 = -(sig * (o + f1 + f2 + f5))
+        c6 = -(sig * (o + f2 + f3 + f5))
+        c7 = -(sig * (o + f3 + f4 + f5))
+        nl[0].f += c0
+        nl[1].f += c1
+        nl[2].f += c2
+        nl[3].f += c3
+        nl[4].f += c4
+        nl[5].f += c5
+        nl[6].f += c6
+        nl[7].f += c7
 
     @rs.kernel
     def hourglass(el):
@@ -128,36 +110,20 @@ def build(g):
         zd = gather_zd(nl)
         hz = coefficient * (g0 * rs.dot(g0, zd) + g1 * rs.dot(g1, zd) + g2 * rs.dot(g2, zd)
                             + g3 * rs.dot(g3, zd))
-        nl[0].fx += hx[0]
-        nl[0].fy += hy[0]
-        nl[0].fz += hz[0]
-        nl[1].fx += hx[1]
-        nl[1].fy += hy[1]
-        nl[1].fz += hz[1]
-        nl[2].fx += hx[2]
-        nl[2].fy += hy[2]
-        nl[2].fz += hz[2]
-        nl[3].fx += hx[3]
-        nl[3].fy += hy[3]
-        nl[3].fz += hz[3]
-        nl[4].fx += hx[4]
-        nl[4].fy += hy[4]
-        nl[4].fz += hz[4]
-        nl[5].fx += hx[5]
-        nl[5].fy += hy[5]
-        nl[5].fz += hz[5]
-        nl[6].fx += hx[6]
-        nl[6].fy += hy[6]
-        nl[6].fz += hz[6]
-        nl[7].fx += hx[7]
-        nl[7].fy += hy[7]
-        nl[7].fz += hz[7]
+        nl[0].f += (hx[0], hy[0], hz[0])
+        nl[1].f += (hx[1], hy[1], hz[1])
+        nl[2].f += (hx[2], hy[2], hz[2])
+        nl[3].f += (hx[3], hy[3], hz[3])
+        nl[4].f += (hx[4], hy[4], hz[4])
+        nl[5].f += (hx[5], hy[5], hz[5])
+        nl[6].f += (hx[6], hy[6], hz[6])
+        nl[7].f += (hx[7], hy[7], hz[7])
 
     @rs.kernel
     def acceleration(n):
-        n.xdd = n.fx / n.nodalMass
-        n.ydd = n.fy / n.nodalMass
-        n.zdd = n.fz / n.nodalMass
+        n.xdd = n.f[0] / n.nodalMass
+        n.ydd = n.f[1] / n.nodalMass
+        n.zdd = n.f[2] / n.nodalMass
 
     @rs.kernel
     def symmetry_x(n):

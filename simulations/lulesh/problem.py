@@ -14,7 +14,7 @@ from . import elements, nodal
 from .constants import (DELTATIMEMULTLB, DELTATIMEMULTUB, DTFIXED, DTMAX, EBASE, STOPTIME)
 from .regions import region_numbers, repetitions
 
-NODE_FIELDS = ("xd", "yd", "zd", "xdd", "ydd", "zdd", "fx", "fy", "fz", "nodalMass")
+NODE_FIELDS = ("xd", "yd", "zd", "xdd", "ydd", "zdd", "nodalMass")
 ELEM_FIELDS = ("e", "p", "q", "ql", "qq", "v", "volo", "delv", "vdov", "arealg", "ss",
                "elemMass", "vnew", "delv_xi", "delv_eta", "delv_zeta", "delx_xi", "delx_eta",
                "delx_zeta", "e_new", "p_new", "q_new")
@@ -50,6 +50,7 @@ class Lulesh:
         self.nodes, self.elems = self.mesh.nodes, self.mesh.elems
         for name in NODE_FIELDS:
             self.nodes.new_field(name, rs.f64, init=0.0)
+        self.nodes.new_field("f", rs.vec(3, rs.f64), init=0.0)  # the force (fx, fy, fz)
         for name in ELEM_FIELDS:
             self.elems.new_field(name, rs.f64, init=0.0)
         self.elems.v.fill(1.0)
