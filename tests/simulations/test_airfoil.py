@@ -153,7 +153,7 @@ def test_explicit_gather_formulation_gives_the_same_bits(mesh):
 def test_bench_smoke(tmp_path, capsys):
     md = tmp_path / "benchmarks.md"
     assert airfoil.bench(["--size", "3", "4", "--iterations", "3", "--repeats", "1",
-                          "--threads", "1", "--no-startup", "--markdown", str(md),
+                          "--threads", "1", "--no-startup", "--profile", "2", "--markdown", str(md),
                           "--png", str(tmp_path / "a.png")]) == 0
     out = capsys.readouterr().out
     assert "relsim = hand-written Numba bit for bit (rms history and q): yes" in out
