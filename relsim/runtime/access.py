@@ -16,6 +16,7 @@ class Access:
     centred: bool  # through the kernel's own key (only meaningful for fields)
     path: str  # the key path as written, e.g. "e.head.flux"
     loc: ir.Loc
+    offsets: tuple | None = None  # grid offsets when reached through c(dx, dy[, dz])
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,11 @@ class AccessSummary:
                 out.append(a.target)
         return out
 
+    def stencil(self) -> list:
+        """Sorted grid offsets the kernel reaches from its own key (`c(1, 0)` -> (1, 0)): the
+        ghost width a partitioned grid needs for this kernel."""
+        return sorted({a.offsets for a in self.accesses if a.offsets is not None})
+
     def render(self) -> str:
         lines = []
         for t in self.targets():
@@ -43,6 +49,8 @@ class AccessSummary:
             where = "centred" if all(a.centred for a in acc) else "through keys"
             paths = sorted({a.path for a in acc})
             lines.append(f"  {name}: {', '.join(modes)}; {where}; via {', '.join(paths)}")
+        if self.stencil():
+            lines.append(f"  stencil (offsets from the kernel's own key): {self.stencil()}")
         return "\n".join(lines)
 
 
@@ -54,14 +62,15 @@ def summarize(relation, body: tuple) -> AccessSummary:
                               s.loc))
         elif isinstance(s, ir.FieldReduce):
             out.append(Access(s.field, "reduce", s.op, _is_centred(s.key),
-                              _path(s.key, s.field), s.loc))
+                              _path(s.key, s.field), s.loc, _offsets(s.key)))
         elif isinstance(s, ir.GlobalReduce):
             out.append(Access(s.ref, "reduce", s.op, True, _global_label(s.ref), s.loc))
         for e in _stmt_exprs(s):
             for node in e.walk():
                 if isinstance(node, ir.FieldRead):
                     out.append(Access(node.field, "read", None, _is_centred(node.key),
-                                      _path(node.key, node.field), node.loc))
+                                      _path(node.key, node.field), node.loc,
+                                      _offsets(node.key)))
                 elif isinstance(node, ir.GlobalRead):
                     out.append(Access(node.ref, "read", None, True, _global_label(node.ref),
                                       node.loc))
@@ -97,6 +106,13 @@ def _stmt_exprs(s):
     if isinstance(s, ir.ForGroup):
         return (s.group,)
     return ()
+
+
+def _offsets(key: ir.Expr):
+    """The grid offsets of `c(dx, dy)` applied to the kernel's own key, else None."""
+    if isinstance(key, ir.Affine) and isinstance(key.key, ir.Centred):
+        return key.offsets
+    return None
 
 
 def _is_centred(key: ir.Expr) -> bool:

@@ -62,3 +62,17 @@ def test_bad_grids():
         grid.Grid((4,))
     with pytest.raises(rs.DomainError):
         grid.Grid((4, 4), spacing=0)
+
+
+def test_stencil_offsets_are_in_the_access_summary():
+    g = grid.Grid((4, 4), periodic=True)
+    C = g.cells
+    C.new_field("u", rs.f64)
+    C.new_field("w", rs.f64)
+
+    @rs.kernel
+    def k(c):
+        c.w = c(1, 0).u - c(-1, 0).u + c(0, 2).u
+
+    text = rs.explain(k, C, rs.Config(target="interp"))
+    assert "stencil (offsets from the kernel's own key): [(-1, 0), (0, 2), (1, 0)]" in text
