@@ -107,7 +107,7 @@ class _Return(Exception):
 
 class InterpExecutable:
     def __init__(self, analysed):
-        self.a = analysed
+        self.a = self.analysed = analysed
         self.alg = NumpyAlgebra()
 
     def launch(self, relation, subset) -> None:
