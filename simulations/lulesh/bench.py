@@ -327,7 +327,9 @@ def main(argv=None) -> int:
          "e(0) relsim / ref (printed)"] if ref else ["iterations", "e(0)"])
     want = SERIAL.get(a.s, {})
     exact = [k for k in ("e0", "time", "dt", "sums") if k in want]
-    lines = [f"Machine: {machine_line()}.",
+    cmd = f"relsim bench lulesh{' --reference ' + os.path.basename(ref) if ref else ''} " \
+          f"-s {a.s} --threads {a.threads} --repeat {a.repeat}"
+    lines = [f"Command: `{cmd}`. Machine: {machine_line()}.",
              f"Default options (11 regions, balance 1, cost 1: the EOS runs `rep` times per "
              f"region as in the reference); FOM = s^3 cycles / (1000 elapsed), time loop only; "
              f"best of {a.repeat} interleaved runs per thread count"
@@ -338,6 +340,17 @@ def main(argv=None) -> int:
                  + (f" relsim's {', '.join(exact)} are bit-exact with the reference's serial "
                     f"(1-thread) values and identical on {', '.join(map(str, threads))} "
                     f"thread(s)." if exact and not bad else ""))
+    for t in threads:
+        mine = ", ".join(f"{r['fom']:.0f}" for r in runs if r["threads"] == t)
+        theirs = ", ".join(f"{x['fom']:.0f}" for x in refs if x["threads"] == t)
+        lines.append(f"\nEvery run, {t} thread(s), in order: relsim FOM {mine}"
+                     + (f"; reference FOM {theirs}." if ref else "."))
+    if ref and len(threads) > 1 and best_ref[max(threads)] < best_ref[min(threads)]:
+        lines.append(f"\nThe reference ran slower on {max(threads)} threads than on "
+                     f"{min(threads)}: its OpenMP build opens about 500 parallel regions per "
+                     f"cycle, and each one waits for a thread the operating system has "
+                     f"descheduled when other jobs load the cores. relsim opens about 40 per "
+                     f"cycle (one per kernel launch over more rows than its parallel threshold).")
     if startup:
         cold, warm = startup
         lines.append(f"\nStart-up of `relsim run lulesh -s {a.s} -i 1` ({threads[0]} thread(s)): "

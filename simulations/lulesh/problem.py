@@ -1,5 +1,14 @@
 """The Sedov blast problem on `hexmesh.box(s)`: fields, regions, initial state, and the time loop
-(TimeIncrement in Python, everything per node and per element in relsim kernels)."""
+(TimeIncrement in Python, everything per node and per element in relsim kernels).
+
+The domain gives the relations ``nodes`` and ``elems`` with the reference's names: the 8 node
+keys ``nodelist``, the 6 face-neighbour keys, ``elemBC``, the symmetry-plane node subsets
+``symmX/Y/Z`` (mapped over by the boundary-condition kernels) and the node -> element-corner
+grouping ``nodes.corners``. The port does not use the grouping: the reference needs it for its
+OpenMP force gather, while relsim's reductions through keys build the equivalent inverse index
+themselves and fold in the serial order. Regions are element subsets ``region1 ..``, runs of
+consecutive elements drawn as the reference draws them (`regions`).
+"""
 from __future__ import annotations
 
 import math
