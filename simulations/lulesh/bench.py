@@ -177,7 +177,7 @@ def machine_line() -> str:
         pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
-        load = "load average %.1f" % os.getloadavg()[0]
+        load = f"load average {os.getloadavg()[0]:.1f}"
     except OSError:
         load = "load unknown"
     return (f"{datetime.date.today().isoformat()}; {cpu}, {cores} cores (shared machine, "

@@ -41,7 +41,7 @@ USAGE = """Usage: relsim run lulesh [opts]
 HEADER = """Running problem size {s}^3 per domain until completion
 Num processors: 1
 Num threads: {threads}
-Total number of elements: {elems} 
+Total number of elements: {elems}{space}
 
 To run other sizes, use -s <integer>.
 To run a fixed number of iterations, use -i <integer>.
@@ -230,6 +230,7 @@ def main(argv=None) -> int:
             print(exc)
         return exc.status
     import relsim as rs
+
     from .problem import STOPTIME, Lulesh, QStopError, VolumeError
     changes = {k: o[k] for k in ("target", "threads") if o[k] is not None}
     try:
@@ -239,7 +240,7 @@ def main(argv=None) -> int:
         return 255
     quiet = o["quiet"]
     if not quiet:
-        print(HEADER.format(s=o["nx"], threads=_threads(cfg), elems=o["nx"] ** 3))
+        print(HEADER.format(s=o["nx"], threads=_threads(cfg), elems=o["nx"] ** 3, space=" "))
     t0 = time.perf_counter()
     L = Lulesh(o["nx"], o["numReg"], o["balance"], o["cost"])
     L.warm_up()  # compile (or load from the cache) every kernel outside the timed loop

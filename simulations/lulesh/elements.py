@@ -10,16 +10,63 @@ import math
 import numpy as np
 
 import relsim as rs
-from relsim.domains.hexmesh import (ETA_M, ETA_M_FREE, ETA_M_SYMM, ETA_P, ETA_P_FREE, ETA_P_SYMM,
-                                    XI_M, XI_M_FREE, XI_M_SYMM, XI_P, XI_P_FREE, XI_P_SYMM,
-                                    ZETA_M, ZETA_M_FREE, ZETA_M_SYMM, ZETA_P, ZETA_P_FREE,
-                                    ZETA_P_SYMM)
+from relsim.domains.hexmesh import (
+    ETA_M,
+    ETA_M_FREE,
+    ETA_M_SYMM,
+    ETA_P,
+    ETA_P_FREE,
+    ETA_P_SYMM,
+    XI_M,
+    XI_M_FREE,
+    XI_M_SYMM,
+    XI_P,
+    XI_P_FREE,
+    XI_P_SYMM,
+    ZETA_M,
+    ZETA_M_FREE,
+    ZETA_M_SYMM,
+    ZETA_P,
+    ZETA_P_FREE,
+    ZETA_P_SYMM,
+)
 
-from .constants import (C1S, DVOVMAX, E_CUT, EMIN, EOSVMAX, EOSVMIN, MONOQ_LIMITER_MULT,
-                        MONOQ_MAX_SLOPE, P_CUT, PMIN, PTINY, Q_CUT, QLC_MONOQ, QQC, QQC_MONOQ,
-                        QSTOP, REFDENS, SIXTH, SSC_FLOOR, SSC_MIN, V_CUT)
-from .geometry import (char_length, corners, elem_volume, gather_x, gather_xd, gather_y,
-                       gather_yd, gather_z, gather_zd, shape_derivatives, velocity_gradient)
+from .constants import (
+    C1S,
+    DVOVMAX,
+    E_CUT,
+    EMIN,
+    EOSVMAX,
+    EOSVMIN,
+    MONOQ_LIMITER_MULT,
+    MONOQ_MAX_SLOPE,
+    P_CUT,
+    PMIN,
+    PTINY,
+    Q_CUT,
+    QLC_MONOQ,
+    QQC,
+    QQC_MONOQ,
+    QSTOP,
+    REFDENS,
+    SIXTH,
+    SSC_FLOOR,
+    SSC_MIN,
+    V_CUT,
+)
+from .geometry import (
+    char_length,
+    corners,
+    elem_volume,
+    gather_x,
+    gather_xd,
+    gather_y,
+    gather_yd,
+    gather_z,
+    gather_zd,
+    shape_derivatives,
+    velocity_gradient,
+)
 
 QQC2 = 64.0 * QQC * QQC
 

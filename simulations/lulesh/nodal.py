@@ -14,8 +14,18 @@ import numpy as np
 import relsim as rs
 
 from .constants import HGCOEF, U_CUT
-from .geometry import (corners, face_normal, gather_x, gather_xd, gather_y, gather_yd, gather_z,
-                       gather_zd, jacobian_volume, volu_der)
+from .geometry import (
+    corners,
+    face_normal,
+    gather_x,
+    gather_xd,
+    gather_y,
+    gather_yd,
+    gather_z,
+    gather_zd,
+    jacobian_volume,
+    volu_der,
+)
 
 # Flanagan-Belytschko hourglass base vectors gamma_m[k]
 GAMMA0 = (1.0, 1.0, -1.0, -1.0, -1.0, -1.0, 1.0, 1.0)

@@ -20,7 +20,7 @@ import relsim as rs
 from relsim.domains import hexmesh
 
 from . import elements, nodal
-from .constants import (DELTATIMEMULTLB, DELTATIMEMULTUB, DTFIXED, DTMAX, EBASE, STOPTIME)
+from .constants import DELTATIMEMULTLB, DELTATIMEMULTUB, DTFIXED, DTMAX, EBASE, STOPTIME
 from .regions import region_numbers, repetitions
 
 NODE_FIELDS = ("xd", "yd", "zd", "xdd", "ydd", "zdd", "nodalMass")
@@ -199,7 +199,10 @@ class Lulesh:
                 if max_abs < d:
                     max_abs = d
                 den = float(e[k * nx + j])
-                rel = d / den if den != 0.0 else (math.nan if d == 0.0 else math.copysign(math.inf, den))
+                if den != 0.0:
+                    rel = d / den
+                else:  # C's division: 0/0 is NaN, d/0 is +-inf
+                    rel = math.nan if d == 0.0 else math.copysign(math.inf, den)
                 if max_rel < rel:
                     max_rel = rel
         return max_abs, total, max_rel
