@@ -1,11 +1,15 @@
 """A key reduction into a few rows of a large relation folds only the rows that receive
 contributions (the boundary faces of a mesh into its cells), with the same serial meaning."""
 import numpy as np
+import pytest
 
 import relsim as rs
+from relsim.runtime.backends import cpu_folds
 
 
-def test_reduction_into_few_target_rows(target):
+@pytest.mark.parametrize("parallel_from", [1 << 16, 1])
+def test_reduction_into_few_target_rows(target, parallel_from, monkeypatch):
+    monkeypatch.setattr(cpu_folds, "SPARSE_PARALLEL_ROWS", parallel_from)
     V = rs.Relation("V", 1000)
     B = rs.Relation("B", 5)
     B.new_key_field("cell", V).load([7, 3, 7, 999, 3])
@@ -30,3 +34,5 @@ def test_reduction_into_few_target_rows(target):
         exe = k._last[3]
         (fn, args), = exe.bindings[None].post
         assert "rows" in fn.py_func.__name__ and args[1].tolist() == [3, 7, 999]
+        parallel = target.target == "cpu" and parallel_from == 1
+        assert fn.py_func.__name__.endswith("_parallel" if parallel else "_serial")

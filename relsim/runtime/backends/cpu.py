@@ -207,8 +207,11 @@ class CpuExecutable:
             elif 4 * len(touched) < F.shape[0]:
                 # few target rows receive slots (boundary faces into cells): fold only those;
                 # the others keep their value, as a fold of no slots would leave it
-                fn = cpu_folds.gather_num_rows_parallel if not self.force_serial and \
-                    len(touched) >= self.threshold else cpu_folds.gather_num_rows_serial
+                # (serial unless large: a parallel region costs more than folding a few thousand
+                # rows, up to milliseconds when other processes hold the cores)
+                fn = cpu_folds.gather_num_rows_parallel if not self.force_serial and len(touched) \
+                    >= max(self.threshold, cpu_folds.SPARSE_PARALLEL_ROWS) \
+                    else cpu_folds.gather_num_rows_serial
                 b.post.append((fn, (F, touched, off, ids, vals, op)))
                 continue
             elif F.shape[1] == 1 and F.flags.c_contiguous and vals.flags.c_contiguous:

@@ -13,6 +13,8 @@ import numpy as np
 from numba import njit, prange
 
 OPS = {"+": 0, "*": 1, "min": 2, "max": 3, "and": 4, "or": 5}
+# a gather over only the touched target rows runs in parallel from this many rows on
+SPARSE_PARALLEL_ROWS = 1 << 16
 
 
 def _gather_num(F, off, ids, vals, op):
