@@ -9,9 +9,9 @@ fresh process, `--json` for the answers in full precision) and then the referenc
 keeps the best FOM of each (FOM = s^3 cycles / (1000 elapsed), the time loop only). Both answers
 are checked: iteration counts and printed e(0) equal, each other's and the published values;
 relsim's e(0), time, dt and checksums bit for bit against the reference's serial values where
-known (s = 5, 10, 30), and identical on every thread count. Without --reference only relsim is
-measured and verified. Also reported: the cold start (empty kernel cache) and the warm start
-(cached) of the port, and its lines of code next to the reference's.
+known (s = 5, 10, 20, 30, 45), and identical on every thread count. Without --reference only
+relsim is measured and verified. Also reported: the cold start (empty kernel cache) and the warm
+start (cached) of the port, and its lines of code next to the reference's.
 """
 from __future__ import annotations
 
@@ -38,21 +38,39 @@ SPEC = {1: (1, "4.333329e+02"), 2: (5, "2.746125e+03"), 3: (23, "4.001338e+03"),
         5: (72, "7.853665e+03"), 10: (231, "2.720531e+04"), 30: (932, "2.025075e+05"),
         45: (1477, "4.234875e+05"), 50: (1662, "5.124778e+05"), 70: (2402, "9.417145e+05"),
         90: (3145, "1.482403e+06")}
-# the reference's serial (1-thread) end state, %.17e: e(0), time, dt, checksums
+# the reference's serial (1-thread) end state, %.17e: e(0), time, dt, checksums (s = 10, 30: the
+# reference description; s = 5, 20, 45: a print-only instrumented build of the reference)
 SERIAL = {
-    5: {"e0": 7.85366510214584468e+03},
+    5: {"e0": 7.85366510214584468e+03, "time": 1.00000000000000002e-02,
+        "dt": 1.19333789843823271e-04,
+        "sums": {"e": 2.90383634164630748e+04, "p": 2.28962075780293853e+04,
+                 "q": 1.66420533063096518e+04, "v": 1.25130994864841583e+02,
+                 "ss": 1.14272026955682713e+03, "x+y+z": 3.84623526927565479e+02,
+                 "xd+yd+zd": 3.02505965051544081e+03}},
     10: {"e0": 2.72053116847034689e+04, "time": 1.00000000000000002e-02,
          "dt": 3.74456628753107312e-05,
          "sums": {"e": 2.41746210522627283e+05, "p": 1.99835529710225819e+05,
                   "q": 7.19789109109516576e+04, "v": 1.00007327285680879e+03,
                   "ss": 9.39528236629980347e+03, "x+y+z": 2.37081943684690032e+03,
                   "xd+yd+zd": 1.80193487927359529e+04}},
+    20: {"e0": 9.66885598157783534e+04, "time": 1.00000000000000002e-02,
+         "dt": 2.46865415093680540e-05,
+         "sums": {"e": 1.93071440003941045e+06, "p": 1.67681896489686170e+06,
+                  "q": 3.02280878502624342e+05, "v": 8.00000000023252414e+03,
+                  "ss": 7.22848603800917917e+04, "x+y+z": 1.64142908068260840e+04,
+                  "xd+yd+zd": 1.16866733460705727e+05}},
     30: {"e0": 2.02507478507199383e+05, "time": 1.00000000000000002e-02,
          "dt": 1.34466478459872169e-05,
          "sums": {"e": 6.46286984918591008e+06, "p": 5.76028581373953354e+06,
                   "q": 6.94968778793708654e+05, "v": 2.70000000000002437e+04,
                   "ss": 2.38363389068770222e+05, "x+y+z": 5.26759698799868493e+04,
                   "xd+yd+zd": 3.64297902836048917e+05}},
+    45: {"e0": 4.23487511340056430e+05, "time": 1.00000000000000002e-02,
+         "dt": 1.29678660833569548e-05,
+         "sums": {"e": 2.15749945688235052e+07, "p": 1.95662198408969343e+07,
+                  "q": 1.58782647688152408e+06, "v": 9.11250000000030705e+04,
+                  "ss": 7.88468912640264141e+05, "x+y+z": 1.71800677117900166e+05,
+                  "xd+yd+zd": 1.16152306990031549e+06}},
 }
 
 

@@ -58,8 +58,13 @@ def test_s5_iterations_and_origin_energy_bits():
     assert L.cycle == 72
     assert L.origin_energy() == 7.85366510214584468e+03  # bitwise
     assert f"{L.origin_energy():e}" == "7.853665e+03"
-    assert L.time == 0.01
+    assert (L.time, L.deltatime) == (0.01, 1.19333789843823271e-04)
     assert max(L.symmetry()) < 1e-8
+    # checksums printed by a print-only instrumented build of the reference (1 thread)
+    assert L.checksums() == {"e": 2.90383634164630748e+04, "p": 2.28962075780293853e+04,
+                             "q": 1.66420533063096518e+04, "v": 1.25130994864841583e+02,
+                             "ss": 1.14272026955682713e+03, "x+y+z": 3.84623526927565479e+02,
+                             "xd+yd+zd": 3.02505965051544081e+03}
 
 
 def test_s10_every_cycle_of_the_reference_trace(s10):
