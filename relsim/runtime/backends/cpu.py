@@ -5,7 +5,8 @@ Launch path (kept lean: no analysis, no argument rebuilding unless storage chang
   1. re-bind arrays if any relation's storage changed (and rebuild the slot inverse indexes);
      checked through the global storage epoch first, so an unchanged launch costs one compare;
   2. call the serial or parallel kernel (chosen, with its argument tuple, at bind time);
-  3. fold key-reduction slots into their fields, and Global slots into their Globals.
+  3. fold key-reduction slots into their fields; a Global's slots are folded when its value is
+     next needed (`Global.defer`): pending folds of the Globals a launch touches run before it.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def _safe(name: str) -> str:
 class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "gathers",
-                 "folds", "fn", "call_args", "post")
+                 "folds", "fn", "call_args", "post", "globals")
 
 
 class CpuExecutable:
@@ -108,11 +109,16 @@ class CpuExecutable:
         b = self.bindings.get(subset)
         if b is None or b.epoch != _launch.storage_epoch or b.size != relation.size:
             b = self.refresh(relation, subset, b)
+        for g in b.globals:  # read here, or reduced into (folds keep launch order)
+            if g.pending is not None:
+                g.flush()
         b.fn(*b.call_args)
         if self.err_view[0]:
             self.raise_flagged(self.err)
         for fn, args in b.post:
             fn(*args)
+        for g, fold in b.folds:
+            g.defer(fold)
 
     def launch_with_threads(self, relation, subset) -> None:
         """A launch under a Config with its own thread count (restored afterwards)."""
@@ -194,7 +200,7 @@ class CpuExecutable:
                 F = f.data.reshape(f.relation.size, -1)
                 b.gathers.append((F, off, ids, vals, op, elem_of(f.type).is_bool))
             else:
-                b.folds.append(self.make_fold(lay, vals, b))
+                b.folds.append((lay.target, self.make_fold(lay, vals, b)))
         # what launch calls: the kernel, then the key-reduction gathers, then the Global folds
         parallel = not self.force_serial and b.n >= self.threshold
         b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
@@ -222,10 +228,12 @@ class CpuExecutable:
             else:
                 fn = cpu_folds.gather_num_parallel if parallel else cpu_folds.gather_num_serial
             b.post.append((fn, (F, off, ids, vals, op)))
-        b.post += [(fold, ()) for fold in b.folds]
         if deleted is not None or inserts:
             b.post.append((_apply_row_changes, (relation, deleted, tuple(inserts.values()))))
         b.post = tuple(b.post)
+        b.folds = tuple(b.folds)
+        b.globals = tuple({id(o): o for _, kind, o in self.params if kind == "global"}.values()) \
+            + tuple(g for g, _ in b.folds)
         self.bindings[subset] = b
         return b
 
@@ -239,10 +247,10 @@ class CpuExecutable:
     @staticmethod
     def make_fold(lay, vals, b):
         g: Global = lay.target
-        flat = g.data.reshape(-1)
+        flat = g._data.reshape(-1)  # the fold runs inside `g.flush`: not the flushing `data`
         if lay.op in ("argmin", "argmax"):
             rows, has_rows, per_row, is_min = b.rows, b.has_rows, lay.per_row, lay.op == "argmin"
-            return lambda: cpu_folds.fold_arg(flat, g.row_data, vals, per_row, rows, has_rows,
+            return lambda: cpu_folds.fold_arg(flat, g._row_data, vals, per_row, rows, has_rows,
                                               is_min)
         op = cpu_folds.OPS[lay.op]
         fn = cpu_folds.fold_bool if elem_of(g.type).is_bool else cpu_folds.fold_num
