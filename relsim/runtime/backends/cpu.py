@@ -165,7 +165,8 @@ class CpuExecutable:
                 slot_arrays[id(obj)] = arr
                 args.append(arr)
             elif kind == "spos":  # filled below, once the targets are known
-                args.append(np.empty(b.n * obj.per_row, dtype=np.int64))
+                nslots = b.n * obj.per_row
+                args.append(np.empty(nslots, dtype=np.int32 if nslots < 2 ** 31 else np.int64))
                 slot_places[id(obj)] = args[-1]
             elif kind == "delete":
                 args.append(np.zeros(relation.size, dtype=bool))
@@ -196,7 +197,11 @@ class CpuExecutable:
                 place = slot_places.get(id(lay))
                 if place is not None:  # slots are written pre-permuted: fold them in place
                     place[ids] = np.arange(len(ids))
-                    ids = np.arange(len(ids))
+                    ids = None
+                elif len(tgt) < 2 ** 31:
+                    ids = ids.astype(np.int32)
+                if len(tgt) < 2 ** 31:
+                    off = off.astype(np.int32)
                 F = f.data.reshape(f.relation.size, -1)
                 b.gathers.append((F, off, ids, vals, op, elem_of(f.type).is_bool))
             else:

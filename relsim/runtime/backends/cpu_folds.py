@@ -4,6 +4,9 @@
   parallel over target rows, so the result does not depend on the thread count;
 * `fold_*`: a Global folds all slots in order (serial);
 * `build_inverse`: the CSR of slot ids per target row, by a stable counting sort.
+
+Slot ids are ``None`` when the kernel stored its slots in fold order (then slot j is read for
+entry j), and int32 when they fit (less index traffic than int64 in a memory-bound fold).
 """
 from __future__ import annotations
 
@@ -17,21 +20,29 @@ OPS = {"+": 0, "*": 1, "min": 2, "max": 3, "and": 4, "or": 5}
 SPARSE_PARALLEL_ROWS = 1 << 16
 
 
+@njit(inline="always")
+def _fold_slots(acc, lo, hi, ids, vals, c, op):
+    """Fold slots ids[lo:hi] (component c) into acc, in order (slots lo:hi without ids)."""
+    for j in range(lo, hi):
+        if ids is None:  # slots stored in fold order (pre-permuted): read them in sequence
+            v = vals[j, c]
+        else:
+            v = vals[ids[j], c]
+        if op == 0:
+            acc = acc + v
+        elif op == 1:
+            acc = acc * v
+        elif op == 2:
+            acc = v if v < acc else acc
+        else:
+            acc = v if v > acc else acc
+    return acc
+
+
 def _gather_num(F, off, ids, vals, op):
     for t in prange(F.shape[0]):
         for c in range(F.shape[1]):
-            acc = F[t, c]
-            for j in range(off[t], off[t + 1]):
-                v = vals[ids[j], c]
-                if op == 0:
-                    acc = acc + v
-                elif op == 1:
-                    acc = acc * v
-                elif op == 2:
-                    acc = v if v < acc else acc
-                else:
-                    acc = v if v > acc else acc
-            F[t, c] = acc
+            F[t, c] = _fold_slots(F[t, c], off[t], off[t + 1], ids, vals, c, op)
 
 
 def _gather_num_scalar(F, off, ids, vals, op):
@@ -40,7 +51,10 @@ def _gather_num_scalar(F, off, ids, vals, op):
     for t in prange(F.shape[0]):
         acc = F[t]
         for j in range(off[t], off[t + 1]):
-            v = vals[ids[j]]
+            if ids is None:
+                v = vals[j]
+            else:
+                v = vals[ids[j]]
             if op == 0:
                 acc = acc + v
             elif op == 1:
@@ -58,18 +72,7 @@ def _gather_num_rows(F, rows, off, ids, vals, op):
     for i in prange(rows.shape[0]):
         t = rows[i]
         for c in range(F.shape[1]):
-            acc = F[t, c]
-            for j in range(off[t], off[t + 1]):
-                v = vals[ids[j], c]
-                if op == 0:
-                    acc = acc + v
-                elif op == 1:
-                    acc = acc * v
-                elif op == 2:
-                    acc = v if v < acc else acc
-                else:
-                    acc = v if v > acc else acc
-            F[t, c] = acc
+            F[t, c] = _fold_slots(F[t, c], off[t], off[t + 1], ids, vals, c, op)
 
 
 def _gather_bool(F, off, ids, vals, op):
@@ -77,10 +80,11 @@ def _gather_bool(F, off, ids, vals, op):
         for c in range(F.shape[1]):
             acc = F[t, c]
             for j in range(off[t], off[t + 1]):
+                v = vals[j, c] if ids is None else vals[ids[j], c]
                 if op == 4:
-                    acc = acc and vals[ids[j], c]
+                    acc = acc and v
                 else:
-                    acc = acc or vals[ids[j], c]
+                    acc = acc or v
             F[t, c] = acc
 
 
