@@ -5,12 +5,52 @@ import numpy as np
 
 from ..errors import DataError
 from ..types import KeyType, KeyVecType, MatType, ScalarType, VecType, as_value_type
+from . import launch as _launch
 
 
 class Field:
-    """A typed column of a relation (scalar, small vector or small matrix per row)."""
+    """A typed column of a relation (scalar, small vector or small matrix per row).
+
+    Reductions into a field through keys may be left *pending* by a compiled launch (their slots
+    not yet folded): the next kernel that reads the field at its own key folds them row by row
+    as it goes, which saves a pass over the relation. Only fields whose storage was never handed
+    out are left pending: `numpy()` folds everything and marks the field *exposed*, so an array
+    a user holds is always current after each launch. Inside relsim, `data` folds pending
+    reductions (without exposing)."""
 
     is_key = False
+    pending: tuple | list = ()  # deferred folds (objects with run()), in launch order
+    exposed = False  # numpy() handed the storage out: never leave reductions pending
+
+    @property
+    def data(self) -> np.ndarray:
+        if self.pending:
+            self.flush()
+        return self._data
+
+    @data.setter
+    def data(self, arr) -> None:
+        if self.pending:
+            self.flush()
+        self._data = arr
+
+    def defer(self, fold) -> None:
+        """Leave `fold` (one launch's reduction slots into this field) pending."""
+        if not self.pending:
+            self.pending = []
+            _launch.pending_fields.add(self)
+        self.pending.append(fold)
+
+    def take_pending(self) -> list:
+        """The pending folds, which the caller now runs (in order); none are left."""
+        out, self.pending = self.pending, ()
+        _launch.pending_fields.discard(self)
+        return out
+
+    def flush(self) -> None:
+        """Fold every pending reduction, in launch order."""
+        for fold in self.take_pending():
+            fold.run()
 
     def __init__(self, relation, name: str, vtype, init=0):
         self.relation = relation
@@ -30,7 +70,9 @@ class Field:
 
     # -- data in and out -------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """The field's storage as a NumPy array (a view: no copy; writes go to the field)."""
+        """The field's storage as a NumPy array (a view: no copy; writes go to the field). The
+        array stays current: from now on no launch leaves reductions into this field pending."""
+        self.exposed = True
         return self.data
 
     def load(self, values) -> Field:

@@ -10,6 +10,10 @@ _launcher = None
 # Compiled launches compare it first and re-check their relations' versions only when it moved.
 storage_epoch = 0
 
+# Fields holding reductions a compiled launch left pending (`Field.defer`): a launch checks
+# this set first, and settles the fields it touches only when it is non-empty.
+pending_fields: set = set()
+
 
 def install(launcher) -> None:
     global _launcher

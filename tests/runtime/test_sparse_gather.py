@@ -32,7 +32,8 @@ def test_reduction_into_few_target_rows(target, parallel_from, monkeypatch):
     assert V.acc.numpy().tobytes() == want.tobytes()
     if target.target != "interp":
         exe = k._last[3]
-        (fn, args), = exe.bindings[None].post
+        pending, = exe.bindings[None].deferred  # the fold (left pending by the launch)
+        fn, args = pending.fn, pending.args
         assert "rows" in fn.py_func.__name__ and args[1].tolist() == [3, 7, 999]
         parallel = target.target == "cpu" and parallel_from == 1
         assert fn.py_func.__name__.endswith("_parallel" if parallel else "_serial")

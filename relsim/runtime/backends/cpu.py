@@ -66,7 +66,8 @@ def _safe(name: str) -> str:
 class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "gathers",
-                 "folds", "fn", "call_args", "post", "globals")
+                 "folds", "fn", "call_args", "post", "globals", "parallel", "deferred",
+                 "outstanding")
 
 
 class CpuExecutable:
@@ -98,6 +99,22 @@ class CpuExecutable:
                 rels[id(obj.source)] = obj.source
                 rels[id(obj.target)] = obj.target
         self.relations = tuple(rels.values())
+        self.options = options
+        self.absorbing_fns: dict = {}
+        # fields whose key reductions this kernel folds; fields it reads or writes, and whether
+        # it could absorb their pending reductions (numeric, only at its own key, same relation)
+        self.gather_fields = tuple(lay.target for lay in analysed.layouts
+                                   if isinstance(lay.target, Field))
+        self.touched = []
+        for t in analysed.summary.targets():
+            if not isinstance(t, Field) or t.is_key:
+                continue
+            acc = analysed.summary.for_target(t)
+            if all(a.mode == "reduce" and not a.centred for a in acc):
+                continue  # only reduced into through keys: its folds queue behind pending ones
+            absorbable = all(a.centred for a in acc) and t.relation is analysed.relation and \
+                all(t is not g for g in self.gather_fields) and not elem_of(t.type).is_bool
+            self.touched.append((t, absorbable))
         self.bindings: dict = {}
         self.err = np.zeros(1, dtype=np.int64)  # set to a source line by a failed index check
         self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
@@ -112,13 +129,68 @@ class CpuExecutable:
         for g in b.globals:  # read here, or reduced into (folds keep launch order)
             if g.pending is not None:
                 g.flush()
-        b.fn(*b.call_args)
+        if _launch.pending_fields or b.outstanding:
+            fn, args = self.settle(b)
+        else:
+            fn, args = b.fn, b.call_args
+        fn(*args)
         if self.err_view[0]:
             self.raise_flagged(self.err)
         for fn, args in b.post:
             fn(*args)
+        for pf in b.deferred:  # key-reduction folds: left pending unless the field is exposed
+            if pf.field.exposed:
+                pf.fold()
+            else:
+                pf.field.defer(pf)
+                b.outstanding += 1
         for g, fold in b.folds:
             g.defer(fold)
+
+    def settle(self, b):
+        """Before a launch, with reductions pending somewhere: fold this kernel's own pending
+        slots (about to be overwritten), and the pending reductions into every field it reads
+        or writes: folded now, or, for a field it touches only at its own key while running
+        over the whole relation, absorbed (the kernel folds each row first, as it goes).
+        Returns the function to call and its arguments."""
+        if b.outstanding:
+            for f in self.gather_fields:
+                f.flush()
+        absorbed = []
+        for f, absorbable in self.touched:
+            if f.pending:
+                if absorbable and not b.has_rows:
+                    absorbed += f.take_pending()
+                else:
+                    f.flush()
+        if not absorbed:
+            return b.fn, b.call_args
+        for pf in absorbed:
+            pf.owner.outstanding -= 1
+        folds = tuple((pf.field, cpu_folds.OP_NAMES[pf.op], pf.absorb_args[1] is not None)
+                      for pf in absorbed)
+        fn = self.absorbing(folds, b.parallel)
+        return fn, b.call_args + tuple(a for pf in absorbed for a in pf.absorb_args)
+
+    def absorbing(self, folds, parallel):
+        """The kernel (over a whole relation) that first folds, row by row, pending reductions
+        passed as extra arguments (`folds`: their operators and shapes; compiled once each)."""
+        key = (tuple((f.name, op, has_ids) for f, op, has_ids in folds), parallel)
+        fn = self.absorbing_fns.get(key)
+        if fn is None:
+            lowerer = KernelLowerer(self.analysed, absorb=folds)
+            source = f"# relsim kernel {self.analysed.kernel_name!r} over " \
+                f"{self.analysed.relation.name}, folding pending reductions first\n" + \
+                ast.unparse(lowerer.module()) + "\n"
+            if [p for p, _, _ in lowerer.params.items] != [p for p, _, _ in self.params]:
+                raise AssertionError("absorbing variant lowered with different parameters")
+            mod = cache.module_for(source, self.options.cache_path(),
+                                   _safe(self.analysed.kernel_name) + "_absorb")
+            flags = dict(cache=True, error_model="numpy", boundscheck=False)
+            fn = njit(parallel=parallel, **flags)(
+                mod.kernel_parallel if parallel else mod.kernel_serial)
+            self.absorbing_fns[key] = fn
+        return fn
 
     def launch_with_threads(self, relation, subset) -> None:
         """A launch under a Config with its own thread count (restored afterwards)."""
@@ -152,8 +224,8 @@ class CpuExecutable:
         b.has_rows = subset is not None
         args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
         for _pname, kind, obj in self.params:
-            if kind == "field":
-                args.append(obj.data)
+            if kind == "field":  # the storage itself: pending reductions stay pending
+                args.append(obj._data)
             elif kind == "global":
                 args.append(obj.data)
             elif kind == "goff":
@@ -202,45 +274,57 @@ class CpuExecutable:
                     ids = ids.astype(np.int32)
                 if len(tgt) < 2 ** 31:
                     off = off.astype(np.int32)
-                F = f.data.reshape(f.relation.size, -1)
-                b.gathers.append((F, off, ids, vals, op, elem_of(f.type).is_bool))
+                F = f._data.reshape(f.relation.size, -1)
+                b.gathers.append((f, F, off, ids, vals, op, elem_of(f.type).is_bool))
             else:
                 b.folds.append((lay.target, self.make_fold(lay, vals, b)))
         # what launch calls: the kernel, then the key-reduction gathers, then the Global folds
         parallel = not self.force_serial and b.n >= self.threshold
         b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
         b.call_args = (b.n, b.rows, b.has_rows, self.err) + b.args
-        b.post = []
-        for F, off, ids, vals, op, is_bool in b.gathers:
-            touched = None if is_bool else np.flatnonzero(off[1:] != off[:-1])
+        b.parallel = parallel
+        b.post, b.deferred, b.outstanding = [], [], 0
+        row_changes = deleted is not None or bool(inserts)
+        for f, F, off, ids, vals, op, is_bool in b.gathers:
             if is_bool:
                 fn = cpu_folds.gather_bool_parallel if parallel else cpu_folds.gather_bool_serial
-            elif 4 * len(touched) < F.shape[0]:
-                # few target rows receive slots (boundary faces into cells): fold only those;
-                # the others keep their value, as a fold of no slots would leave it
-                # (serial unless large: a parallel region costs more than folding a few thousand
-                # rows, up to milliseconds when other processes hold the cores)
-                fn = cpu_folds.gather_num_rows_parallel if not self.force_serial and len(touched) \
-                    >= max(self.threshold, cpu_folds.SPARSE_PARALLEL_ROWS) \
-                    else cpu_folds.gather_num_rows_serial
-                b.post.append((fn, (F, touched, off, ids, vals, op)))
+                b.post.append((fn, (F, off, ids, vals, op)))
                 continue
-            elif F.shape[1] == 1 and F.flags.c_contiguous and vals.flags.c_contiguous:
-                # a scalar field: 1-D views (so writes still go to the field's data)
-                fn = cpu_folds.gather_num_scalar_parallel if parallel else \
-                    cpu_folds.gather_num_scalar_serial
-                F, vals = F.reshape(-1), vals.reshape(-1)
+            fn, args = self.gather_call(F, off, ids, vals, op, parallel)
+            pf = cpu_folds.PendingFold(f, fn, args, op, (off, ids, vals), b)
+            if row_changes:  # rows move after this launch: fold now
+                b.post.append((pf.fold, ()))
             else:
-                fn = cpu_folds.gather_num_parallel if parallel else cpu_folds.gather_num_serial
-            b.post.append((fn, (F, off, ids, vals, op)))
-        if deleted is not None or inserts:
+                b.deferred.append(pf)
+        if row_changes:
             b.post.append((_apply_row_changes, (relation, deleted, tuple(inserts.values()))))
-        b.post = tuple(b.post)
+        b.post, b.deferred = tuple(b.post), tuple(b.deferred)
         b.folds = tuple(b.folds)
         b.globals = tuple({id(o): o for _, kind, o in self.params if kind == "global"}.values()) \
             + tuple(g for g, _ in b.folds)
         self.bindings[subset] = b
         return b
+
+    def gather_call(self, F, off, ids, vals, op, parallel):
+        """The compiled fold of a key reduction's slots into field storage F (2-D view), and
+        its arguments."""
+        touched = np.flatnonzero(off[1:] != off[:-1])
+        if 4 * len(touched) < F.shape[0]:
+            # few target rows receive slots (boundary faces into cells): fold only those;
+            # the others keep their value, as a fold of no slots would leave it
+            # (serial unless large: a parallel region costs more than folding a few thousand
+            # rows, up to milliseconds when other processes hold the cores)
+            fn = cpu_folds.gather_num_rows_parallel if not self.force_serial and len(touched) \
+                >= max(self.threshold, cpu_folds.SPARSE_PARALLEL_ROWS) \
+                else cpu_folds.gather_num_rows_serial
+            return fn, (F, touched, off, ids, vals, op)
+        if F.shape[1] == 1 and F.flags.c_contiguous and vals.flags.c_contiguous:
+            # a scalar field: 1-D views (so writes still go to the field's data)
+            fn = cpu_folds.gather_num_scalar_parallel if parallel else \
+                cpu_folds.gather_num_scalar_serial
+            return fn, (F.reshape(-1), off, ids, vals.reshape(-1), op)
+        fn = cpu_folds.gather_num_parallel if parallel else cpu_folds.gather_num_serial
+        return fn, (F, off, ids, vals, op)
 
     def slot_array(self, lay, n):
         t = lay.target.type

@@ -18,6 +18,20 @@ from ..typecheck import elem_of
 from .emit import EmitAlgebra, call, const, name, store
 
 
+def _sub(arr, row, c):
+    return ast.Subscript(name(arr), ast.Tuple([row, ast.Constant(c)], ast.Load()), ast.Load())
+
+
+def _combine(op, acc, v):
+    """One step of a fold (the meaning of the compiled folds, cpu_folds._combine)."""
+    if op == "+":
+        return ast.BinOp(acc, ast.Add(), v)
+    if op == "*":
+        return ast.BinOp(acc, ast.Mult(), v)
+    cmp = ast.Lt() if op == "min" else ast.Gt()
+    return ast.IfExp(ast.Compare(v, [cmp], [acc]), v, acc)
+
+
 class Params:
     """The arrays a generated function receives, in order, with what binds them at launch."""
 
@@ -35,8 +49,12 @@ class Params:
 
 
 class KernelLowerer:
-    def __init__(self, analysed):
+    def __init__(self, analysed, absorb=()):
         self.a = analysed
+        # (field, operator, has slot ids) of each pending key reduction this variant folds at
+        # the start of each row; their arrays are extra arguments (offsets, slot ids or None
+        # when the slots are stored in fold order, slot values)
+        self.absorb = tuple(absorb)
         self.params = Params()
         self.alg = EmitAlgebra()
         self.loop_counters: dict = {}  # id(static loop stmt) -> counter variable name
@@ -61,7 +79,8 @@ class KernelLowerer:
         # functions are assembled last: all of them take every array any of them uses
         # over a whole relation the row is the loop index; over a subset, rows[index]
         # (separate functions: Numba compiles only the variants a program launches)
-        funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows)
+        funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows,
+                               extra=self.absorb_params())
                  for mode, fn in (("serial", "range"), ("parallel", "prange"))
                  for suffix, rows in (("", False), ("_rows", True))]
         funcs += [self.function(f"targets_{k}", body, "prange", extra=["_tgt"])
@@ -104,11 +123,46 @@ class KernelLowerer:
         self.alg.out = saved
         return [ast.For(store("_i"), call("range", name("_n")), body, [])]
 
+    def fold_row(self, i, field, op, has_ids):
+        """Fold this row's slots of pending reduction i into `field`, as the gather would: slot
+        by slot in order, all components per slot. The field is addressed through the kernel's
+        own parameter: a second view of its storage could be assumed not to alias it."""
+        off, ids, vals = (f"_absorb{i}_{part}" for part in ("off", "ids", "vals"))
+        out = self.alg.out
+        comps = self.field_slots(field, name("_row"), ())
+        accs = [self.alg.fresh("_a") for _ in comps]
+        for (arr, sl), a in zip(comps, accs):
+            out.append(ast.Assign([store(a)], ast.Subscript(name(arr), sl, ast.Load())))
+        j = self.alg.fresh("_j")
+        hi = ast.BinOp(name("_row"), ast.Add(), ast.Constant(1))
+        slot = ast.Subscript(name(ids), name(j), ast.Load()) if has_ids else name(j)
+        s = self.alg.fresh("_s")
+        body = [ast.Assign([store(s)], slot)]
+        for c, a in enumerate(accs):
+            v = _sub(vals, name(s), c)
+            body.append(ast.Assign([store(a)], _combine(op, name(a), v)))
+        out.append(ast.For(store(j), call("range", ast.Subscript(name(off), name("_row"),
+                                                                 ast.Load()),
+                                          ast.Subscript(name(off), hi, ast.Load())), body, []))
+        for (arr, sl), a in zip(comps, accs):
+            out.append(ast.Assign([ast.Subscript(name(arr), sl, ast.Store())], name(a)))
+
+    def absorb_params(self) -> list:
+        return [f"_absorb{i}_{part}" for i in range(len(self.absorb))
+                for part in ("off", "ids", "vals")]
+
     def kernel_row_body(self):
+        mark = len(self.alg.out)
         for k, lay in enumerate(self.a.layouts):
             if lay.conditional:
                 self.init_slots(k, lay)
         self.block(self.a.body)
+        if self.absorb:  # pending reductions first, in launch order (emitted after the body
+            body = self.alg.out[mark:]  # so that the parameters keep their order)
+            del self.alg.out[mark:]
+            for i, fold in enumerate(self.absorb):
+                self.fold_row(i, *fold)
+            self.alg.out.extend(body)
 
     def init_slots(self, k, lay):
         arr = self.params.get("slots", lay, f"{k}")

@@ -1,0 +1,89 @@
+"""Key reductions a compiled launch leaves pending: folded by the next kernel that reads the
+field at its own key (row by row), or before anything else sees the field; never for a field
+whose array was handed out. Every case must equal the serial meaning bit for bit."""
+import numpy as np
+
+import relsim as rs
+from tests.conftest import chain_mesh
+
+W = np.array([1e16, 1.0, -3.5, 2.0, 0.25, -1e16, 7.0, 1e-3])
+
+
+def _mesh():
+    V, E = chain_mesh(9)
+    E.new_field("w", rs.f64).load(W)
+    V.new_field("acc", rs.vec(2, rs.f64), init=0.5)
+    V.new_field("out", rs.f64)
+    V.subset("odd", np.arange(1, 9, 2))
+    return V, E
+
+
+def _kernels():
+    @rs.kernel
+    def scatter(e):
+        e.head.acc += (e.w, 2.0 * e.w)
+        e.tail.acc -= (e.w, 0.5)
+
+    @rs.kernel
+    def consume(v):  # reads acc at its own key, then resets it
+        v.out = v.acc[0] * 3.0 + v.acc[1]
+        v.acc = (0.25, 0.5)
+
+    @rs.kernel
+    def neighbour(e):  # reads acc through keys: pending reductions must be folded first
+        e.w = e.head.acc[0] - e.tail.acc[1]
+
+    return scatter, consume, neighbour
+
+
+def _serial_scatter(acc, times=1):
+    acc = acc.copy()
+    for _ in range(times):
+        for e in range(len(W)):
+            acc[e + 1] = acc[e + 1] + np.array([W[e], 2.0 * W[e]])
+            acc[e] = acc[e] + np.array([-W[e], -0.5])
+    return acc
+
+
+def _consume(acc):
+    return acc[:, 0] * 3.0 + acc[:, 1]
+
+
+def test_consumer_absorbs_pending_reductions(target):
+    V, E = _mesh()
+    scatter, consume, _ = _kernels()
+    E.foreach(scatter, target)
+    E.foreach(scatter, target)  # would overwrite its pending slots: folds them first
+    V.foreach(consume, target)
+    acc = _serial_scatter(np.full((9, 2), 0.5), times=2)
+    assert np.array_equal(V.out.numpy(), _consume(acc))
+    assert np.array_equal(V.acc.numpy(), np.tile([0.25, 0.5], (9, 1)))
+    if target.target == "cpu":  # the consumer folded the second launch's slots itself
+        exe = consume._last[3]
+        assert [len(k[0]) for k in exe.absorbing_fns] == [1]
+
+
+def test_reading_through_keys_or_over_a_subset_folds_first(target):
+    V, E = _mesh()
+    scatter, consume, neighbour = _kernels()
+    E.foreach(scatter, target)
+    E.foreach(neighbour, target)
+    acc = _serial_scatter(np.full((9, 2), 0.5))
+    assert np.array_equal(E.w.numpy(), acc[1:, 0] - acc[:-1, 1])
+    E.w.load(W)
+    E.foreach(scatter, target)
+    V.subset("odd").foreach(consume, target)
+    acc = _serial_scatter(acc)
+    odd = np.arange(1, 9, 2)
+    assert np.array_equal(V.out.numpy()[odd], _consume(acc)[odd])
+    acc[odd] = (0.25, 0.5)
+    assert np.array_equal(V.acc.numpy(), acc)
+
+
+def test_a_held_array_is_current_after_every_launch(target):
+    V, E = _mesh()
+    scatter, _, _ = _kernels()
+    held = V.acc.numpy()
+    E.foreach(scatter, target)
+    assert np.array_equal(held, _serial_scatter(np.full((9, 2), 0.5)))
+    assert not V.acc.pending
