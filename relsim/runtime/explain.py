@@ -18,9 +18,14 @@ def explain(kernel, relation, config=None, file=None) -> str:
         parts.append("-- reductions (folded in serial row order)")
         for lay in a.layouts:
             name = getattr(lay.target, "qualname", None) or f"Global {lay.target.name}"
-            parts.append(f"  {name} {lay.op}: {lay.per_row} slot(s) per row, "
+            stored = f" ({lay.stored_per_row} stored)" if lay.stores else ""
+            parts.append(f"  {name} {lay.op}: {lay.per_row} slot(s) per row{stored}, "
                          f"{len(lay.sites)} site(s)" + (", conditional" if lay.conditional
                                                          else ""))
+            for site, (stored, negated) in zip(lay.sites, lay.stores):
+                if negated:
+                    parts.append(f"    line {site.stmt.loc.line} stores nothing: it reuses "
+                                 f"slot {stored} of its row, negated in the fold")
     source = getattr(exe, "source", None)
     if source:
         parts += [f"-- generated Python ({exe.path})", source]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import KernelSyntaxError
 from ..types import KeyType, KeyVecType
-from . import ir
+from . import ir, slot_sharing
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,13 @@ class Layout:
     per_row: int
     sites: tuple
     conditional: bool  # some slot may be skipped: initialise slots to the identity per row
+    # per slot: (stored slot, negated) when sites share stored values (`slot_sharing`); else ()
+    stores: tuple = ()
+
+    @property
+    def stored_per_row(self) -> int:
+        """Slots a row stores (fewer than `per_row` when some share a stored value)."""
+        return 1 + max(i for i, _ in self.stores) if self.stores else self.per_row
 
 
 def static_trip(s) -> int | None:
@@ -53,7 +60,10 @@ def layouts(body: tuple, phase, kernel_name: str) -> list:
     for target, op in targets:
         walker = _Walker(target, key_defs, kernel_name)
         n = walker.block(body, 0, (), False)
-        out.append(Layout(target, op, n, tuple(walker.sites), walker.conditional or early_exit))
+        lay = Layout(target, op, n, tuple(walker.sites), walker.conditional or early_exit)
+        if hasattr(target, "relation"):  # a field's: sites may share stored values
+            lay = replace(lay, stores=slot_sharing.shared_stores(lay, body))
+        out.append(lay)
     return out
 
 

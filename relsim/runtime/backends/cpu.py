@@ -266,6 +266,9 @@ class CpuExecutable:
                 tgt = np.full(b.n * lay.per_row, -1, dtype=np.int64)
                 self.targets[k](b.n, b.rows, b.has_rows, self.err, *b.args, tgt)
                 off, ids = cpu_folds.build_inverse(tgt, f.relation.size)
+                if lay.stores:  # slots share stored values: index those (~stored: negated)
+                    ids = cpu_folds.shared_ids(ids, lay.per_row, lay.stored_per_row,
+                                               lay.stores)
                 place = slot_places.get(id(lay))
                 if place is not None:  # slots are written pre-permuted: fold them in place
                     place[ids] = np.arange(len(ids))
@@ -329,7 +332,7 @@ class CpuExecutable:
     def slot_array(self, lay, n):
         t = lay.target.type
         et = elem_of(t)
-        arr = np.empty((n * lay.per_row, t.ncomp), dtype=et.dtype)
+        arr = np.empty((n * lay.stored_per_row, t.ncomp), dtype=et.dtype)
         arr.fill(identity(lay.op, et))
         return arr
 

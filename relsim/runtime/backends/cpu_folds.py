@@ -62,8 +62,12 @@ def _fold_row(F, t, off, ids, vals, op):
     pass per component."""
     for j in range(off[t], off[t + 1]):
         s = j if ids is None else ids[j]
-        for c in range(F.shape[1]):
-            F[t, c] = _combine(op, F[t, c], vals[s, c])
+        if s >= 0:
+            for c in range(F.shape[1]):
+                F[t, c] = _combine(op, F[t, c], vals[s, c])
+        else:  # ~s: the negation of shared slot s (slot_sharing); acc + (-v) is acc - v
+            for c in range(F.shape[1]):
+                F[t, c] = _combine(op, F[t, c], -vals[~s, c])
 
 
 def _gather_num(F, off, ids, vals, op):
@@ -77,7 +81,8 @@ def _gather_num_scalar(F, off, ids, vals, op):
     for t in prange(F.shape[0]):
         acc = F[t]
         for j in range(off[t], off[t + 1]):
-            acc = _combine(op, acc, vals[j] if ids is None else vals[ids[j]])
+            s = j if ids is None else ids[j]
+            acc = _combine(op, acc, vals[s] if s >= 0 else -vals[~s])
         F[t] = acc
 
 
@@ -165,6 +170,17 @@ def fold_arg(g, grow, vals, per_row, rows, has_rows, is_min):
             brow = rows[i] if has_rows else i
     g[0] = best
     grow[0] = brow
+
+
+def shared_ids(ids, per_row, stored_per_row, stores):
+    """Map the inverse index's slot ids (one per reduction site and row) to stored slots when
+    sites share them: slot r*per_row + k becomes r*stored_per_row + stored[k], as ~that when
+    site k stores the negation."""
+    stored = np.array([s for s, _ in stores], dtype=np.int64)
+    negated = np.array([n for _, n in stores], dtype=bool)
+    row, k = np.divmod(ids, per_row)
+    sid = row * stored_per_row + stored[k]
+    return np.where(negated[k], ~sid, sid)
 
 
 @njit(cache=True)

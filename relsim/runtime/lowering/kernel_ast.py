@@ -138,9 +138,21 @@ class KernelLowerer:
         slot = ast.Subscript(name(ids), name(j), ast.Load()) if has_ids else name(j)
         s = self.alg.fresh("_s")
         body = [ast.Assign([store(s)], slot)]
-        for c, a in enumerate(accs):
-            v = _sub(vals, name(s), c)
-            body.append(ast.Assign([store(a)], _combine(op, name(a), v)))
+        if has_ids:  # a negative id ~k: the negation of shared slot k (slot_sharing)
+            neg = ast.Compare(name(s), [ast.Lt()], [ast.Constant(0)])
+            whole = ast.IfExp(neg, ast.UnaryOp(ast.Invert(), name(s)), name(s))
+            vs = [self.alg.fresh("_v") for _ in accs]
+            body.append(ast.Assign([store(s + "k")], whole))
+            for c, v in enumerate(vs):
+                body.append(ast.Assign([store(v)], _sub(vals, name(s + "k"), c)))
+                body.append(ast.If(neg, [ast.Assign([store(v)], ast.UnaryOp(ast.USub(),
+                                                                            name(v)))], []))
+            for a, v in zip(accs, vs):
+                body.append(ast.Assign([store(a)], _combine(op, name(a), name(v))))
+        else:
+            for c, a in enumerate(accs):
+                body.append(ast.Assign([store(a)], _combine(op, name(a), _sub(vals, name(s),
+                                                                                c))))
         out.append(ast.For(store(j), call("range", ast.Subscript(name(off), name("_row"),
                                                                  ast.Load()),
                                           ast.Subscript(name(off), hi, ast.Load())), body, []))
@@ -186,6 +198,14 @@ class KernelLowerer:
             return slot
         spos = self.params.get("spos", lay, f"{k}")
         return ast.Subscript(name(spos), slot, ast.Load())
+
+    def stored_slot(self, k, lay, site):
+        """Where a site's value is stored: its own slot, or the one it shares (slot_sharing:
+        straight-line sites only, stored in row order, the fold reads them through its index)."""
+        if lay.stores:
+            base = ast.BinOp(name("_p"), ast.Mult(), ast.Constant(lay.stored_per_row))
+            return ast.BinOp(base, ast.Add(), ast.Constant(lay.stores[site.offset][0]))
+        return self.slot_place(k, lay, self.slot_index(lay, site))
 
     @staticmethod
     def slot_base(lay):
@@ -333,9 +353,13 @@ class KernelLowerer:
             self.alg.out.append(ast.Assign([ast.Subscript(name(arr), sl, ast.Store())], v))
 
     def s_FieldReduce(self, s):
-        vals = self.expr(s.value)
         if id(s) in self.layout_of:
-            return self.slot_write(s, vals)
+            k, site = self.layout_of[id(s)]
+            stores = self.a.layouts[k].stores
+            if stores and stores[site.offset][1]:
+                return  # the negation of an earlier site's value: its slot is shared
+            return self.slot_write(s, self.expr(s.value))
+        vals = self.expr(s.value)
         key = self.expr(s.key)[0]
         et = elem_of(s.field.type)
         for (arr, sl), v in zip(self.field_slots(s.field, key, s.index), vals):
@@ -350,7 +374,7 @@ class KernelLowerer:
         k, site = self.layout_of[id(s)]
         lay = self.a.layouts[k]
         arr = self.params.get("slots", lay, f"{k}")
-        slot = self.alg.bind(self.slot_place(k, lay, self.slot_index(lay, site)))
+        slot = self.alg.bind(self.stored_slot(k, lay, site))
         first = 0
         if isinstance(s, ir.FieldReduce) and s.index:
             # a component of a vector field: the slot holds the whole value, others identity
