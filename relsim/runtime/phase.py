@@ -45,6 +45,8 @@ def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:
         others = [a for a in acc if a.mode != "read"]
         if reads and others:
             first_other = others[0]
+            # point at a read through another key if there is one (the centred ones are fine)
+            reads.sort(key=lambda a: a.centred)
             rule = ("a Global may be read or reduced into in one kernel, not both" if not is_field
                     else "a field reached through another key may be read or reduced into in "
                     "one kernel, not both")

@@ -59,6 +59,8 @@ def load_numba_peer(path=None):
         if p.is_file():
             spec = importlib.util.spec_from_file_location("airfoil_numba_peer", p)
             mod = importlib.util.module_from_spec(spec)
+            # registered: Numba's cache finds the module of a cached function by name
+            sys.modules[spec.name] = mod
             spec.loader.exec_module(mod)
             return mod
     raise SystemExit(

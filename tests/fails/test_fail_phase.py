@@ -53,6 +53,21 @@ def test_read_and_reduce_one_field_through_keys():
                  "not both", under="e.tail.T", also=True)
 
 
+def test_conflict_points_at_the_read_through_a_key_not_the_centred_one():
+    V = rs.Relation("V", 4)
+    V.new_key_field("nxt", V).load(np.array([1, 2, 3, 0]))
+    V.new_field("T", rs.f64, init=1.0)
+    V.new_field("out", rs.f64)
+
+    @rs.kernel
+    def warm_and_look(v):
+        v.T = v.T + 1.0  # <- also
+        v.out = v.nxt.T  # <- here
+
+    expect_error(V, warm_and_look, rs.PhaseError, ValueError, "field V.T", "read and written",
+                 under="v.nxt.T", also=True)
+
+
 def test_centred_read_of_a_field_reduced_through_a_key():
     V = rs.Relation("V", 4)
     V.new_key_field("next", V).load(np.array([1, 2, 3, 0]))
