@@ -116,16 +116,18 @@ def stage_mesh_file(mesh, mesh_path, workdir) -> None:
 # -- per-launch profile ----------------------------------------------------------------------
 
 def profile(mesh, iterations, threads, peer) -> list:
-    """Milliseconds per stage (min and median over `iterations`) of each relsim launch (a launch
-    is the kernel plus its folds) and of the baseline's two passes, interleaved per iteration."""
+    """Milliseconds per stage (min and median over `iterations`) of each relsim launch and of
+    the baseline's two passes, interleaved per iteration. res_calc and bres_calc leave their
+    reductions into res pending; update folds them row by row before its own body (and its rms
+    slots are folded when rms is read, at the end of the iteration: not in these times)."""
     rs.configure(threads=threads)
     af = solver.build(mesh)
     solver.solve(af, 1)
     k, C, E, B = af.kernels, af.cells, af.edges, af.bedges
     launches = [("save_soln (once per iteration)", C, k["save_soln"]),
-                ("adt_calc", C, k["adt_calc"]), ("res_calc (kernel + fold)", E, k["res_calc"]),
-                ("bres_calc (kernel + fold)", B, k["bres_calc"]),
-                ("update (kernel + rms fold)", C, k["update"])]
+                ("adt_calc", C, k["adt_calc"]), ("res_calc (fold left pending)", E, k["res_calc"]),
+                ("bres_calc (fold left pending)", B, k["bres_calc"]),
+                ("update (folds res's pending slots first)", C, k["update"])]
     hw = None
     if peer is not None:
         numba.set_num_threads(threads)
@@ -393,19 +395,21 @@ def main(argv=None) -> int:
             "the end: on a shared machine, compare ratios within a row pair, not absolute times."]
     if prof:
         note.append(f"Per launch, over {a.profile} iterations at {max(threads_list)} threads "
-                    "(ms per call; relsim launches include their folds):\n\n"
+                    "(ms per call; the res folds run inside update; the serial rms fold, "
+                    "once per iteration, is in neither):\n\n"
                     + table(["launch", "min ms", "median ms"],
                             [[n, f"{lo:.2f}", f"{med:.2f}"] for n, lo, med in prof]))
     note.append(
         "Reading the table: `relsim` is the port (`simulations/airfoil/solver.py`): five kernels, "
-        "res as `+` reductions through keys. relsim lowers a key reduction to per-site slots "
-        "(F and -F: two slots per edge) and, after the kernel, a separate fold pass over the "
-        "cells, and runs each kernel as its own pass: per stage, the cells are streamed four "
-        "times (fold, bres fold, update, adt_calc) where the hand-written baseline streams them "
-        "once. `relsim-gather` (`gather.py`) is the same solver written in relsim as the "
-        "baseline's fused gather (an edge kernel stores each flux once; one cell kernel folds, "
-        "updates and computes adt), with the same bits: its distance from `relsim` is what the "
-        "reduction lowering costs.")
+        "res as `+` reductions through keys, launched in the reference's order. relsim lowers "
+        "res_calc's `+= F` and `-= F` to one stored slot per edge (the second target folds it "
+        "negated), leaves the folds pending, and `update`, which reads res at its own key, "
+        "folds each cell's slots (in edge order, then bres_calc's) before its body; the first "
+        "stage's rms fold is dropped, as `rms = 0` overwrites it. Per stage the cells are "
+        "streamed twice (adt_calc; update with the folds) where the hand-written baseline "
+        "streams them once (it fuses adt_calc into its cell pass). `relsim-gather` "
+        "(`gather.py`) is the same solver written in relsim as the baseline's fused gather, "
+        "with the same bits.")
     if start:
         note.append(f"Start-up (`relsim run airfoil {' '.join(mesh_args)} --iterations 1`, a "
                     f"fresh process, {max(threads_list)} threads): cold (empty caches) "
