@@ -89,7 +89,7 @@ def geometry(relation):
     V = g.vertices()
     if V is None:
         raise DomainError(f"relation {relation.name!r}: its vertex relation no longer exists")
-    cs = [V.field(c).numpy() for c in _as_tuple(g.coords)]
+    cs = [V.field(c).numpy(copy=True) for c in _as_tuple(g.coords)]
     pts = cs[0] if len(cs) == 1 else np.column_stack(cs)
     pts = np.asarray(pts, dtype=np.float64)
     if pts.shape[1] < 3:
@@ -117,7 +117,7 @@ def _field_arrays(relation, fields) -> dict:
                 raise DomainError(f"cannot write {relation.name}: {exc}") from None
         if f.relation is not relation:
             raise DomainError(f"cannot write field {f.qualname} with relation {relation.name}")
-        a = np.asarray(f.numpy())
+        a = f.numpy(copy=True)  # a snapshot: the field itself is not handed out
         if a.dtype == np.bool_:
             a = a.astype(np.uint8)
         if a.ndim > 2:

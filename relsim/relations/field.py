@@ -69,9 +69,12 @@ class Field:
         return f"<Field {self.qualname}: {self.type!r}>"
 
     # -- data in and out -------------------------------------------------------------------
-    def numpy(self) -> np.ndarray:
+    def numpy(self, copy: bool = False) -> np.ndarray:
         """The field's storage as a NumPy array (a view: no copy; writes go to the field). The
-        array stays current: from now on no launch leaves reductions into this field pending."""
+        array stays current: from now on no launch leaves reductions into this field pending.
+        With ``copy=True``, a copy of the current values instead (the field is not affected)."""
+        if copy:
+            return self.data.copy()
         self.exposed = True
         return self.data
 
@@ -145,9 +148,10 @@ class KeyField(Field):
         self.data.flags.writeable = False
         self.version = 0
 
-    def numpy(self) -> np.ndarray:
-        """A read-only view of the key rows; change them with `load` so groupings stay valid."""
-        return self.data
+    def numpy(self, copy: bool = False) -> np.ndarray:
+        """A read-only view of the key rows (or a writable copy); change them with `load` so
+        groupings stay valid."""
+        return self.data.copy() if copy else self.data
 
     def load(self, values) -> KeyField:
         arr = np.asarray(values)

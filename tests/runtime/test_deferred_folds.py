@@ -87,3 +87,17 @@ def test_a_held_array_is_current_after_every_launch(target):
     E.foreach(scatter, target)
     assert np.array_equal(held, _serial_scatter(np.full((9, 2), 0.5)))
     assert not V.acc.pending
+
+
+def test_a_copy_does_not_hand_the_field_out(target):
+    V, E = _mesh()
+    scatter, consume, _ = _kernels()
+    E.foreach(scatter, target)
+    snap = V.acc.numpy(copy=True)  # folds what is pending, copies
+    assert np.array_equal(snap, _serial_scatter(np.full((9, 2), 0.5)))
+    assert not V.acc.exposed
+    snap[:] = 0.0  # the field keeps its values
+    E.foreach(scatter, target)
+    if target.target != "interp":  # not exposed: the next fold may be left pending again
+        assert V.acc.pending
+    assert np.array_equal(V.acc.numpy(), _serial_scatter(np.full((9, 2), 0.5), times=2))
