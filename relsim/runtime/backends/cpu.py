@@ -5,8 +5,11 @@ Launch path (kept lean: no analysis, no argument rebuilding unless storage chang
   1. re-bind arrays if any relation's storage changed (and rebuild the slot inverse indexes);
      checked through the global storage epoch first, so an unchanged launch costs one compare;
   2. call the serial or parallel kernel (chosen, with its argument tuple, at bind time);
-  3. fold key-reduction slots into their fields; a Global's slots are folded when its value is
-     next needed (`Global.defer`): pending folds of the Globals a launch touches run before it.
+  3. leave the folds of its reduction slots pending: a Global's until its value is next needed
+     (`Global.defer`), a field's until the next launch that touches the field (`Field.defer`),
+     which absorbs them (folding each row first, in a compiled variant) when it touches the
+     field only at its own key over the whole relation, and otherwise folds them before it runs
+     (`settle`); the host and relsim internals fold them on access (`Field.data`).
 """
 from __future__ import annotations
 

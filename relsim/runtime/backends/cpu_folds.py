@@ -19,7 +19,7 @@ from numba import njit, prange
 class PendingFold:
     """One launch's key-reduction slots into a field, not yet folded (`Field.defer`): `fold`
     runs the compiled gather; a consuming kernel instead receives `absorb_args` and folds each
-    row itself (`KernelLowerer.fold_row`). `owner` (the launch's binding) counts its folds
+    row itself (`lowering.pending_folds`). `owner` (the launch's binding) counts its folds
     still pending."""
 
     __slots__ = ("field", "fn", "args", "op", "absorb_args", "owner")

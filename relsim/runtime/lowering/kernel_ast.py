@@ -16,20 +16,7 @@ from .. import ir, semantics
 from ..slots import identity, static_trip
 from ..typecheck import elem_of
 from .emit import EmitAlgebra, call, const, name, store
-
-
-def _sub(arr, row, c):
-    return ast.Subscript(name(arr), ast.Tuple([row, ast.Constant(c)], ast.Load()), ast.Load())
-
-
-def _combine(op, acc, v):
-    """One step of a fold (the meaning of the compiled folds, cpu_folds._combine)."""
-    if op == "+":
-        return ast.BinOp(acc, ast.Add(), v)
-    if op == "*":
-        return ast.BinOp(acc, ast.Mult(), v)
-    cmp = ast.Lt() if op == "min" else ast.Gt()
-    return ast.IfExp(ast.Compare(v, [cmp], [acc]), v, acc)
+from .pending_folds import fold_pending_row
 
 
 class Params:
@@ -123,42 +110,6 @@ class KernelLowerer:
         self.alg.out = saved
         return [ast.For(store("_i"), call("range", name("_n")), body, [])]
 
-    def fold_row(self, i, field, op, has_ids):
-        """Fold this row's slots of pending reduction i into `field`, as the gather would: slot
-        by slot in order, all components per slot. The field is addressed through the kernel's
-        own parameter: a second view of its storage could be assumed not to alias it."""
-        off, ids, vals = (f"_absorb{i}_{part}" for part in ("off", "ids", "vals"))
-        out = self.alg.out
-        comps = self.field_slots(field, name("_row"), ())
-        accs = [self.alg.fresh("_a") for _ in comps]
-        for (arr, sl), a in zip(comps, accs):
-            out.append(ast.Assign([store(a)], ast.Subscript(name(arr), sl, ast.Load())))
-        j = self.alg.fresh("_j")
-        hi = ast.BinOp(name("_row"), ast.Add(), ast.Constant(1))
-        slot = ast.Subscript(name(ids), name(j), ast.Load()) if has_ids else name(j)
-        s = self.alg.fresh("_s")
-        body = [ast.Assign([store(s)], slot)]
-        if has_ids:  # a negative id ~k: the negation of shared slot k (slot_sharing)
-            neg = ast.Compare(name(s), [ast.Lt()], [ast.Constant(0)])
-            whole = ast.IfExp(neg, ast.UnaryOp(ast.Invert(), name(s)), name(s))
-            vs = [self.alg.fresh("_v") for _ in accs]
-            body.append(ast.Assign([store(s + "k")], whole))
-            for c, v in enumerate(vs):
-                body.append(ast.Assign([store(v)], _sub(vals, name(s + "k"), c)))
-                body.append(ast.If(neg, [ast.Assign([store(v)], ast.UnaryOp(ast.USub(),
-                                                                            name(v)))], []))
-            for a, v in zip(accs, vs):
-                body.append(ast.Assign([store(a)], _combine(op, name(a), name(v))))
-        else:
-            for c, a in enumerate(accs):
-                body.append(ast.Assign([store(a)], _combine(op, name(a), _sub(vals, name(s),
-                                                                                c))))
-        out.append(ast.For(store(j), call("range", ast.Subscript(name(off), name("_row"),
-                                                                 ast.Load()),
-                                          ast.Subscript(name(off), hi, ast.Load())), body, []))
-        for (arr, sl), a in zip(comps, accs):
-            out.append(ast.Assign([ast.Subscript(name(arr), sl, ast.Store())], name(a)))
-
     def absorb_params(self) -> list:
         return [f"_absorb{i}_{part}" for i in range(len(self.absorb))
                 for part in ("off", "ids", "vals")]
@@ -172,8 +123,9 @@ class KernelLowerer:
         if self.absorb:  # pending reductions first, in launch order (emitted after the body
             body = self.alg.out[mark:]  # so that the parameters keep their order)
             del self.alg.out[mark:]
-            for i, fold in enumerate(self.absorb):
-                self.fold_row(i, *fold)
+            for i, (field, op, has_ids) in enumerate(self.absorb):
+                fold_pending_row(self.alg, i, self.field_slots(field, name("_row"), ()), op,
+                                 has_ids)
             self.alg.out.extend(body)
 
     def init_slots(self, k, lay):
