@@ -159,21 +159,23 @@ class CpuExecutable:
         if b.outstanding:
             for f in self.gather_fields:
                 f.flush()
-        absorbed = []
+        absorbing = []
         for f, absorbable in self.touched:
             if f.pending:
                 if absorbable and not b.has_rows:
-                    absorbed += f.take_pending()
+                    absorbing.append(f)
                 else:
                     f.flush()
-        if not absorbed:
+        if not absorbing:
             return b.fn, b.call_args
-        for pf in absorbed:
-            pf.owner.outstanding -= 1
+        pending = [pf for f in absorbing for pf in f.pending]
         folds = tuple((pf.field, cpu_folds.OP_NAMES[pf.op], pf.absorb_args[1] is not None)
-                      for pf in absorbed)
-        fn = self.absorbing(folds, b.parallel)
-        return fn, b.call_args + tuple(a for pf in absorbed for a in pf.absorb_args)
+                      for pf in pending)
+        fn = self.absorbing(folds, b.parallel)  # compiled before the folds leave their fields
+        for f in absorbing:
+            for pf in f.take_pending():
+                pf.owner.outstanding -= 1
+        return fn, b.call_args + tuple(a for pf in pending for a in pf.absorb_args)
 
     def absorbing(self, folds, parallel):
         """The kernel (over a whole relation) that first folds, row by row, pending reductions
