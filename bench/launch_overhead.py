@@ -82,7 +82,8 @@ def breakdown_variants(R, kernel, cfg):
     from relsim.runtime import execute
     exe = execute.executable(kernel, R, cfg)
     b = exe.bindings[None]
-    ser, err, rows, has_rows, n, args = exe.serial, exe.err, b.rows, b.has_rows, b.n, b.args
+    ser, err, rows, has_rows, n, args = exe.serial[False], exe.err, b.rows, b.has_rows, b.n, \
+        b.args
     return {
         "R.foreach(k)": lambda: R.foreach(kernel),
         "execute.run(k, R, None, None)": lambda: execute.run(kernel, R, None, None),
