@@ -27,11 +27,9 @@ drawn when matplotlib is installed (it is optional: without it, no PNG, and the 
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
 import os
 import pathlib
-import platform
 import re
 import shutil
 import statistics
@@ -44,6 +42,7 @@ import numba
 import numpy as np
 
 import relsim as rs
+from relsim.report import machine_line, table, update_markdown
 
 from . import gather, load_mesh, mesh_arguments, solver
 
@@ -186,45 +185,6 @@ def startup(mesh_args, threads) -> dict:
 
 
 # -- report ----------------------------------------------------------------------------------
-
-def table(headers, rows) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-
-    def line(r):
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
-    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-                     + [line(r) for r in cells[1:]])
-
-
-def machine_line() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (f"{datetime.date.today().isoformat()}; {cpu}, {cores} cores (shared machine); "
-            f"Python {platform.python_version()}, NumPy {np.__version__}, "
-            f"Numba {numba.__version__} ({numba.threading_layer()} threading layer)")
-
-
-def update_markdown(path, title: str, body: str) -> None:
-    """Replace the `## title` section of the markdown file at `path` (or append it)."""
-    path = pathlib.Path(path)
-    text = path.read_text() if path.exists() else "# relsim benchmarks\n"
-    section = f"## {title}\n\n{body.strip()}\n"
-    pat = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pat.search(text):
-        text = pat.sub(lambda _: section + "\n", text, count=1).rstrip() + "\n"
-    else:
-        text = text.rstrip() + "\n\n" + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
 
 def draw_png(path, results, threads_list) -> str:
     try:
@@ -435,5 +395,4 @@ def main(argv=None) -> int:
             *note,
             f"PNG: {png_msg}." if png_msg else ""])
         update_markdown(a.markdown, "Airfoil", body)
-        print(f"updated the Airfoil section of {a.markdown}")
     return 0

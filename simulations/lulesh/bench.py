@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import argparse
 import ast
-import datetime
 import io
 import json
 import os
 import pathlib
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 import time
 import tokenize
+
+from relsim.report import machine_line, table, update_markdown
 
 HERE = pathlib.Path(__file__).resolve().parent
 SECTION = "LULESH 2.0 (Sedov, s={s})"
@@ -171,52 +171,6 @@ def lines_of_code(reference_src) -> list:
 
 
 # -- report ------------------------------------------------------------------------------------
-
-def table(headers, rows) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-
-    def line(r):
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
-    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-                     + [line(r) for r in cells[1:]])
-
-
-def machine_line() -> str:
-    import numba
-    import numpy as np
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        load = f"load average {os.getloadavg()[0]:.1f}"
-    except OSError:
-        load = "load unknown"
-    return (f"{datetime.date.today().isoformat()}; {cpu}, {cores} cores (shared machine, "
-            f"{load} at the start); Python {platform.python_version()}, NumPy {np.__version__}, "
-            f"Numba {numba.__version__}")
-
-
-def update_markdown(path, title: str, body: str) -> None:
-    """Replace the `## title` section of the markdown file at `path` (or append it); the other
-    sections are left as they are."""
-    path = pathlib.Path(path)
-    text = path.read_text() if path.exists() else "# relsim benchmarks\n"
-    section = f"## {title}\n\n{body.strip()}\n"
-    pat = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pat.search(text):
-        text = pat.sub(lambda _: section + "\n", text, count=1).rstrip() + "\n"
-    else:
-        text = text.rstrip() + "\n\n" + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
 
 def draw_png(path, s, threads, best_relsim, best_ref) -> str:
     try:
@@ -382,8 +336,8 @@ def main(argv=None) -> int:
     print()
     print(body)
     if a.markdown:
+        print()
         update_markdown(a.markdown, SECTION.format(s=a.s), body)
-        print(f"\nupdated the '{SECTION.format(s=a.s)}' section of {a.markdown}")
     if a.plot:
         print(draw_png(a.plot, a.s, threads, best, best_ref))
     return 1 if bad else 0
