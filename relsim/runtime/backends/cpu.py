@@ -68,9 +68,8 @@ def _safe(name: str) -> str:
 
 class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
-    __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "gathers",
-                 "folds", "fn", "call_args", "post", "globals", "parallel", "deferred",
-                 "outstanding")
+    __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
+                 "call_args", "post", "globals", "parallel", "deferred", "outstanding")
 
 
 class CpuExecutable:
@@ -260,7 +259,7 @@ class CpuExecutable:
                     inserts.setdefault(k, (lay.target, None, {}))[2][obj] = args[-1]
         b.args = tuple(args)
         affine.check_launch_space(self.analysed, relation, None if subset is None else b.rows)
-        b.gathers, b.folds = [], []
+        gathers, b.folds = [], []
         for k, lay in enumerate(self.analysed.layouts):
             vals = slot_arrays.get(id(lay))
             if vals is None:  # the kernel never reaches this reduction: nothing to fold
@@ -283,17 +282,18 @@ class CpuExecutable:
                 if len(tgt) < 2 ** 31:
                     off = off.astype(np.int32)
                 F = f._data.reshape(f.relation.size, -1)
-                b.gathers.append((f, F, off, ids, vals, op, elem_of(f.type).is_bool))
+                gathers.append((f, F, off, ids, vals, op, elem_of(f.type).is_bool))
             else:
                 b.folds.append((lay.target, self.make_fold(lay, vals, b)))
-        # what launch calls: the kernel, then the key-reduction gathers, then the Global folds
+        # what launch calls: the kernel, then `post` (boolean folds; every fold when rows change),
+        # and leaves the other folds pending (see `launch`)
         parallel = not self.force_serial and b.n >= self.threshold
         b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
         b.call_args = (b.n, b.rows, b.has_rows, self.err) + b.args
         b.parallel = parallel
         b.post, b.deferred, b.outstanding = [], [], 0
         row_changes = deleted is not None or bool(inserts)
-        for f, F, off, ids, vals, op, is_bool in b.gathers:
+        for f, F, off, ids, vals, op, is_bool in gathers:
             if is_bool:
                 fn = cpu_folds.gather_bool_parallel if parallel else cpu_folds.gather_bool_serial
                 b.post.append((fn, (F, off, ids, vals, op)))
