@@ -1,7 +1,8 @@
 """Functions usable inside kernels (`rs.dot`, `rs.reduce_min`, ...).
 
 Outside a kernel the vector functions compute with NumPy, so helpers can be tried
-interactively; the reduction statements only have a meaning inside a kernel.
+interactively; the reduction statements only have a meaning inside a kernel. Which of these (and
+which math, NumPy and Python functions) kernels call is listed in `runtime/builtin_table.py`.
 """
 from __future__ import annotations
 
@@ -66,7 +67,3 @@ def insert(relation, **values):
     """Kernel statement ``rs.insert(P, x=..., v=...)``: append a row to elastic relation P
     after the kernel (rows inserted in row order, then program order; unnamed fields zero)."""
     raise RuntimeError("rs.insert is a kernel statement: use it inside an @rs.kernel")
-
-
-REDUCE_STATEMENTS = {reduce_min: "min", reduce_max: "max", reduce_argmin: "argmin",
-                     reduce_argmax: "argmax"}

@@ -64,7 +64,7 @@ class Func:
 
     def _source(self):
         if self._src is None:
-            from .runtime.frontend import Source
+            from .runtime.source import Source
             self._src = Source.of(self.fn)
         return self._src
 

@@ -213,6 +213,25 @@ def promote(a: ScalarType, b: ScalarType) -> ScalarType:
     return a if a.rank >= b.rank else b
 
 
+def is_value(t) -> bool:
+    """Whether `t` is a value type (scalar, vector or matrix; not a key or grouping)."""
+    return isinstance(t, (ScalarType, VecType, MatType))
+
+
+def elem_of(t) -> ScalarType:
+    """The scalar type of a value type's components."""
+    return t.elem if isinstance(t, (VecType, MatType)) else t
+
+
+def with_elem(t, e: ScalarType):
+    """`t` (scalar, vector or matrix) with components of type `e`."""
+    if isinstance(t, VecType):
+        return VecType(t.n, e)
+    if isinstance(t, MatType):
+        return MatType(t.n, t.m, e)
+    return e
+
+
 def scalar_of(value) -> ScalarType:
     """Type of a Python/NumPy constant captured by a kernel."""
     if isinstance(value, (bool, np.bool_)):

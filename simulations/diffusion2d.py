@@ -34,9 +34,9 @@ def run(n: int, t_end: float = 0.01, k: float = 1.0, output: str | None = None):
 
     series = None
     if output:
-        from relsim.domains import io
+        from relsim.output import TimeSeries
         os.makedirs(output, exist_ok=True)
-        series = io.TimeSeries(f"{output}/diffusion2d.pvd", C, ["u"])
+        series = TimeSeries(f"{output}/diffusion2d.pvd", C, ["u"])
     for step in range(steps):
         C.foreach(stencil)
         C.u.swap(C.un)

@@ -66,9 +66,9 @@ def simulate(steps=100, n_cells=32, n_particles=2000, output=None):
     initial = P.size
     series = None
     if output:
-        from relsim.domains import io
+        from relsim.output import TimeSeries
         os.makedirs(output, exist_ok=True)
-        series = io.TimeSeries(os.path.join(output, "particles.pvd"), P, ["vel"])
+        series = TimeSeries(os.path.join(output, "particles.pvd"), P, ["vel"])
     for step in range(steps):
         glob["phase"].value = 0.37 * step
         P.foreach(k["move"])

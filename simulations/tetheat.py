@@ -24,7 +24,8 @@ import time
 import numpy as np
 
 import relsim as rs
-from relsim.domains import io, tetmesh
+from relsim.domains import tetmesh
+from relsim.output import TimeSeries
 
 
 def build(mesh, cfl: float = 0.5):
@@ -112,8 +113,8 @@ def simulate(mesh, steps: int, cfl: float = 0.5, output: str | None = None, ever
     series = []
     if output:
         os.makedirs(output, exist_ok=True)
-        series = [io.TimeSeries(os.path.join(output, "tetheat.pvd"), V, ["T"]),
-                  io.TimeSeries(os.path.join(output, "tetheat.xdmf"), V, ["T"])]
+        series = [TimeSeries(os.path.join(output, "tetheat.pvd"), V, ["T"]),
+                  TimeSeries(os.path.join(output, "tetheat.xdmf"), V, ["T"])]
     history = []
     try:
         for s in series:

@@ -20,6 +20,8 @@ import numpy as np
 
 import relsim as rs
 
+from .. import output
+
 _SIDES = ("x", "y", "z")
 
 
@@ -67,10 +69,9 @@ class Grid:
             for side, pick in (("min", 0), ("max", shape[axis] - 1)):
                 self.cells.subset(f"{_SIDES[axis]}{side}", coords[:, axis] == pick)
         self.cells.subset("boundary", ~self._interior_mask(1, include_periodic=True))
-        from . import io
         ctype = "quad" if d == 2 else "hexahedron"
-        io.register_cells(self.cells, self.vertices, "pos", "v", ctype)
-        io.register_points(self.vertices, "pos", keys, ctype)
+        output.register_cells(self.cells, self.vertices, "pos", "v", ctype)
+        output.register_points(self.vertices, "pos", keys, ctype)
 
     def _interior_mask(self, depth, include_periodic=False):
         mask = np.ones(len(self._coords), dtype=bool)

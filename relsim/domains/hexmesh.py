@@ -40,7 +40,8 @@ import numpy as np
 
 import relsim as rs
 
-from . import io, meshfile
+from .. import output
+from . import meshfile
 from .cells import HEXAHEDRON
 from .unstructured import Mesh, Names, build
 
@@ -120,8 +121,8 @@ def box(n: int, length: float = 1.125) -> HexMesh:
     elems.new_field("elemBC", rs.i32).load(a["elemBC"])
     corners = _add_corners(nodes, elems, "nodelist")
     elems.group_by("nodelist", "elems")
-    io.register(nodes, nodes, ("x", "y", "z"), elems, "nodelist", "hexahedron", "point")
-    io.register(elems, nodes, ("x", "y", "z"), elems, "nodelist", "hexahedron", "cell")
+    output.register(nodes, nodes, ("x", "y", "z"), elems, "nodelist", "hexahedron", "point")
+    output.register(elems, nodes, ("x", "y", "z"), elems, "nodelist", "hexahedron", "cell")
     return HexMesh(f"hexmesh.box({n})", {"nodes": nodes, "elems": elems, "corners": corners})
 
 

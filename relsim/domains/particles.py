@@ -16,6 +16,8 @@ import numpy as np
 
 import relsim as rs
 
+from .. import output
+
 
 class Particles:
     def __init__(self, grid, pos, vel=None, name="particles", fields=None):
@@ -31,8 +33,7 @@ class Particles:
             np.zeros_like(pos) if vel is None else np.asarray(vel, dtype=np.float64))
         for fname, (ftype, init) in (fields or {}).items():
             self.rel.new_field(fname, ftype, init=init)
-        from . import io
-        io.register_point_cloud(self.rel, "pos")
+        output.register_point_cloud(self.rel, "pos")
 
     @property
     def size(self) -> int:

@@ -25,8 +25,8 @@ import numpy as np
 
 import relsim as rs
 
+from .. import output
 from ..errors import DomainError
-from . import io
 from .cells import Kind, as_points, check_indices, check_shapes, facets, unique_edges
 
 
@@ -155,10 +155,10 @@ def _make(kind, names, p, c, edges, elem_edges, bfacets, belem, bside, pdata, cd
             rel.subset(name, rows)
 
     coords = names.coords[0] if len(names.coords) == 1 else tuple(names.coords)
-    io.register(V, V, coords, C, names.vkey, kind.name, "point")
-    io.register(C, V, coords, C, names.vkey, kind.name, "cell")
-    io.register(E, V, coords, E, ("tail", "head"), "line", "cell")
-    io.register(B, V, coords, B, "v", kind.facet_type, "cell")
+    output.register(V, V, coords, C, names.vkey, kind.name, "point")
+    output.register(C, V, coords, C, names.vkey, kind.name, "cell")
+    output.register(E, V, coords, E, ("tail", "head"), "line", "cell")
+    output.register(B, V, coords, B, "v", kind.facet_type, "cell")
     return {names.vertices: V, "edges": E, names.elements: C, "boundary": B}
 
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import DataError
 from . import launch
 
 
 class Subset:
     def __init__(self, relation, name: str, mask_or_indices):
-        from .relation import as_rows
         self.relation = relation
         self.name = name
         self.rows = as_rows(relation, mask_or_indices, f"subset {relation.name}.{name}")
@@ -30,3 +30,21 @@ class Subset:
 
     def __repr__(self) -> str:
         return f"<Subset {self.relation.name}.{self.name}: {len(self.rows)} rows>"
+
+
+def as_rows(rel, values, what: str) -> np.ndarray:
+    """Normalise a boolean mask or index list into sorted unique int64 rows of `rel`."""
+    arr = np.asarray(values)
+    if arr.dtype == bool:
+        if arr.shape != (rel.size,):
+            raise DataError(f"{what}: mask of shape {arr.shape} for {rel.name} of size "
+                            f"{rel.size}")
+        return np.flatnonzero(arr).astype(np.int64)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu" or arr.ndim != 1:
+        raise DataError(f"{what}: need a boolean mask or a 1-D array of row indices, got "
+                        f"{arr.dtype} of shape {arr.shape}")
+    if arr.min() < 0 or arr.max() >= rel.size:
+        raise DataError(f"{what}: row indices must lie in [0, {rel.size}) of {rel.name}")
+    return np.unique(arr).astype(np.int64)

@@ -1,9 +1,24 @@
-"""Typing of builtin calls (math, min/max, vector algebra) and of the power operator."""
+"""Typing of builtin calls (math, min/max, vector algebra) and of the power operator.
+
+`tc` is the TypeChecker (its err, cast, unify, truth and expression methods); which builtins
+exist, and a math function's arity and result, come from `builtin_table`."""
 from __future__ import annotations
 
-from ..types import KeyVecType, MatType, ScalarType, VecType, f64, i64
+from ..types import (
+    KeyVecType,
+    MatType,
+    ScalarType,
+    VecType,
+    bool_,
+    elem_of,
+    f64,
+    i64,
+    is_value,
+    promote,
+    with_elem,
+)
 from . import ir
-from .typecheck import FLOAT_MATH, FLOAT_MATH2, PREDICATES, elem_of, is_value, with_elem
+from .builtin_table import MATH
 
 
 def _float_of(t: ScalarType) -> ScalarType:
@@ -22,20 +37,21 @@ def type_call(tc, e, args):
             raise tc.err(f"{name}() needs a scalar, not {x.type!r}", x.loc)
         return x
 
-    if name in FLOAT_MATH or name in PREDICATES:
+    if name == "pow":
+        need(2)
+        return tc.e_BinOp(ir.BinOp(e.loc, "**", e.args[0], e.args[1]))
+    fn = MATH.get(name)
+    if fn is not None and fn.arity == 1:
         need(1)
         x = scalar(args[0])
         x = tc.cast(x, _float_of(x.type))
-        return ir.Call(e.loc, name, (x,), type=x.type if name in FLOAT_MATH else _bool())
-    if name in FLOAT_MATH2:
+        return ir.Call(e.loc, name, (x,), type=bool_ if fn.predicate else x.type)
+    if fn is not None:
         need(2)
         a, b = scalar(args[0]), scalar(args[1])
         a, b, et = tc.unify(a, b)
         ft = _float_of(et)
         return ir.Call(e.loc, name, (tc.cast(a, ft), tc.cast(b, ft)), type=ft)
-    if name == "pow":
-        need(2)
-        return tc.e_BinOp(ir.BinOp(e.loc, "**", e.args[0], e.args[1]))
     if name == "abs":
         need(1)
         x = args[0]
@@ -85,7 +101,7 @@ def _vector_call(tc, e, name, args, need):
     def common(xs):
         et = elem_of(xs[0].type)
         for x in xs[1:]:
-            et = _promote(et, elem_of(x.type))
+            et = promote(et, elem_of(x.type))
         if et.is_bool:
             et = i64
         return [tc.cast(x, with_elem(x.type, et)) for x in xs], et
@@ -142,11 +158,3 @@ def power(tc, e, a, b):
     ft = _float_of(et)
     return ir.Call(e.loc, "pow", (tc.cast(a, ft), tc.cast(b, ft)), type=ft)
 
-
-def _promote(a, b):
-    return a if a.rank >= b.rank else b
-
-
-def _bool():
-    from ..types import bool_
-    return bool_

@@ -1,19 +1,14 @@
 """Frontend: a kernel's Python source -> untyped IR.
 
-The function is parsed, never executed. Names resolve to the kernel parameter (the centred key),
-locals, captured relsim Globals, compile-time constants (Python/NumPy scalars and tuples of them),
-known math/vector functions, or `@rs.func` helpers, which are inlined here.
+The function is parsed, never executed (`source.py`: its text and scopes). Names resolve to the
+kernel parameter (the centred key), locals, captured relsim Globals, compile-time constants
+(Python/NumPy scalars and tuples of them), builtins (`builtin_table`), or `@rs.func` helpers,
+which are inlined here.
 """
 from __future__ import annotations
 
 import ast
-import builtins as _py_builtins
-import inspect
-import linecache
-import math
-import textwrap
 import types
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,34 +17,10 @@ from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, PhaseE
 from ..relations.globals import Global
 from ..types import MatType, ScalarType, VecType
 from . import ir
+from .builtin_table import REDUCE_STATEMENTS, VECTOR_FUNCTIONS, callables
+from .source import Scope, Source, StaticObject, assigned_names, visible_names
 
-_MATH_NAMES = ["sqrt", "cbrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
-               "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "fabs",
-               "pow", "hypot", "copysign", "isnan", "isinf", "isfinite", "trunc"]
-_NP_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-               "absolute": "abs", "minimum": "min", "maximum": "max", "power": "pow"}
-
-
-def _known_callables() -> dict:
-    table = {}
-    for name in _MATH_NAMES:
-        if hasattr(math, name):
-            table[id(getattr(math, name))] = name
-        if hasattr(np, name):
-            table[id(getattr(np, name))] = name
-    for np_name, name in _NP_ALIASES.items():
-        table[id(getattr(np, np_name))] = name
-    for name in ("abs", "min", "max", "pow", "int", "float", "bool", "len"):
-        table[id(getattr(_py_builtins, name))] = name
-    for name in ("dot", "cross", "norm", "outer", "det", "inverse", "transpose"):
-        table[id(getattr(rsb, name))] = name
-    table.update({id(np.dot): "dot", id(np.cross): "cross", id(np.linalg.norm): "norm",
-                  id(np.outer): "outer", id(np.linalg.det): "det", id(np.linalg.inv): "inverse",
-                  id(np.transpose): "transpose"})
-    return table
-
-
-KNOWN = _known_callables()
+KNOWN = callables()
 _AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
             ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
             ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
@@ -74,52 +45,6 @@ _CONSTRUCTS = {
 }
 
 
-@dataclass
-class Source:
-    """A parsed Python function and how to map its AST positions back to the user's file."""
-    fn: object
-    tree: ast.FunctionDef
-    filename: str
-    first_line: int
-    dedent: int
-    lines: list
-
-    @classmethod
-    def of(cls, fn) -> Source:
-        try:
-            filename = inspect.getsourcefile(fn) or "<unknown>"
-            lines, first = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as exc:
-            raise KernelSyntaxError(f"cannot read the source of {fn.__qualname__!r} ({exc}); "
-                                    f"kernels must be defined in a file") from None
-        text = "".join(lines)
-        dedented = textwrap.dedent(text)
-        first_text = next((ln for ln in lines if ln.strip()), "")
-        dedent = len(first_text) - len(first_text.lstrip()) - \
-            (len(dedented.splitlines()[0]) - len(dedented.splitlines()[0].lstrip()))
-        tree = ast.parse(dedented)
-        fdef = tree.body[0]
-        if not isinstance(fdef, ast.FunctionDef):
-            raise KernelSyntaxError(f"{fn.__qualname__!r} is not a plain function definition")
-        all_lines = linecache.getlines(filename) or lines
-        return cls(fn, fdef, filename, first, dedent, all_lines)
-
-    def loc(self, node) -> ir.Loc:
-        line = self.first_line + node.lineno - 1
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        col = node.col_offset + self.dedent
-        end = (node.end_col_offset + self.dedent
-               if getattr(node, "end_lineno", node.lineno) == node.lineno else len(text.rstrip()))
-        return ir.Loc(self.filename, line, col, max(end, col + 1), text, self.fn.__name__)
-
-
-class _Obj:
-    """A compile-time Python object met while resolving a name (module, function, type...)."""
-
-    def __init__(self, value, loc):
-        self.value, self.loc = value, loc
-
-
 class Frontend:
     """Converts one kernel (and the helpers it calls, inlined) to untyped IR."""
 
@@ -137,7 +62,7 @@ class Frontend:
             raise self.syntax("a kernel takes exactly one parameter: the key of the row it "
                               "runs for", src.loc(src.tree))
         param = args.args[0].arg
-        scope = _Scope(src, self._captured(fn, kernel.scope), param, _assigned_names(src.tree))
+        scope = Scope(src, visible_names(fn, kernel.scope), param, assigned_names(src.tree))
         body = self.block(src.tree.body, scope, in_func=False)
         return param, body
 
@@ -146,18 +71,6 @@ class Frontend:
 
     def syntax(self, msg, loc):
         return self.error(KernelSyntaxError, msg, loc)
-
-    @staticmethod
-    def _captured(fn, scope) -> dict:
-        env = dict(fn.__globals__)
-        env.update(scope)
-        if fn.__closure__:
-            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-                try:
-                    env[name] = cell.cell_contents
-                except ValueError:
-                    pass
-        return env
 
     # -- statements -----------------------------------------------------------------------
     def block(self, stmts, scope, in_func) -> tuple:
@@ -295,7 +208,7 @@ class Frontend:
 
     def call_stmt(self, call, scope, loc, pre) -> list:
         obj = self.resolve_static(call.func, scope)
-        if obj in rsb.REDUCE_STATEMENTS:
+        if obj in REDUCE_STATEMENTS:
             if len(call.args) != 2 or call.keywords:
                 raise self.syntax(f"rs.{obj.__name__}(target, value) takes two arguments", loc)
             target = call.args[0]
@@ -303,7 +216,7 @@ class Frontend:
                 tgt = scope.global_ref(target.id, loc)
             else:
                 tgt = self.expr(target, scope, pre)
-            return [ir.Reduce(loc, tgt, rsb.REDUCE_STATEMENTS[obj],
+            return [ir.Reduce(loc, tgt, REDUCE_STATEMENTS[obj],
                               self.expr(call.args[1], scope, pre))]
         if obj is rsb.delete:
             if len(call.args) != 1 or call.keywords:
@@ -350,11 +263,11 @@ class Frontend:
     # -- expressions ----------------------------------------------------------------------
     def expr(self, e, scope, pre) -> ir.Expr:
         r = self.expr_or_obj(e, scope, pre)
-        if isinstance(r, _Obj):
+        if isinstance(r, StaticObject):
             return self.obj_value(r, scope)
         return r
 
-    def obj_value(self, r: _Obj, scope) -> ir.Expr:
+    def obj_value(self, r: StaticObject, scope) -> ir.Expr:
         v = r.value
         if isinstance(v, Global):
             return ir.GlobalRead(r.loc, v)
@@ -383,9 +296,9 @@ class Frontend:
             return scope.name(e.id, loc, self)
         if isinstance(e, ast.Attribute):
             base = self.expr_or_obj(e.value, scope, pre)
-            if isinstance(base, _Obj):
+            if isinstance(base, StaticObject):
                 try:
-                    return _Obj(getattr(base.value, e.attr), loc)
+                    return StaticObject(getattr(base.value, e.attr), loc)
                 except AttributeError:
                     raise self.error(KernelNameError, f"{_describe(base.value)} has no attribute "
                                      f"{e.attr!r}", loc) from None
@@ -469,7 +382,7 @@ class Frontend:
             what = f"{what}()" if isinstance(what, str) else _short(obj)
             raise self.error(KernelTypeError, f"{what} cannot be called in a kernel; "
                              f"supported: math functions, min/max/abs/pow, int/float/bool, "
-                             f"rs types, dot/cross/norm/outer/det/inverse/transpose, @rs.func",
+                             f"rs types, {'/'.join(VECTOR_FUNCTIONS)}, @rs.func",
                              loc)
         if name in ("int", "float", "bool"):
             if len(args) != 1:
@@ -510,15 +423,15 @@ class Frontend:
         prefix = f"_{func.__name__}{self.counter}_"
         # a parameter the body never changes, passed a local, names that local (no copy:
         # large kernels built from helpers compile much faster); any other gets a local
-        changed = _assigned_names(src.tree, subscripts=True)
+        changed = assigned_names(src.tree, subscripts=True)
         aliases = {}
         for p, a in zip(params, args):
             if isinstance(a, ir.Local) and p not in changed:
                 aliases[p] = a.name
             else:
                 pre.append(ir.Assign(loc, prefix + p, a))
-        inner = _Scope(src, self._captured(func.fn, func.scope), None,
-                       _assigned_names(src.tree) | set(params), rename=prefix, aliases=aliases)
+        inner = Scope(src, visible_names(func.fn, func.scope), None,
+                      assigned_names(src.tree) | set(params), rename=prefix, aliases=aliases)
         self.func_stack.append(func)
         try:
             body, has_ret = self.func_body(src.tree.body, inner, prefix + "return")
@@ -563,61 +476,6 @@ class Frontend:
             raise self.syntax(f"cannot assign to the kernel parameter {name!r}",
                               None)
         return scope.rename + name
-
-
-class _Scope:
-    def __init__(self, src, captured, param, assigned, rename="", aliases=None):
-        self.src, self.captured, self.param = src, captured, param
-        self.rename = rename
-        self.aliases = aliases or {}  # read-only @rs.func parameter -> the caller's local
-        # names assigned in the body are locals, except captured Globals (reduction targets)
-        self.locals = {n for n in assigned
-                       if not isinstance(captured.get(n), Global)}
-
-    def lookup(self, name):
-        if name in self.captured:
-            return self.captured[name]
-        return getattr(_py_builtins, name, None)
-
-    def is_global_target(self, name) -> bool:
-        return name not in self.locals and isinstance(self.captured.get(name), Global)
-
-    def global_ref(self, name, loc):
-        g = self.captured[name]
-        if g.name is None:
-            g.name = name
-        return ir.GlobalRead(loc, g)
-
-    def name(self, name, loc, fe):
-        if name == self.param:
-            return ir.Centred(loc, name)
-        if name in self.aliases:
-            return ir.Local(loc, self.aliases[name])
-        if name in self.locals:
-            return ir.Local(loc, self.rename + name)
-        if name in self.captured or hasattr(_py_builtins, name):
-            obj = self.lookup(name)
-            if isinstance(obj, Global) and obj.name is None:
-                obj.name = name
-            return _Obj(obj, loc)
-        raise fe.error(KernelNameError, f"name {name!r} is not defined", loc)
-
-
-def _assigned_names(fdef, subscripts=False) -> set:
-    """Names assigned in `fdef`; with `subscripts`, also those assigned through an index
-    (``p[0] = x``)."""
-    names = set()
-    for node in ast.walk(fdef):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                while subscripts and isinstance(t, ast.Subscript):
-                    t = t.value
-                if isinstance(t, ast.Name):
-                    names.add(t.id)
-        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
 
 
 def _construct(node, kind: str) -> str:

@@ -8,8 +8,8 @@ Values are lists of scalar components (row-major for matrices); a scalar is a 1-
 """
 from __future__ import annotations
 
-from ..types import MatType, ScalarType, VecType, bool_, f64
-from .typecheck import elem_of
+from ..types import MatType, ScalarType, VecType, bool_, elem_of, f64
+from .builtin_table import MATH
 
 
 def binop(alg, op, a, b, ta, tb, rt):
@@ -97,7 +97,7 @@ def call(alg, name, args, arg_types, rt):
     if name == "cbrt" and et != f64:  # single precision: through double (Numba's np.cbrt)
         wide = alg.math("cbrt", [alg.cast(args[0][0], et, f64)], f64)
         return [alg.cast(wide, f64, et)]
-    if name in ("isnan", "isinf", "isfinite"):
+    if name in MATH and MATH[name].predicate:  # computed in the argument's type
         return [alg.math(name, [args[0][0]], elem_of(arg_types[0]))]
     return [alg.math(name, [a[0] for a in args], et)]
 
@@ -149,8 +149,16 @@ def cast(alg, a, src, dst):
     return [alg.cast(x, se, de) for x in a]
 
 
+# the operators a reduction folds with; a compiled fold knows each by its position here (the op
+# codes of `backends/cpu_folds`)
+FOLD_OPS = ("+", "*", "min", "max", "and", "or")
+
+
 def reduce_step(alg, op, cur, x, et):
-    """One fold of a reduction: cur op x (min/max keep `cur` on ties, like Python's min)."""
+    """One step of a reduction's fold, `cur op x`: the one rule every fold follows (interp, a
+    kernel's own reductions, absorbed pending folds; `backends/cpu_folds._combine` is its
+    compiled form, checked against it in tests/runtime/test_fold_rule.py). min/max keep `cur`
+    on ties and when x is NaN, and keep a NaN `cur` (``x if x < cur else cur``)."""
     if op == "+":
         return alg.binop("+", cur, x, et)
     if op == "*":
@@ -164,4 +172,11 @@ def reduce_step(alg, op, cur, x, et):
     raise ValueError(op)
 
 
-__all__ = ["binop", "unop", "call", "cast", "reduce_step", "ScalarType"]
+def arg_better(alg, op, best, x, et):
+    """Whether an arg-min/arg-max reduction takes x (and its row) over `best`: only when strictly
+    better, so the first row attaining the extremum wins."""
+    return alg.compare("<" if op == "argmin" else ">", x, best, et)
+
+
+__all__ = ["binop", "unop", "call", "cast", "reduce_step", "arg_better", "FOLD_OPS",
+           "ScalarType"]

@@ -13,13 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import fields
 
+from ..types import elem_of
 from . import ir
 
 
 def shared_stores(layout, body) -> tuple:
     """For each slot of `layout` (a field's, in program order): (stored slot, negated). Empty
     when no two sites share (every slot stored as itself)."""
-    from .typecheck import elem_of
     sites = layout.sites
     if layout.conditional or not sites or any(site.loops for site in sites):
         return ()

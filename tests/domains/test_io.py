@@ -1,4 +1,4 @@
-"""rs.write and io.TimeSeries: fields round-trip through VTU, XDMF+HDF5 and PVD files."""
+"""rs.write and output.TimeSeries: fields round-trip through VTU, XDMF+HDF5 and PVD files."""
 import xml.etree.ElementTree as ET
 
 import meshio
@@ -7,7 +7,8 @@ import pytest
 from meshio.xdmf import TimeSeriesReader
 
 import relsim as rs
-from relsim.domains import hexmesh, io, tetmesh, trimesh
+from relsim import output
+from relsim.domains import hexmesh, tetmesh, trimesh
 
 
 @pytest.fixture
@@ -72,7 +73,7 @@ def test_xdmf_time_series_round_trip(tmp_path, mesh):
     path = tmp_path / "out" / "series.xdmf"
     path.parent.mkdir()
     values = []
-    with io.TimeSeries(path, V, ["T", "u"]) as series:
+    with output.TimeSeries(path, V, ["T", "u"]) as series:
         for step in range(3):
             V.T.numpy()[:] += 1.0
             values.append(V.T.numpy().copy())
@@ -91,7 +92,7 @@ def test_xdmf_time_series_round_trip(tmp_path, mesh):
 
 def test_pvd_series_writes_vtu_per_step(tmp_path, mesh):
     T = mesh.tets
-    with io.TimeSeries(tmp_path / "tets.pvd", T, ["p"]) as series:
+    with output.TimeSeries(tmp_path / "tets.pvd", T, ["p"]) as series:
         for step in range(2):
             T.p.numpy()[:] = step
             series.write(float(step))
@@ -111,4 +112,4 @@ def test_write_errors(tmp_path, mesh):
     with pytest.raises(rs.DomainError, match=r"x\.unknownsuffix: cannot write tets"):
         rs.write(tmp_path / "x.unknownsuffix", mesh.tets)
     with pytest.raises(rs.DomainError, match="a .pvd or an .xdmf file"):
-        io.TimeSeries(tmp_path / "x.vtu", mesh.tets)
+        output.TimeSeries(tmp_path / "x.vtu", mesh.tets)

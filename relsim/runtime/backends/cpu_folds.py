@@ -15,9 +15,11 @@ import types
 import numpy as np
 from numba import njit, prange
 
+from .. import semantics
+
 
 class PendingFold:
-    """One launch's key-reduction slots into a field, not yet folded (`Field.defer`): `fold`
+    """One launch's key-reduction slots into a field, not yet folded (`pending.defer`): `fold`
     runs the compiled gather; a consuming kernel instead receives `absorb_args` and folds each
     row itself (`lowering.pending_folds`). `owner` (the launch's binding) counts its folds
     still pending."""
@@ -32,19 +34,25 @@ class PendingFold:
         self.fn(*self.args)
 
     def run(self) -> None:
-        """Fold now (called by `Field.flush`, once this fold left the field's pending list)."""
+        """Fold now (called by `pending.flush`, once this fold left the field's pending list)."""
         self.owner.outstanding -= 1
         self.fn(*self.args)
 
 
-OPS = {"+": 0, "*": 1, "min": 2, "max": 3, "and": 4, "or": 5}
-OP_NAMES = {code: op for op, code in OPS.items()}
+# a fold's operator is passed as its code: its position in `semantics.FOLD_OPS`
+OPS = {op: code for code, op in enumerate(semantics.FOLD_OPS)}
+OP_NAMES = dict(enumerate(semantics.FOLD_OPS))
 # a gather over only the touched target rows runs in parallel from this many rows on
 SPARSE_PARALLEL_ROWS = 1 << 16
 
 
+# `_combine` and `_combine_bool` are the compiled form of the one fold rule,
+# `semantics.reduce_step` (tests/runtime/test_fold_rule.py checks them against it, op by op, on
+# ties, signed zeros and NaNs). They spell the op codes as literals: Numba's on-disk cache is keyed
+# by this file alone, so compiled code must not depend on values from another module.
 @njit(inline="always")
 def _combine(op, acc, v):
+    """acc op v for numbers: + (0), * (1), min (2), max (3)."""
     if op == 0:
         return acc + v
     if op == 1:
@@ -52,6 +60,12 @@ def _combine(op, acc, v):
     if op == 2:
         return v if v < acc else acc
     return v if v > acc else acc
+
+
+@njit(inline="always")
+def _combine_bool(op, acc, v):
+    """acc op v for bools: and (4), or (5)."""
+    return acc & v if op == 4 else acc | v
 
 
 @njit(inline="always")
@@ -98,11 +112,7 @@ def _gather_bool(F, off, ids, vals, op):
         for c in range(F.shape[1]):
             acc = F[t, c]
             for j in range(off[t], off[t + 1]):
-                v = vals[j, c] if ids is None else vals[ids[j], c]
-                if op == 4:
-                    acc = acc and v
-                else:
-                    acc = acc or v
+                acc = _combine_bool(op, acc, vals[j, c] if ids is None else vals[ids[j], c])
             F[t, c] = acc
 
 
@@ -133,15 +143,7 @@ def fold_num(g, vals, op):
     for c in range(g.shape[0]):
         acc = g[c]
         for s in range(vals.shape[0]):
-            v = vals[s, c]
-            if op == 0:
-                acc = acc + v
-            elif op == 1:
-                acc = acc * v
-            elif op == 2:
-                acc = v if v < acc else acc
-            else:
-                acc = v if v > acc else acc
+            acc = _combine(op, acc, vals[s, c])
         g[c] = acc
 
 
@@ -150,16 +152,14 @@ def fold_bool(g, vals, op):
     for c in range(g.shape[0]):
         acc = g[c]
         for s in range(vals.shape[0]):
-            if op == 4:
-                acc = acc and vals[s, c]
-            else:
-                acc = acc or vals[s, c]
+            acc = _combine_bool(op, acc, vals[s, c])
         g[c] = acc
 
 
 @njit(cache=True)
 def fold_arg(g, grow, vals, per_row, rows, has_rows, is_min):
-    """Arg-min/arg-max: the first slot (in row order) strictly better than the running best."""
+    """Arg-min/arg-max: the first slot (in row order) strictly better than the running best
+    (`semantics.arg_better`)."""
     best = g[0]
     brow = grow[0]
     for s in range(vals.shape[0]):

@@ -9,18 +9,13 @@ import math
 import numpy as np
 
 from ...types import bool_, f32, f64, i32, i64
+from ..builtin_table import MATH
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
            "%": ast.Mod, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor, "<<": ast.LShift,
            ">>": ast.RShift}
 _CMPOPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
 CAST_FN = {bool_: "_bool", i32: "_i32", i64: "_i64", f32: "_f32", f64: "_f64"}
-# libm-backed functions (Numba lowers math.<name> to the C library or the LLVM intrinsic)
-_MATH_MODULE = {"sqrt", "exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
-                "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs", "pow",
-                "copysign", "isnan", "isinf", "isfinite"}
-# math.floor returns an int in Numba; np keeps floats. np.cbrt is glibc's cbrt.
-_NP_MODULE = {"floor", "ceil", "trunc", "cbrt"}
 
 
 def name(n: str, ctx=None) -> ast.Name:
@@ -107,8 +102,9 @@ class EmitAlgebra:
         return self.bind(ast.IfExp(c, a, b))
 
     def math(self, fname, args, t):
-        if fname in _NP_MODULE:
-            return self.bind(call(f"np.{fname}", *args))
-        if fname in _MATH_MODULE:
-            return self.bind(call(f"math.{fname}", *args))
-        raise ValueError(f"no lowering for {fname}")
+        """A call of math.<fname> (Numba lowers it to the C library or an LLVM intrinsic) or
+        np.<fname>, as `builtin_table.MATH` says."""
+        module = MATH[fname].lowered if fname in MATH else None
+        if module is None:
+            raise ValueError(f"no lowering for {fname}")
+        return self.bind(call(f"{module}.{fname}", *args))

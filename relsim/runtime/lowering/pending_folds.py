@@ -1,18 +1,20 @@
 """Lowering of absorbed folds: a kernel compiled to fold, at the start of each row, the slots
-of key reductions another launch left pending on a field it reads (`Field.defer`). The code
+of key reductions another launch left pending on a field it reads (`runtime/pending.py`). The code
 folds exactly as the compiled gathers do (`cpu_folds._fold_row`): the row's slots in order,
-all components of a slot at once."""
+all components of a slot at once, each step by the one fold rule, `semantics.reduce_step`."""
 from __future__ import annotations
 
 import ast
 
+from .. import semantics
 from .emit import call, name, store
 
 
-def fold_pending_row(alg, i: int, comps, op: str, has_ids: bool) -> None:
+def fold_pending_row(alg, i: int, comps, op: str, has_ids: bool, et) -> None:
     """Append to `alg.out` the fold of pending reduction i (extra arguments `_absorb<i>_off`,
     `_ids`, `_vals`) into the field components `comps` ((array, index) pairs of the kernel's
-    own field parameter: a second view of the storage could be assumed not to alias it)."""
+    own field parameter: a second view of the storage could be assumed not to alias it), whose
+    element type is `et`."""
     off, ids, vals = (f"_absorb{i}_{part}" for part in ("off", "ids", "vals"))
     accs = [alg.fresh("_a") for _ in comps]
     for (arr, sl), a in zip(comps, accs):
@@ -20,6 +22,13 @@ def fold_pending_row(alg, i: int, comps, op: str, has_ids: bool) -> None:
     j, s = alg.fresh("_j"), alg.fresh("_s")
     body = [ast.Assign([store(s)], ast.Subscript(name(ids), name(j), ast.Load())
                        if has_ids else name(j))]
+
+    def step(acc, v):  # acc = acc op v, emitted into the loop body
+        outer, alg.out = alg.out, body
+        new = semantics.reduce_step(alg, op, name(acc), v, et)
+        alg.out = outer
+        body.append(ast.Assign([store(acc)], new))
+
     if has_ids:  # a negative id ~k stands for the negation of shared slot k (slot_sharing)
         neg = ast.Compare(name(s), [ast.Lt()], [ast.Constant(0)])
         k = alg.fresh("_k")
@@ -30,10 +39,12 @@ def fold_pending_row(alg, i: int, comps, op: str, has_ids: bool) -> None:
             body.append(ast.Assign([store(v)], _element(vals, name(k), c)))
             body.append(ast.If(neg, [ast.Assign([store(v)], ast.UnaryOp(ast.USub(), name(v)))],
                                []))
-            body.append(ast.Assign([store(a)], _combine(op, name(a), name(v))))
+            step(a, name(v))
     else:
         for c, a in enumerate(accs):
-            body.append(ast.Assign([store(a)], _combine(op, name(a), _element(vals, name(s), c))))
+            v = alg.fresh("_v")
+            body.append(ast.Assign([store(v)], _element(vals, name(s), c)))
+            step(a, name(v))
     hi = ast.BinOp(name("_row"), ast.Add(), ast.Constant(1))
     bounds = (ast.Subscript(name(off), name("_row"), ast.Load()),
               ast.Subscript(name(off), hi, ast.Load()))
@@ -44,13 +55,3 @@ def fold_pending_row(alg, i: int, comps, op: str, has_ids: bool) -> None:
 
 def _element(arr, row, c):
     return ast.Subscript(name(arr), ast.Tuple([row, ast.Constant(c)], ast.Load()), ast.Load())
-
-
-def _combine(op, acc, v):
-    """One step of a fold (the meaning of the compiled folds, cpu_folds._combine)."""
-    if op == "+":
-        return ast.BinOp(acc, ast.Add(), v)
-    if op == "*":
-        return ast.BinOp(acc, ast.Mult(), v)
-    cmp = ast.Lt() if op == "min" else ast.Gt()
-    return ast.IfExp(ast.Compare(v, [cmp], [acc]), v, acc)

@@ -1,5 +1,8 @@
 """Writing relations' fields to mesh files through meshio (VTU, XDMF+HDF5, VTK, ...).
 
+It imports nothing from relsim but its errors, so both the public API (``rs.write``) and the
+domains (which record geometry here) import it.
+
 A relation can be written when its geometry is known: the mesh domains record it as they
 build a mesh (`register_points` for a vertex relation, `register_cells` for elements, edges and
 boundary faces), and so can any other domain. Fields of a vertex relation are written as point
@@ -25,7 +28,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from ..errors import DomainError
+from .errors import DomainError
 
 _GEOMETRY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -84,7 +87,7 @@ def geometry(relation):
     g = _GEOMETRY.get(relation)
     if g is None:
         raise DomainError(f"relation {relation.name!r} has no mesh geometry: it was not built "
-                          f"by a mesh domain (see relsim.domains.io.register_points / "
+                          f"by a mesh domain (see relsim.output.register_points / "
                           f"register_cells)")
     V = g.vertices()
     if V is None:

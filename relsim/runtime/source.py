@@ -1,0 +1,132 @@
+"""Where a kernel's text and names come from: its parsed source (positions mapped back to the
+user's file) and the scopes its names resolve in (`Frontend` turns them into IR)."""
+from __future__ import annotations
+
+import ast
+import builtins as _py_builtins
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass
+
+from ..errors import KernelNameError, KernelSyntaxError
+from ..relations.globals import Global
+from . import ir
+
+
+@dataclass
+class Source:
+    """A parsed Python function and how to map its AST positions back to the user's file."""
+    fn: object
+    tree: ast.FunctionDef
+    filename: str
+    first_line: int
+    dedent: int
+    lines: list
+
+    @classmethod
+    def of(cls, fn) -> Source:
+        try:
+            filename = inspect.getsourcefile(fn) or "<unknown>"
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise KernelSyntaxError(f"cannot read the source of {fn.__qualname__!r} ({exc}); "
+                                    f"kernels must be defined in a file") from None
+        text = "".join(lines)
+        dedented = textwrap.dedent(text)
+        first_text = next((ln for ln in lines if ln.strip()), "")
+        dedent = len(first_text) - len(first_text.lstrip()) - \
+            (len(dedented.splitlines()[0]) - len(dedented.splitlines()[0].lstrip()))
+        tree = ast.parse(dedented)
+        fdef = tree.body[0]
+        if not isinstance(fdef, ast.FunctionDef):
+            raise KernelSyntaxError(f"{fn.__qualname__!r} is not a plain function definition")
+        all_lines = linecache.getlines(filename) or lines
+        return cls(fn, fdef, filename, first, dedent, all_lines)
+
+    def loc(self, node) -> ir.Loc:
+        line = self.first_line + node.lineno - 1
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        col = node.col_offset + self.dedent
+        end = (node.end_col_offset + self.dedent
+               if getattr(node, "end_lineno", node.lineno) == node.lineno else len(text.rstrip()))
+        return ir.Loc(self.filename, line, col, max(end, col + 1), text, self.fn.__name__)
+
+
+class StaticObject:
+    """A compile-time Python object met while resolving a name (module, function, type...)."""
+
+    def __init__(self, value, loc):
+        self.value, self.loc = value, loc
+
+
+def visible_names(fn, scope) -> dict:
+    """The names `fn` sees: its module's globals, the decorator's defining scope (`scope`), and
+    its closure cells."""
+    env = dict(fn.__globals__)
+    env.update(scope)
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                env[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return env
+
+
+class Scope:
+    """The names one kernel or inlined @rs.func body resolves: its parameter, its locals
+    (renamed apart when inlined), and what it captured; anything else is a NameError."""
+
+    def __init__(self, src, captured, param, assigned, rename="", aliases=None):
+        self.src, self.captured, self.param = src, captured, param
+        self.rename = rename
+        self.aliases = aliases or {}  # read-only @rs.func parameter -> the caller's local
+        # names assigned in the body are locals, except captured Globals (reduction targets)
+        self.locals = {n for n in assigned
+                       if not isinstance(captured.get(n), Global)}
+
+    def lookup(self, name):
+        if name in self.captured:
+            return self.captured[name]
+        return getattr(_py_builtins, name, None)
+
+    def is_global_target(self, name) -> bool:
+        return name not in self.locals and isinstance(self.captured.get(name), Global)
+
+    def global_ref(self, name, loc):
+        g = self.captured[name]
+        if g.name is None:
+            g.name = name
+        return ir.GlobalRead(loc, g)
+
+    def name(self, name, loc, fe):
+        if name == self.param:
+            return ir.Centred(loc, name)
+        if name in self.aliases:
+            return ir.Local(loc, self.aliases[name])
+        if name in self.locals:
+            return ir.Local(loc, self.rename + name)
+        if name in self.captured or hasattr(_py_builtins, name):
+            obj = self.lookup(name)
+            if isinstance(obj, Global) and obj.name is None:
+                obj.name = name
+            return StaticObject(obj, loc)
+        raise fe.error(KernelNameError, f"name {name!r} is not defined", loc)
+
+
+def assigned_names(fdef, subscripts=False) -> set:
+    """Names assigned in `fdef`; with `subscripts`, also those assigned through an index
+    (``p[0] = x``)."""
+    names = set()
+    for node in ast.walk(fdef):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                while subscripts and isinstance(t, ast.Subscript):
+                    t = t.value
+                if isinstance(t, ast.Name):
+                    names.add(t.id)
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
