@@ -1,4 +1,27 @@
-"""Lowering of typed kernels to the Python `ast` of Numba functions."""
-from .kernel_ast import KernelLowerer
+"""Lowering of typed kernels to Python `ast`.
 
-__all__ = ["KernelLowerer"]
+Shared by every compiled target: `expr.py` (expressions, scalarised locals), `body.py` (the
+statements of one row, reduction and insert slot writes, and the seam a target's driver
+supplies), `params.py` (the arrays a generated function receives, as typed records).
+The CPU's driver: `cpu_loops.py` (row loops, `targets_<k>`, absorbed folds), with
+`pending_folds.py`.
+"""
+from .body import BodyLowerer
+from .cpu_loops import CpuLowerer
+from .params import (
+    DeleteFlags,
+    FieldStorage,
+    GlobalStorage,
+    GroupOffsets,
+    GroupRows,
+    InsertFlags,
+    InsertValues,
+    Param,
+    Params,
+    ReductionSlots,
+    SlotPlaces,
+)
+
+__all__ = ["BodyLowerer", "CpuLowerer", "DeleteFlags", "FieldStorage", "GlobalStorage",
+           "GroupOffsets", "GroupRows", "InsertFlags", "InsertValues", "Param", "Params",
+           "ReductionSlots", "SlotPlaces"]

@@ -1,0 +1,136 @@
+"""The CPU's row-loop drivers around the shared body lowering (`body.py`). The generated module
+holds:
+
+* `kernel_serial` / `kernel_parallel` (`range` / `numba.prange`) over a whole relation (the
+  row is the loop index) and `kernel_serial_rows` / `kernel_parallel_rows` over a subset (the
+  row is `_rows[index]`): separate functions, so Numba compiles only the variants a program
+  launches;
+* `targets_<k>`: for each key-reduced field, the target row of every reduction slot (used to
+  build the inverse index that folds the slots in serial order).
+
+A field's reduction slots are written pre-permuted into fold order (`_spos`). A variant built
+with `absorb` first folds, in each row, the slots of key reductions another launch left
+pending on a field the kernel touches only at its own key (`pending_folds.py`).
+
+Every function takes `_n, _rows, _has_rows, _err`, then `params.items` in order, then its own
+extra arguments (the absorbed folds' arrays; `_tgt` for `targets_<k>`).
+"""
+from __future__ import annotations
+
+import ast
+
+from ...types import elem_of
+from .body import BodyLowerer
+from .emit import call, name, store
+from .expr import ERR, POS, ROW
+from .pending_folds import fold_pending_row
+
+_HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
+           "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
+           "np.bool_\n_INF = float('inf')\n_NAN = float('nan')\n")
+
+
+class CpuLowerer(BodyLowerer):
+    def __init__(self, analysed, absorb=()):
+        super().__init__(analysed)
+        # (field, operator, has slot ids) of each pending key reduction this variant folds at
+        # the start of each row; their arrays are extra arguments (offsets, slot ids or None
+        # when the slots are stored in fold order, slot values)
+        self.absorb = tuple(absorb)
+
+    # -- the seam (body.BodyLowerer) ------------------------------------------------------
+    def slot_place(self, k, lay, slot):
+        """Where slot `slot` lives: a field's slots are stored in the order they are folded
+        (grouped by target row, ascending), so the fold reads them contiguously; the kernel
+        writes each through the permutation `_spos` (computed once per key-field version)."""
+        if not hasattr(lay.target, "relation"):  # a Global's: folded serially, in order
+            return super().slot_place(k, lay, slot)
+        spos = self.params.slot_places(k, lay).name
+        return ast.Subscript(name(spos), slot, ast.Load())
+
+    def next_row(self) -> ast.stmt:
+        return ast.Continue()  # the next iteration of the row loop
+
+    # -- functions and row loops ----------------------------------------------------------
+    def module(self) -> ast.Module:
+        kernel_body = self.row_loop(self.kernel_row_body)
+        targets = []
+        for k, lay in enumerate(self.a.layouts):
+            if hasattr(lay.target, "relation"):  # a field: its slots need target rows
+                body = self.row_loop(lambda lay=lay: self.targets_row_body(lay))
+                targets.append((k, body))
+        # functions are assembled last: all of them take every array any of them uses
+        # over a whole relation the row is the loop index; over a subset, rows[index]
+        # (separate functions: Numba compiles only the variants a program launches)
+        funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows,
+                               extra=self.absorb_params())
+                 for mode, fn in (("serial", "range"), ("parallel", "prange"))
+                 for suffix, rows in (("", False), ("_rows", True))]
+        funcs += [self.function(f"targets_{k}", body, "prange", extra=["_tgt"])
+                  for k, body in targets]
+        header = ast.parse(_HEADER).body
+        mod = ast.Module(header + funcs, [])
+        return ast.fix_missing_locations(mod)
+
+    def function(self, fname, loop_stmts, range_fn, extra=(), rows=None):
+        fixed = ["_n", "_rows", "_has_rows", ERR]
+        args = fixed + [p.name for p in self.params.items] + list(extra)
+        body = [self._rename_range(s, range_fn, rows) for s in loop_stmts]
+        return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
+                                                    [], None, []), body, [], None, None)
+
+    @staticmethod
+    def _rename_range(stmt, range_fn, rows=None):
+        """The row loop over `range_fn`; the body is shared between the serial and the parallel
+        function, not copied (the module is only unparsed: no pass mutates it afterwards).
+        `rows` True/False fixes how the row is found (else a run-time test of _has_rows)."""
+        body = stmt.body
+        if rows is not None:
+            row = ast.Subscript(name("_rows"), name(POS), ast.Load()) if rows else name(POS)
+            body = [body[0], ast.Assign([store(ROW)], row)] + body[2:]
+        return ast.For(stmt.target, call(range_fn, *stmt.iter.args), body, stmt.orelse)
+
+    def row_loop(self, make_body):
+        saved = self.alg.out
+        self.alg.out = []
+        # prange's index is unsigned: make it a signed int64 first (uint64 + int64 -> float64)
+        self.alg.out.append(ast.Assign([store(POS)], call("_i64", name("_i"))))
+        self.alg.out.append(ast.Assign([store(ROW)], ast.IfExp(
+            name("_has_rows"), ast.Subscript(name("_rows"), name(POS), ast.Load()),
+            name(POS))))
+        make_body()
+        body = self.alg.out
+        self.alg.out = saved
+        return [ast.For(store("_i"), call("range", name("_n")), body, [])]
+
+    def absorb_params(self) -> list:
+        return [f"_absorb{i}_{part}" for i in range(len(self.absorb))
+                for part in ("off", "ids", "vals")]
+
+    def kernel_row_body(self):
+        mark = len(self.alg.out)
+        self.emit_row()
+        if self.absorb:  # pending reductions first, in launch order (emitted after the body
+            body = self.alg.out[mark:]  # so that the parameters keep their order)
+            del self.alg.out[mark:]
+            for i, (field, op, has_ids) in enumerate(self.absorb):
+                fold_pending_row(self.alg, i, self.field_slots(field, name(ROW), ()), op,
+                                 has_ids, elem_of(field.type))
+            self.alg.out.extend(body)
+
+    def targets_row_body(self, lay):
+        """For each site: its static loops, rebuilt around the target key of each slot."""
+        for site in lay.sites:
+            outer = self.alg.out
+            for loop, trip, _stride in site.loops:
+                counter = self.alg.fresh("_it")
+                self.loop_counters[id(loop)] = counter
+                body: list = []
+                self.alg.out.append(ast.For(store(counter), call("range", ast.Constant(trip)),
+                                            body, []))
+                self.alg.out = body
+                self.bind_static_loop_var(loop, counter)
+            key = self.expr(site.key)[0]
+            slot = self.slot_index(lay, site)
+            self.alg.out.append(ast.Assign([ast.Subscript(name("_tgt"), slot, ast.Store())], key))
+            self.alg.out = outer

@@ -1,0 +1,238 @@
+"""Lowering of typed IR expressions to Python `ast`, shared by every compiled target (see
+`body.py` for statements and the seam a target's driver supplies).
+
+Every value is scalarised: a vec3 local `p` becomes `v_p_0, v_p_1, v_p_2`; every intermediate
+result gets a temporary (`emit.EmitAlgebra`). Each `e_<Node>` returns a list of atoms, one per
+component. The code refers to three names a driver binds: `ROW` (the relation row being run),
+`POS` (its position in the iteration space, int64: reduction and insert slots are numbered by
+it) and `ERR` (the error line array a failed index check sets).
+"""
+from __future__ import annotations
+
+import ast
+
+from ...types import KeyType, KeyVecType, MatType, ScalarType, VecType, i64
+from .. import ir, semantics
+from .emit import EmitAlgebra, name, store
+from .params import Params
+
+ROW = "_row"  # the relation row (a centred key's value)
+POS = "_p"  # the position in the iteration space (the row, or its index in a subset)
+ERR = "_err"  # int64[1]: set to the source line by a failed index check (no raise in kernels)
+
+
+class ExprLowerer:
+    """Expressions, indexing and scalarised locals; emits into `self.alg.out`."""
+
+    def __init__(self, analysed):
+        self.a = analysed
+        self.params = Params()
+        self.alg = EmitAlgebra()
+        self.static_ranges: dict = {}  # loop variable -> (min, max + 1) of a static range
+
+    def local_names(self, lname, t) -> list:
+        if isinstance(t, KeyType):
+            return [f"k_{lname}"]
+        if isinstance(t, KeyVecType):
+            return [f"k_{lname}_{c}" for c in range(t.n)]
+        return [f"v_{lname}_{c}" for c in range(t.ncomp)]
+
+    def positions(self, t, index):
+        """Flat component positions addressed by `index` on a value of type t: ints if the
+        index is constant, else [atom of the first flat position]."""
+        shape = t.shape
+        idx = [self.norm_index(i, n) for i, n in zip(index, shape)]
+        if len(shape) == 2 and len(idx) == 1:
+            if isinstance(idx[0], int):
+                return [idx[0] * shape[1] + j for j in range(shape[1])]
+            return [self.alg.bind(ast.BinOp(idx[0], ast.Mult(), ast.Constant(shape[1])))]
+        if all(isinstance(k, int) for k in idx):
+            pos = 0
+            for k, n in zip(idx, shape):
+                pos = pos * n + k
+            return [pos]
+        pos = idx[0]
+        for k, n in zip(idx[1:], shape[1:]):
+            pos = self.alg.bind(ast.BinOp(ast.BinOp(pos, ast.Mult(), ast.Constant(n)), ast.Add(),
+                                          k if not isinstance(k, int) else ast.Constant(k)))
+        return [pos]
+
+    def norm_index(self, i, n):
+        """A constant index as an int; a run-time index as a checked, non-negative atom."""
+        if isinstance(i, ir.Const):
+            v = int(i.value)
+            return v + n if v < 0 else v
+        if isinstance(i, ir.Local) and i.name in self.static_ranges:
+            lo, hi = self.static_ranges[i.name]
+            if 0 <= lo and hi <= n:  # a static loop variable known to be in range
+                return self.expr(i)[0]
+        a = self.expr(i)[0]
+        a = self.alg.bind(ast.IfExp(ast.Compare(a, [ast.Lt()], [ast.Constant(0)]),
+                                    ast.BinOp(a, ast.Add(), ast.Constant(n)), a))
+        # no `raise` inside prange (it would serialise the loop): flag the line, use index 0,
+        # and let the launcher raise after the kernel
+        fixed = self.alg.fresh()
+        self.alg.out.append(ast.Assign([store(fixed)], a))
+        check = ast.If(ast.BoolOp(ast.Or(), [ast.Compare(a, [ast.Lt()], [ast.Constant(0)]),
+                                             ast.Compare(a, [ast.GtE()], [ast.Constant(n)])]),
+                       [self.flag_error(i.loc.line), ast.Assign([store(fixed)], ast.Constant(0))],
+                       [])
+        self.alg.out.append(check)
+        return name(fixed)
+
+    @staticmethod
+    def flag_error(line: int) -> ast.stmt:
+        return ast.Assign([ast.Subscript(name(ERR), ast.Constant(0), ast.Store())],
+                          ast.Constant(line))
+
+    def field_slots(self, field, key_atom, index):
+        """Subscript expressions (as (array name, index tuple)) for the addressed components."""
+        arr = self.params.field(field).name
+        t = field.type
+        if not index:
+            comps = [()] if isinstance(t, ScalarType) else _all_index_tuples(t.shape)
+        else:
+            idx = [self.norm_index(i, n) for i, n in zip(index, t.shape)]
+            idx = [ast.Constant(k) if isinstance(k, int) else k for k in idx]
+            if len(t.shape) == 2 and len(idx) == 1:
+                comps = [(idx[0], ast.Constant(j)) for j in range(t.shape[1])]
+            else:
+                comps = [tuple(idx)]
+        out = []
+        for c in comps:
+            parts = [key_atom] + [ast.Constant(x) if isinstance(x, int) else x for x in c]
+            sl = parts[0] if len(parts) == 1 else ast.Tuple(parts, ast.Load())
+            out.append((arr, sl))
+        return out
+
+    # -- expressions: each returns a list of atoms (one per component) --------------------
+    def expr(self, e) -> list:
+        return getattr(self, "e_" + type(e).__name__)(e)
+
+    def e_Const(self, e):
+        return [self.alg.const(e.value, e.type)]
+
+    def e_Local(self, e):
+        return [name(n) for n in self.local_names(e.name, self.a.locals[e.name])]
+
+    def e_Centred(self, e):
+        return [name(ROW)]
+
+    def e_GlobalRead(self, e):
+        arr = self.params.glob(e.ref).name
+        return [self.alg.bind(ast.Subscript(name(arr), ast.Tuple(
+            [ast.Constant(0)] + [ast.Constant(x) for x in idx], ast.Load()) if idx else
+            ast.Constant(0), ast.Load())) for idx in _all_index_tuples(e.ref.type.shape)]
+
+    def e_FieldRead(self, e):
+        key = self.expr(e.key)[0]
+        return [self.alg.bind(ast.Subscript(name(arr), sl, ast.Load()))
+                for arr, sl in self.field_slots(e.field, key, ())]
+
+    def e_Index(self, e):
+        bt = e.base.type
+        if isinstance(e.base, ir.FieldRead) and not isinstance(bt, ScalarType):
+            key = self.expr(e.base.key)[0]
+            return [self.alg.bind(ast.Subscript(name(arr), sl, ast.Load()))
+                    for arr, sl in self.field_slots(e.base.field, key, e.index)]
+        base = self.expr(e.base)
+        pos = self.positions(bt, e.index)
+        if isinstance(pos[0], int):
+            return [base[p] for p in pos]
+        tup = self.alg.bind(ast.Tuple(base, ast.Load()))
+        n_out = e.type.ncomp if isinstance(e.type, (VecType, MatType)) else 1
+        return [self.alg.bind(ast.Subscript(tup, ast.BinOp(pos[0], ast.Add(), ast.Constant(j))
+                                            if j else pos[0], ast.Load())) for j in range(n_out)]
+
+    def e_Affine(self, e):
+        k = self.expr(e.key)[0]
+        grid = e.type.relation.grid
+        checked = isinstance(e.key, ir.Centred)  # checked per launch space, not per access
+        delta = 0
+        out = k
+        for d, n, st, periodic in zip(e.offsets, grid.shape, grid.strides, grid.periodic):
+            if d == 0:
+                continue
+            if checked and not periodic:
+                delta += d * st
+                continue
+            c = self.alg.bind(ast.BinOp(ast.BinOp(k, ast.FloorDiv(), ast.Constant(st)),
+                                        ast.Mod(), ast.Constant(n)))
+            moved = ast.BinOp(c, ast.Add(), ast.Constant(d))
+            if periodic:
+                c2 = self.alg.bind(ast.BinOp(moved, ast.Mod(), ast.Constant(n)))
+            else:
+                c2 = self.alg.bind(moved)
+                self.alg.out.append(ast.If(ast.BoolOp(ast.Or(), [
+                    ast.Compare(c2, [ast.Lt()], [ast.Constant(0)]),
+                    ast.Compare(c2, [ast.GtE()], [ast.Constant(n)])]),
+                    [self.flag_error(e.loc.line), ast.Assign([store(c2.id)], c)], []))
+            out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.BinOp(
+                ast.BinOp(c2, ast.Sub(), c), ast.Mult(), ast.Constant(st))))
+        if delta:
+            out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.Constant(delta)))
+        return [out]
+
+    def e_BinOp(self, e):
+        return semantics.binop(self.alg, e.op, self.expr(e.left), self.expr(e.right),
+                               e.left.type, e.right.type, e.type)
+
+    def e_UnaryOp(self, e):
+        return semantics.unop(self.alg, e.op, self.expr(e.operand), e.type)
+
+    def e_Compare(self, e):
+        a, b = self.expr(e.left)[0], self.expr(e.right)[0]
+        et = e.left.type if isinstance(e.left.type, ScalarType) else i64
+        return [self.alg.compare(e.op, a, b, et)]
+
+    def e_BoolOp(self, e):
+        """Short-circuit: later operands are evaluated only when needed."""
+        res = self.alg.fresh()
+        first = self.expr(e.values[0])[0]
+        self.alg.out.append(ast.Assign([store(res)], first))
+        for v in e.values[1:]:
+            saved = self.alg.out
+            self.alg.out = []
+            val = self.expr(v)[0]
+            self.alg.out.append(ast.Assign([store(res)], val))
+            inner = self.alg.out
+            self.alg.out = saved
+            test = name(res) if e.op == "and" else ast.UnaryOp(ast.Not(), name(res))
+            self.alg.out.append(ast.If(test, inner, []))
+        return [name(res)]
+
+    def e_IfExp(self, e):
+        test = self.expr(e.test)[0]
+        n = e.type.ncomp if hasattr(e.type, "ncomp") else 1
+        res = [self.alg.fresh() for _ in range(n)]
+        branches = []
+        for branch in (e.body, e.orelse):
+            saved = self.alg.out
+            self.alg.out = []
+            vals = self.expr(branch)
+            self.alg.out.extend(ast.Assign([store(r)], v) for r, v in zip(res, vals))
+            branches.append(self.alg.out)
+            self.alg.out = saved
+        self.alg.out.append(ast.If(test, branches[0], branches[1]))
+        return [name(r) for r in res]
+
+    def e_Call(self, e):
+        args = [self.expr(a) for a in e.args]
+        return semantics.call(self.alg, e.func, args, [a.type for a in e.args], e.type)
+
+    def e_Cast(self, e):
+        return semantics.cast(self.alg, self.expr(e.value), e.value.type, e.type)
+
+    def e_TupleExpr(self, e):
+        out = []
+        for x in e.elts:
+            out.extend(self.expr(x))
+        return out
+
+
+def _all_index_tuples(shape):
+    if not shape:
+        return [()]
+    if len(shape) == 1:
+        return [(i,) for i in range(shape[0])]
+    return [(i, j) for i in range(shape[0]) for j in range(shape[1])]

@@ -1,0 +1,117 @@
+"""The arrays a generated function receives, as typed records: one class per kind of array, each
+carrying the object that binds it at launch. `Params` hands them out while a kernel is lowered
+(one record per (kind, object), numbered in the order first asked for) and lists them, in
+parameter order, in `items`. A backend binds each by its type (`match` / isinstance)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, eq=False)
+class Param:
+    name: str  # the parameter name in the generated functions
+
+
+@dataclass(frozen=True, eq=False)
+class FieldStorage(Param):
+    """A field's storage, indexed [row, components...]."""
+    field: object
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalStorage(Param):
+    """A Global's storage, shape (1, components...)."""
+    glob: object
+
+
+@dataclass(frozen=True, eq=False)
+class GroupOffsets(Param):
+    """A grouping's offsets: the source rows of target row t are rows[off[t]:off[t + 1]]."""
+    grouping: object
+
+
+@dataclass(frozen=True, eq=False)
+class GroupRows(Param):
+    """A grouping's source rows, grouped by target row (see GroupOffsets)."""
+    grouping: object
+
+
+@dataclass(frozen=True, eq=False)
+class ReductionSlots(Param):
+    """The slot values of reduction layout `index` (`Analysed.layouts`): (slots, components)."""
+    index: int
+    layout: object
+
+
+@dataclass(frozen=True, eq=False)
+class SlotPlaces(Param):
+    """Where each slot of key-reduction layout `index` is stored (the kernel writes a field's
+    slots pre-permuted into fold order; the backend fills it from the inverse index)."""
+    index: int
+    layout: object
+
+
+@dataclass(frozen=True, eq=False)
+class DeleteFlags(Param):
+    """One flag per row of `relation` (the kernel's own): set by `rs.delete`."""
+    relation: object
+
+
+@dataclass(frozen=True, eq=False)
+class InsertFlags(Param):
+    """One flag per slot of insert layout `index` (`Analysed.inserts`): set by `rs.insert`."""
+    index: int
+    layout: object
+
+
+@dataclass(frozen=True, eq=False)
+class InsertValues(Param):
+    """The values of `field` inserted through insert layout `index`: (slots, components)."""
+    index: int
+    layout: object
+    field: object
+
+
+class Params:
+    """The parameters of a kernel's generated functions, in order (`items`)."""
+
+    def __init__(self):
+        self.items: list[Param] = []
+        self._index: dict = {}
+
+    def _get(self, cls, tag: str, obj, hint: str, **binds) -> Param:
+        key = (tag, id(obj))
+        p = self._index.get(key)
+        if p is None:
+            p = cls(f"_{tag}{len(self.items)}_{hint}", **binds)
+            self._index[key] = p
+            self.items.append(p)
+        return p
+
+    def field(self, field) -> FieldStorage:
+        return self._get(FieldStorage, "field", field, field.name, field=field)
+
+    def glob(self, glob) -> GlobalStorage:
+        return self._get(GlobalStorage, "global", glob, "g", glob=glob)
+
+    def group_offsets(self, grouping) -> GroupOffsets:
+        return self._get(GroupOffsets, "goff", grouping, grouping.name, grouping=grouping)
+
+    def group_rows(self, grouping) -> GroupRows:
+        return self._get(GroupRows, "grows", grouping, grouping.name, grouping=grouping)
+
+    def slots(self, k: int, layout) -> ReductionSlots:
+        return self._get(ReductionSlots, "slots", layout, f"{k}", index=k, layout=layout)
+
+    def slot_places(self, k: int, layout) -> SlotPlaces:
+        return self._get(SlotPlaces, "spos", layout, f"{k}", index=k, layout=layout)
+
+    def delete_flags(self, relation) -> DeleteFlags:
+        return self._get(DeleteFlags, "delete", relation, "del", relation=relation)
+
+    def insert_flags(self, k: int, layout) -> InsertFlags:
+        return self._get(InsertFlags, f"ins{k}flag", layout, "flags", index=k, layout=layout)
+
+    def insert_values(self, k: int, layout, field) -> InsertValues:
+        return self._get(InsertValues, f"ins{k}val", field, field.name, index=k, layout=layout,
+                         field=field)
