@@ -18,7 +18,6 @@ from .builtins import (
     transpose,
 )
 from .config import Config, configure
-from .domains.io import write
 from .errors import (
     ConfigError,
     DataError,
@@ -33,26 +32,24 @@ from .errors import (
     SchemaError,
 )
 from .kernel import Func, Kernel, func, kernel
+from .output import write
 from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
 from .relations import launch as _launch
-from .runtime import backends as _backends
+from .runtime import epoch as _epoch
 from .runtime import run as _run
 from .runtime.explain import explain
+from .target_registry import register_backend, targets
 from .types import bool_, f32, f64, i32, i64, mat, vec
 
 __version__ = "0.1.0"
 
-_launch.install(_run)
-
-
-def backends() -> list:
-    """Names of the registered backends."""
-    return sorted(_backends())
+_launch.install(_run, _epoch.bump)
 
 
 __all__ = [
     "Relation", "new_relation", "Field", "KeyField", "Subset", "Grouping", "Global",
-    "kernel", "func", "Kernel", "Func", "explain", "configure", "Config", "backends",
+    "kernel", "func", "Kernel", "Func", "explain", "configure", "Config", "targets",
+    "register_backend",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose",
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",

@@ -42,9 +42,9 @@ def cmd_list(_args) -> int:
         except Exception as exc:  # a broken simulation must not hide the others
             doc = f"(cannot import: {exc})"
         print(f"  {name:12s} {doc}")
-    print("backends:")
-    for b in rs.backends():
-        print(f"  {b}")
+    print("targets:")
+    for t in rs.targets():
+        print(f"  {t}")
     from relsim import domains
     print("domains:")
     for d in domains.available():

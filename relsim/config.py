@@ -1,34 +1,38 @@
-"""Configuration as an object: which backend runs kernels, with how many threads, where the
+"""Configuration as an object: which target runs kernels, with how many threads, where the
 compile cache lives. `rs.configure(...)` sets the process default; `foreach(k, config=...)`
-overrides it for one launch. The environment variable RELSIM_TARGET picks the default target."""
+overrides it for one launch. The environment variable RELSIM_TARGET picks the default target; it
+is read, and checked, when the default is first needed (a bad value is a ConfigError then, never
+a failed ``import relsim``). Targets come from the registry (`relsim.target_registry`)."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import target_registry as _targets
 from .errors import ConfigError
-
-TARGETS = ("interp", "cpu", "cpu-serial")
 
 
 @dataclass(frozen=True)
 class Config:
-    target: str = "cpu"
+    target: str = "cpu"  # a registered target: rs.targets()
     threads: int | None = None  # None: all Numba threads
     parallel_threshold: int = 2048  # smaller iteration spaces run serially (same results)
     cache_dir: str | None = None  # None: $RELSIM_CACHE_DIR or ~/.cache/relsim
 
     def __post_init__(self):
-        if self.target not in TARGETS:
-            raise ConfigError(f"unknown target {self.target!r}; choose one of "
-                              f"{', '.join(TARGETS)}")
+        _targets.get(self.target)  # a ConfigError naming the registered targets if unknown
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ConfigError(f"threads must be a positive int, got {self.threads!r}")
 
     @property
-    def backend_name(self) -> str:
-        return "cpu" if self.target.startswith("cpu") else self.target
+    def backend(self):
+        """The backend object of this configuration's target."""
+        return _targets.get(self.target)
+
+    def thread_count(self) -> int:
+        """How many threads a launch under this configuration uses (for reports)."""
+        return self.backend.threads(self)
 
     def cache_path(self) -> Path:
         d = self.cache_dir or os.environ.get("RELSIM_CACHE_DIR") or \
@@ -36,24 +40,29 @@ class Config:
         return Path(d)
 
 
-_current = Config(target=os.environ.get("RELSIM_TARGET", "cpu"))
+_current: Config | None = None  # built from RELSIM_TARGET on first use
 
 
 def current() -> Config:
+    """The process-wide default configuration."""
+    global _current
+    if _current is None:
+        _current = Config(target=os.environ.get("RELSIM_TARGET", "cpu"))
     return _current
 
 
 def configure(**changes) -> Config:
-    """Change the process-wide defaults, e.g. ``rs.configure(target="interp")``; returns them."""
+    """Change the process-wide defaults, e.g. ``rs.configure(target="interp")``; returns them.
+    The target's backend applies its process-wide settings (the cpu backend sets Numba's
+    thread count); nothing changes if the new configuration is refused."""
     global _current
     unknown = set(changes) - set(Config.__dataclass_fields__)
     if unknown:
         raise ConfigError(f"unknown configuration option(s): {', '.join(sorted(unknown))}")
-    _current = replace(_current, **changes)
-    if _current.threads is not None and _current.backend_name == "cpu":
-        import numba
-        if _current.threads > numba.config.NUMBA_NUM_THREADS:
-            raise ConfigError(f"threads={_current.threads} exceeds the Numba thread pool "
-                              f"({numba.config.NUMBA_NUM_THREADS}); set NUMBA_NUM_THREADS")
-        numba.set_num_threads(_current.threads)
-    return _current
+    # choosing a target first never needs RELSIM_TARGET's (possibly bad) default
+    base = Config(target=changes["target"]) if _current is None and "target" in changes \
+        else current()
+    new = replace(base, **changes)
+    new.backend.configure(new)
+    _current = new
+    return new

@@ -9,7 +9,7 @@ os.environ.setdefault("RELSIM_CACHE_DIR", os.path.join(tempfile.gettempdir(), "r
 
 import relsim as rs  # noqa: E402
 
-TARGETS = ["interp", "cpu", "cpu-serial"]
+TARGETS = rs.targets()  # every registered target runs the backend tests
 
 
 @pytest.fixture(params=TARGETS)

@@ -5,52 +5,39 @@ import numpy as np
 
 from ..errors import DataError
 from ..types import KeyType, KeyVecType, MatType, ScalarType, VecType, as_value_type
-from . import launch as _launch
 
 
 class Field:
     """A typed column of a relation (scalar, small vector or small matrix per row).
 
-    Reductions into a field through keys may be left *pending* by a compiled launch (their slots
-    not yet folded): the next kernel that reads the field at its own key folds them row by row
-    as it goes, which saves a pass over the relation. Only fields whose storage was never handed
-    out are left pending: `numpy()` folds everything and marks the field *exposed*, so an array
-    a user holds is always current after each launch. Inside relsim, `data` folds pending
-    reductions (without exposing)."""
+    The field's values live in a host array (``numpy()``). While the runtime keeps newer values
+    elsewhere (reductions whose fold a launch left pending, a device copy), it attaches an object
+    as ``residency``, which is called before the host array is read and after the host wrote it
+    (`relsim/runtime/backends/base.Residency`); the data model knows nothing else of how kernels
+    run. `numpy()` hands the array out and marks the field *exposed*: the runtime then keeps it
+    current after each launch, since the holder may read it at any time."""
 
     is_key = False
-    pending: tuple | list = ()  # deferred folds (objects with run()), in launch order
-    exposed = False  # numpy() handed the storage out: never leave reductions pending
+    residency = None  # set by the runtime while the host array is not current
+    exposed = False  # numpy() handed the storage out: it must be current after every launch
 
     @property
     def data(self) -> np.ndarray:
-        if self.pending:
-            self.flush()
+        """The host array, brought up to date first (what relsim itself reads and writes)."""
+        if self.residency is not None:
+            self.residency.before_host_read(self)
         return self._data
 
     @data.setter
     def data(self, arr) -> None:
-        if self.pending:
-            self.flush()
+        if self.residency is not None:
+            self.residency.before_host_read(self)
         self._data = arr
+        self._host_written()
 
-    def defer(self, fold) -> None:
-        """Leave `fold` (one launch's reduction slots into this field) pending."""
-        if not self.pending:
-            self.pending = []
-            _launch.pending_fields.add(self)
-        self.pending.append(fold)
-
-    def take_pending(self) -> list:
-        """The pending folds, which the caller now runs (in order); none are left."""
-        out, self.pending = self.pending, ()
-        _launch.pending_fields.discard(self)
-        return out
-
-    def flush(self) -> None:
-        """Fold every pending reduction, in launch order."""
-        for fold in self.take_pending():
-            fold.run()
+    def _host_written(self) -> None:
+        if self.residency is not None:
+            self.residency.after_host_write(self)
 
     def __init__(self, relation, name: str, vtype, init=0):
         self.relation = relation
@@ -71,7 +58,7 @@ class Field:
     # -- data in and out -------------------------------------------------------------------
     def numpy(self, copy: bool = False) -> np.ndarray:
         """The field's storage as a NumPy array (a view: no copy; writes go to the field). The
-        array stays current: from now on no launch leaves reductions into this field pending.
+        array stays current: the runtime brings it up to date after every launch.
         With ``copy=True``, a copy of the current values instead (the field is not affected)."""
         if copy:
             return self.data.copy()
@@ -96,6 +83,7 @@ class Field:
                             f"of type {self.type!r} without losing information; cast first")
         self._check(arr)
         self.data[...] = arr
+        self._host_written()
         self.version += 1
         return self
 
@@ -108,6 +96,7 @@ class Field:
             raise DataError(f"cannot copy {other.qualname} ({other.type!r}) into "
                             f"{self.qualname} ({self.type!r})")
         self.data[...] = other.data
+        self._host_written()
         self.version += 1
         return self
 

@@ -1,11 +1,9 @@
 """Globals: host-visible values that kernels read, or reduce into.
 
-A compiled kernel that reduces into a Global parks its contributions in per-row slots; folding
-them (serially, in row order) is deferred until the value is next needed: read on the host
-(``value``, ``row``, ``data``), read or reduced by another launch (the backend calls `flush`
-first), or before the slots are overwritten. Assigning ``value`` first discards pending
-contributions: the assignment overwrites whatever they would have produced, so skipping their fold
-changes no result (a loop that resets a sum before each stage folds only the stage it reads).
+The value lives in a host array. While the runtime keeps a newer value elsewhere (a reduction
+whose fold a launch left pending until the value is next needed, a device copy), it attaches an
+object as ``residency`` (`relsim/runtime/backends/base.Residency`), called before the host array
+is read (``value``, ``row``, ``data``) and after the host assigned the value.
 """
 from __future__ import annotations
 
@@ -24,34 +22,20 @@ class Global:
         self.name = name  # for messages; kernels name it after the variable they capture
         self._data = np.zeros((1,) + self.type.shape, dtype=self.type.dtype)
         self._row_data = np.full(1, -1, dtype=np.int64)
-        self.pending = None  # a deferred fold of reduction slots (a callable), or None
+        self.residency = None  # set by the runtime while the host array is not current
         self.value = init
-
-    # -- deferred folds ---------------------------------------------------------------------
-    def defer(self, fold) -> None:
-        """Record `fold` (which folds one launch's slots into this Global) to run when the
-        value is next needed. A fold still pending runs first: folds keep launch order."""
-        if self.pending is not None:
-            self.flush()
-        self.pending = fold
-
-    def flush(self) -> None:
-        """Run the pending fold, if any."""
-        fold, self.pending = self.pending, None
-        if fold is not None:
-            fold()
 
     @property
     def data(self) -> np.ndarray:
-        """The storage (shape ``(1,) + type.shape``), with pending contributions folded in."""
-        if self.pending is not None:
-            self.flush()
+        """The host storage (shape ``(1,) + type.shape``), brought up to date first."""
+        if self.residency is not None:
+            self.residency.before_host_read(self)
         return self._data
 
     @property
     def row_data(self) -> np.ndarray:
-        if self.pending is not None:
-            self.flush()
+        if self.residency is not None:
+            self.residency.before_host_read(self)
         return self._row_data
 
     @property
@@ -65,9 +49,10 @@ class Global:
         if arr.shape not in (self.type.shape, ()):
             raise DataError(f"Global of type {self.type!r} cannot hold a value of shape "
                             f"{arr.shape}")
-        self.pending = None  # overwritten: pending contributions cannot change the result
         self._data[0] = arr
         self._row_data[0] = -1
+        if self.residency is not None:
+            self.residency.after_host_write(self)
 
     @property
     def row(self) -> int:

@@ -1,26 +1,29 @@
-"""The one door from relations to the runtime: `relsim/__init__` installs the launcher.
+"""The one door from relations to the runtime: `relsim/__init__` installs the runtime's hooks.
 
-Relations never import the runtime (data flows one way); the runtime registers itself here.
+Relations never import the runtime (data flows one way): a launch (`R.foreach`) and a change of
+storage (a field's array replaced, keys loaded, a resize) are passed on to what is installed
+here. This module holds the hooks only, no state of how kernels run.
 """
 from __future__ import annotations
 
 _launcher = None
-
-# Bumped whenever any relation's storage (a field's array, key values, size) or schema changes.
-# Compiled launches compare it first and re-check their relations' versions only when it moved.
-storage_epoch = 0
-
-# Fields holding reductions a compiled launch left pending (`Field.defer`): a launch checks
-# this set first, and settles the fields it touches only when it is non-empty.
-pending_fields: set = set()
+_storage_listener = None
 
 
-def install(launcher) -> None:
-    global _launcher
+def install(launcher, storage_listener) -> None:
+    """`launcher(kernel, relation, subset, config)` runs launches; `storage_listener()` hears
+    of every storage change."""
+    global _launcher, _storage_listener
     _launcher = launcher
+    _storage_listener = storage_listener
 
 
 def run(kernel, relation, subset, config) -> None:
     if _launcher is None:  # pragma: no cover - relsim/__init__ always installs one
         raise RuntimeError("no relsim runtime installed; import relsim")
     _launcher(kernel, relation, subset, config)
+
+
+def storage_changed() -> None:
+    if _storage_listener is not None:
+        _storage_listener()

@@ -9,7 +9,7 @@ from ..errors import DataError, SchemaError
 from . import elastic, launch
 from .field import Field, KeyField
 from .grouping import Grouping
-from .subset import Subset
+from .subset import Subset, as_rows
 
 
 class Relation:
@@ -161,7 +161,7 @@ class Relation:
     def _storage_changed(self) -> None:
         # every change of storage arrays or size must come through here (launches re-bind)
         self.storage_version += 1
-        launch.storage_epoch += 1
+        launch.storage_changed()
 
     def __getattr__(self, name):
         # convenient read access: R.T is R.field("T"), R.edges is a grouping, R.boundary a subset
@@ -215,21 +215,3 @@ _RESERVED = {"foreach", "field", "fields", "subset", "subsets", "group_by", "gro
 
 def new_relation(name: str, size: int) -> Relation:
     return Relation(name, size)
-
-
-def as_rows(rel: Relation, values, what: str) -> np.ndarray:
-    """Normalise a boolean mask or index list into sorted unique int64 rows of `rel`."""
-    arr = np.asarray(values)
-    if arr.dtype == bool:
-        if arr.shape != (rel.size,):
-            raise DataError(f"{what}: mask of shape {arr.shape} for {rel.name} of size "
-                            f"{rel.size}")
-        return np.flatnonzero(arr).astype(np.int64)
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if arr.dtype.kind not in "iu" or arr.ndim != 1:
-        raise DataError(f"{what}: need a boolean mask or a 1-D array of row indices, got "
-                        f"{arr.dtype} of shape {arr.shape}")
-    if arr.min() < 0 or arr.max() >= rel.size:
-        raise DataError(f"{what}: row indices must lie in [0, {rel.size}) of {rel.name}")
-    return np.unique(arr).astype(np.int64)

@@ -1,30 +1,10 @@
-"""Executing kernels: find (or build) the compiled launch for (kernel, relation, target), run it.
+"""Executing kernels: find (or build) the compiled launch for (kernel, relation, config), run it.
 
 This is the launcher `relsim/__init__` installs into the relations package."""
 from __future__ import annotations
 
 from .. import config as _config
-from ..errors import ConfigError
-from .backends.base import Backend
 from .pipeline import analyse
-
-_BACKENDS: dict = {}
-
-
-def register_backend(backend: Backend) -> None:
-    _BACKENDS[backend.name] = backend
-
-
-def backends() -> dict:
-    return dict(_BACKENDS)
-
-
-def _backend(name: str) -> Backend:
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise ConfigError(f"no backend {name!r}; registered: {', '.join(sorted(_BACKENDS))}") \
-            from None
 
 
 def executable(kernel, relation, cfg):
@@ -35,13 +15,13 @@ def executable(kernel, relation, cfg):
         if not hasattr(kernel, "_plans"):
             raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}")
         analysed = analyse(kernel, relation)
-        exe = _backend(cfg.backend_name).compile(analysed, cfg)
+        exe = cfg.backend.compile(analysed, cfg)
         kernel._plans[key] = exe
     return exe
 
 
 def run(kernel, relation, subset, config) -> None:
-    cfg = config if config is not None else _config._current
+    cfg = config if config is not None else (_config._current or _config.current())
     try:
         last = kernel._last
     except AttributeError:

@@ -56,8 +56,7 @@ def main(argv=None) -> int:
     t_mesh = time.perf_counter() - t0
     print(f"mesh: {how} in {t_mesh:.2f} s: {mesh.nnode} nodes, {mesh.ncell} cells, "
           f"{mesh.nedge} edges, {mesh.nbedge} bedges")
-    import numba
-    threads = numba.get_num_threads() if cfg.backend_name == "cpu" else 1
+    threads = cfg.thread_count()
     print(f"target {cfg.target}, {threads} thread(s)")
     af = solver.build(mesh)
 

@@ -196,15 +196,14 @@ class Output:
     ELEM = ["e", "p", "q", "v", "ss"]
 
     def __init__(self, directory: str, L, every: int):
-        from relsim.domains import io
+        from relsim.output import TimeSeries
         os.makedirs(directory, exist_ok=True)
         self.every = every
         self.series = []
         for rel, fields, stem in ((L.nodes, self.NODE, "lulesh_nodes"),
                                   (L.elems, self.ELEM, "lulesh_elems")):
             for ext in (".pvd", ".xdmf"):
-                self.series.append(io.TimeSeries(os.path.join(directory, stem + ext), rel,
-                                                 fields))
+                self.series.append(TimeSeries(os.path.join(directory, stem + ext), rel, fields))
 
     def write(self, t: float) -> None:
         for s in self.series:
@@ -292,9 +291,4 @@ def main(argv=None) -> int:
 
 
 def _threads(cfg) -> int:
-    if cfg.backend_name != "cpu":
-        return 1
-    if cfg.target == "cpu-serial":
-        return 1
-    import numba
-    return cfg.threads or numba.get_num_threads()
+    return cfg.thread_count()

@@ -1,24 +1,74 @@
-"""The backend interface: every target compiles an analysed kernel into something it can launch.
+"""The backend interface: what a target offers the runtime. Read this and
+`docs/architecture.md` ("Backends") to write one.
 
-`compile(analysed, options)` returns an executable with `launch(relation, subset)`; `allocate`,
-`to_device` and `sync` move data for targets with their own memory (host backends keep NumPy
-arrays in place).
+A **backend** (registered as a target with `rs.register_backend(name, backend)` or the
+``relsim.backends`` entry-point group) turns an analysed kernel into a `Launch`:
+
+* ``compile(analysed, config) -> Launch``: `analysed` is the `runtime.pipeline.Analysed` of one
+  kernel over one relation (typed IR, access summary, phase information, reduction slot
+  layouts); `config` the `rs.Config` it runs under. The runtime caches the result per (kernel,
+  relation schema, config) and calls it for every launch.
+* ``configure(config)``: `config` became the process default (`rs.configure`): apply its
+  process-wide settings (the cpu backend sets Numba's thread count) or raise a ConfigError.
+* ``threads(config) -> int``: how many threads a launch under `config` uses (reports print it).
+
+A **launch** (the compiled form) offers:
+
+* ``launch(relation, subset)``: run the kernel once for every row of `relation`, or of `subset`
+  (a `Subset` of it) when not None, with the serial meaning (rows in ascending order, program
+  order within a row) — results may not depend on how the rows are scheduled;
+* ``analysed``, and ``source`` / ``path``: the generated module's text and file, or None when
+  nothing is generated (what `rs.explain` prints).
+
+**Where data lives.** Fields and Globals keep a host array (``field._data``, ``g._data``): the
+data model's view. A backend that keeps newer values elsewhere — reductions whose fold it left
+pending (cpu, `runtime/pending.py`), a device copy, ghost rows — attaches a `Residency` to the
+field or Global (``obj.residency``); the data model calls it before the host array is read and
+after the host wrote it, and knows nothing else of how kernels run. A backend reads and writes
+the host arrays it is given only after bringing them up to date (``residency.before_host_read``),
+and detaches its residency when the host array is current again.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from typing import Protocol
 
-class Backend:
+
+class Launch(ABC):
+    """One kernel compiled for one relation and configuration."""
+
+    analysed = None  # the runtime.pipeline.Analysed it was compiled from
+    source: str | None = None  # generated module source, if any (rs.explain)
+    path: str | None = None  # the file holding `source` (tracebacks point into it)
+
+    @abstractmethod
+    def launch(self, relation, subset) -> None:
+        """Run over every row of `relation` (or of `subset`, a Subset of it, if not None)."""
+
+
+class Backend(ABC):
+    """A target's compiler (one object per registered target)."""
+
     name = "?"
 
-    def compile(self, analysed, options):
-        raise NotImplementedError
+    @abstractmethod
+    def compile(self, analysed, config) -> Launch:
+        """The launchable form of `analysed` under `config`."""
 
-    def allocate(self, shape, dtype):
-        import numpy as np
-        return np.zeros(shape, dtype)
+    def configure(self, config) -> None:  # noqa: B027  (optional: most targets have none)
+        """`config` became the process default: apply process-wide settings (default: none)."""
 
-    def to_device(self, array):
-        return array
+    def threads(self, config) -> int:
+        """Threads a launch under `config` uses (default: 1)."""
+        return 1
 
-    def sync(self) -> None:
-        pass
+
+class Residency(Protocol):
+    """Attached by the runtime as ``field.residency`` / ``global.residency`` while the host array
+    is not the current copy of the values; None otherwise."""
+
+    def before_host_read(self, obj) -> None:
+        """Bring `obj`'s host array up to date (it is about to be read, or handed out)."""
+
+    def after_host_write(self, obj) -> None:
+        """The host just wrote `obj`'s host array: what was kept elsewhere is outdated."""

@@ -5,11 +5,11 @@ Launch path (kept lean: no analysis, no argument rebuilding unless storage chang
   1. re-bind arrays if any relation's storage changed (and rebuild the slot inverse indexes);
      checked through the global storage epoch first, so an unchanged launch costs one compare;
   2. call the serial or parallel kernel (chosen, with its argument tuple, at bind time);
-  3. leave the folds of its reduction slots pending: a Global's until its value is next needed
-     (`Global.defer`), a field's until the next launch that touches the field (`Field.defer`),
-     which absorbs them (folding each row first, in a compiled variant) when it touches the
-     field only at its own key over the whole relation, and otherwise folds them before it runs
-     (`settle`); the host and relsim internals fold them on access (`Field.data`).
+  3. leave the folds of its reduction slots pending (`runtime/pending.py`): a Global's until its
+     value is next needed, a field's until the next launch that touches the field, which
+     absorbs them (folding each row first, in a compiled variant) when it touches the field
+     only at its own key over the whole relation, and otherwise folds them before it runs
+     (`settle`); the host and relsim internals fold them on access (the field's residency).
 """
 from __future__ import annotations
 
@@ -20,29 +20,58 @@ import numpy as np
 from numba import njit
 
 from ...errors import ConfigError, KernelRuntimeError
-from ...relations import launch as _launch
 from ...relations.field import Field
 from ...relations.globals import Global
-from .. import affine, cache, row_changes
-from ..lowering import KernelLowerer
+from ...types import elem_of
+from .. import affine, cache, epoch, pending, row_changes
+from ..lowering import (
+    CpuLowerer,
+    DeleteFlags,
+    FieldStorage,
+    GlobalStorage,
+    GroupOffsets,
+    GroupRows,
+    InsertFlags,
+    InsertValues,
+    ReductionSlots,
+    SlotPlaces,
+)
 from ..slots import identity
-from ..typecheck import elem_of
 from . import cpu_folds
-from .base import Backend
+from .base import Backend, Launch
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
 
 
 class CpuBackend(Backend):
-    name = "cpu"
+    """Targets ``cpu`` (parallel above `Config.parallel_threshold` rows) and ``cpu-serial``
+    (``serial=True``: always the serial variant)."""
+
+    def __init__(self, serial: bool = False):
+        self.serial = serial
+        self.name = "cpu-serial" if serial else "cpu"
+
+    def configure(self, config) -> None:
+        if config.threads is not None:
+            _check_threads(config.threads)
+            numba.set_num_threads(config.threads)
+
+    def threads(self, config) -> int:
+        return 1 if self.serial else config.threads or numba.get_num_threads()
 
     def compile(self, analysed, options):
-        lowerer = KernelLowerer(analysed)
+        lowerer = CpuLowerer(analysed)
         module_ast = lowerer.module()
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}\n" + \
             ast.unparse(module_ast) + "\n"
         mod = cache.module_for(source, options.cache_path(), _safe(analysed.kernel_name))
-        return CpuExecutable(analysed, lowerer.params.items, mod, source, options)
+        return CpuExecutable(analysed, lowerer.params.items, mod, source, options, self.serial)
+
+
+def _check_threads(threads: int) -> None:
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        raise ConfigError(f"threads={threads} exceeds the Numba thread pool "
+                          f"({numba.config.NUMBA_NUM_THREADS}); set NUMBA_NUM_THREADS")
 
 
 def _apply_row_changes(relation, deleted, inserts) -> None:
@@ -72,8 +101,8 @@ class _Binding:
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding")
 
 
-class CpuExecutable:
-    def __init__(self, analysed, params, mod, source, options):
+class CpuExecutable(Launch):
+    def __init__(self, analysed, params, mod, source, options, serial):
         self.analysed = analysed
         self.params = params
         self.source = source
@@ -87,19 +116,19 @@ class CpuExecutable:
         self.targets = {k: njit(parallel=True, **flags)(getattr(mod, f"targets_{k}"))
                         for k in range(len(analysed.layouts))
                         if hasattr(mod, f"targets_{k}")}
-        self.force_serial = options.target == "cpu-serial"
+        self.force_serial = serial
         self.threads = options.threads
-        if self.threads is not None and self.threads > numba.config.NUMBA_NUM_THREADS:
-            raise ConfigError(f"threads={self.threads} exceeds the Numba thread pool "
-                              f"({numba.config.NUMBA_NUM_THREADS}); set NUMBA_NUM_THREADS")
+        if self.threads is not None:
+            _check_threads(self.threads)
         self.threshold = options.parallel_threshold
         rels = {id(analysed.relation): analysed.relation}
-        for _, kind, obj in params:
-            if kind == "field":
-                rels[id(obj.relation)] = obj.relation
-            elif kind in ("goff", "grows"):
-                rels[id(obj.source)] = obj.source
-                rels[id(obj.target)] = obj.target
+        for p in params:
+            match p:
+                case FieldStorage(field=f):
+                    rels[id(f.relation)] = f.relation
+                case GroupOffsets(grouping=g) | GroupRows(grouping=g):
+                    rels[id(g.source)] = g.source
+                    rels[id(g.target)] = g.target
         self.relations = tuple(rels.values())
         self.options = options
         self.absorbing_fns: dict = {}
@@ -126,12 +155,12 @@ class CpuExecutable:
         if self.threads is not None and numba.get_num_threads() != self.threads:
             return self.launch_with_threads(relation, subset)
         b = self.bindings.get(subset)
-        if b is None or b.epoch != _launch.storage_epoch or b.size != relation.size:
+        if b is None or b.epoch != epoch.value or b.size != relation.size:
             b = self.refresh(relation, subset, b)
         for g in b.globals:  # read here, or reduced into (folds keep launch order)
-            if g.pending is not None:
-                g.flush()
-        if _launch.pending_fields or b.outstanding:
+            if g.residency is not None:
+                g.residency.before_host_read(g)
+        if pending.fields or b.outstanding:
             fn, args = self.settle(b)
         else:
             fn, args = b.fn, b.call_args
@@ -144,10 +173,10 @@ class CpuExecutable:
             if pf.field.exposed:
                 pf.fold()
             else:
-                pf.field.defer(pf)
+                pending.defer(pf.field, pf)
                 b.outstanding += 1
         for g, fold in b.folds:
-            g.defer(fold)
+            pending.defer_global(g, fold)
 
     def settle(self, b):
         """Before a launch, with reductions pending somewhere: fold this kernel's own pending
@@ -157,24 +186,24 @@ class CpuExecutable:
         Returns the function to call and its arguments."""
         if b.outstanding:
             for f in self.gather_fields:
-                f.flush()
+                pending.flush(f)
         absorbing = []
         for f, absorbable in self.touched:
-            if f.pending:
+            if pending.folds_of(f):
                 if absorbable and not b.has_rows:
                     absorbing.append(f)
                 else:
-                    f.flush()
+                    pending.flush(f)
         if not absorbing:
             return b.fn, b.call_args
-        pending = [pf for f in absorbing for pf in f.pending]
+        pfs = [pf for f in absorbing for pf in pending.folds_of(f)]
         folds = tuple((pf.field, cpu_folds.OP_NAMES[pf.op], pf.absorb_args[1] is not None)
-                      for pf in pending)
+                      for pf in pfs)
         fn = self.absorbing(folds, b.parallel)  # compiled before the folds leave their fields
         for f in absorbing:
-            for pf in f.take_pending():
+            for pf in pending.take(f):
                 pf.owner.outstanding -= 1
-        return fn, b.call_args + tuple(a for pf in pending for a in pf.absorb_args)
+        return fn, b.call_args + tuple(a for pf in pfs for a in pf.absorb_args)
 
     def absorbing(self, folds, parallel):
         """The kernel (over a whole relation) that first folds, row by row, pending reductions
@@ -182,11 +211,11 @@ class CpuExecutable:
         key = (tuple((f.name, op, has_ids) for f, op, has_ids in folds), parallel)
         fn = self.absorbing_fns.get(key)
         if fn is None:
-            lowerer = KernelLowerer(self.analysed, absorb=folds)
+            lowerer = CpuLowerer(self.analysed, absorb=folds)
             source = f"# relsim kernel {self.analysed.kernel_name!r} over " \
                 f"{self.analysed.relation.name}, folding pending reductions first\n" + \
                 ast.unparse(lowerer.module()) + "\n"
-            if [p for p, _, _ in lowerer.params.items] != [p for p, _, _ in self.params]:
+            if [p.name for p in lowerer.params.items] != [p.name for p in self.params]:
                 raise AssertionError("absorbing variant lowered with different parameters")
             mod = cache.module_for(source, self.options.cache_path(),
                                    _safe(self.analysed.kernel_name) + "_absorb")
@@ -210,7 +239,7 @@ class CpuExecutable:
         versions = tuple(r.storage_version for r in self.relations) + (relation.size,)
         if b is None or b.versions != versions:
             b = self.bind(relation, subset, versions)
-        b.epoch = _launch.storage_epoch
+        b.epoch = epoch.value
         b.size = relation.size
         return b
 
@@ -227,36 +256,36 @@ class CpuExecutable:
         b.rows = _EMPTY_ROWS if subset is None else subset.rows
         b.has_rows = subset is not None
         args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
-        for _pname, kind, obj in self.params:
-            if kind == "field":  # the storage itself: pending reductions stay pending
-                args.append(obj._data)
-            elif kind == "global":
-                args.append(obj.data)
-            elif kind == "goff":
-                args.append(obj.arrays()[0])
-            elif kind == "grows":
-                args.append(obj.arrays()[1])
-            elif kind == "slots":
-                arr = self.slot_array(obj, b.n)
-                slot_arrays[id(obj)] = arr
-                args.append(arr)
-            elif kind == "spos":  # filled below, once the targets are known
-                nslots = b.n * obj.per_row
-                args.append(np.empty(nslots, dtype=np.int32 if nslots < 2 ** 31 else np.int64))
-                slot_places[id(obj)] = args[-1]
-            elif kind == "delete":
-                args.append(np.zeros(relation.size, dtype=bool))
-                deleted = args[-1]
-            elif kind.startswith("ins"):  # insert flags / values: one entry per slot
-                k = int(kind[3:].split("f")[0].split("v")[0])
-                lay = self.analysed.inserts[k]
-                nslots = b.n * lay.per_row
-                if kind.endswith("flag"):
-                    args.append(np.zeros(nslots, dtype=bool))
+        for p in self.params:
+            match p:
+                case FieldStorage(field=f):  # the storage: pending reductions stay pending
+                    args.append(f._data)
+                case GlobalStorage(glob=g):
+                    args.append(g.data)
+                case GroupOffsets(grouping=g):
+                    args.append(g.arrays()[0])
+                case GroupRows(grouping=g):
+                    args.append(g.arrays()[1])
+                case ReductionSlots(layout=lay):
+                    arr = self.slot_array(lay, b.n)
+                    slot_arrays[id(lay)] = arr
+                    args.append(arr)
+                case SlotPlaces(layout=lay):  # filled below, once the targets are known
+                    nslots = b.n * lay.per_row
+                    args.append(np.empty(nslots, dtype=np.int32 if nslots < 2 ** 31 else
+                                         np.int64))
+                    slot_places[id(lay)] = args[-1]
+                case DeleteFlags():
+                    args.append(np.zeros(relation.size, dtype=bool))
+                    deleted = args[-1]
+                case InsertFlags(index=k, layout=lay):  # one entry per insert slot
+                    args.append(np.zeros(b.n * lay.per_row, dtype=bool))
                     inserts[k] = (lay.target, args[-1], {})
-                else:
-                    args.append(np.zeros((nslots, obj.type.ncomp), dtype=obj.data.dtype))
-                    inserts.setdefault(k, (lay.target, None, {}))[2][obj] = args[-1]
+                case InsertValues(index=k, layout=lay, field=f):
+                    args.append(np.zeros((b.n * lay.per_row, f.type.ncomp), dtype=f.data.dtype))
+                    inserts.setdefault(k, (lay.target, None, {}))[2][f] = args[-1]
+                case _:
+                    raise TypeError(f"cpu backend: no binding for parameter {p!r}")
         b.args = tuple(args)
         affine.check_launch_space(self.analysed, relation, None if subset is None else b.rows)
         gathers, b.folds = [], []
@@ -308,7 +337,8 @@ class CpuExecutable:
             b.post.append((_apply_row_changes, (relation, deleted, tuple(inserts.values()))))
         b.post, b.deferred = tuple(b.post), tuple(b.deferred)
         b.folds = tuple(b.folds)
-        b.globals = tuple({id(o): o for _, kind, o in self.params if kind == "global"}.values()) \
+        b.globals = tuple({id(p.glob): p.glob for p in self.params
+                           if isinstance(p, GlobalStorage)}.values()) \
             + tuple(g for g, _ in b.folds)
         self.bindings[subset] = b
         return b
@@ -344,7 +374,7 @@ class CpuExecutable:
     @staticmethod
     def make_fold(lay, vals, b):
         g: Global = lay.target
-        flat = g._data.reshape(-1)  # the fold runs inside `g.flush`: not the flushing `data`
+        flat = g._data.reshape(-1)  # the fold runs from the Global's residency: not `data`
         if lay.op in ("argmin", "argmax"):
             rows, has_rows, per_row, is_min = b.rows, b.has_rows, lay.per_row, lay.op == "argmin"
             return lambda: cpu_folds.fold_arg(flat, g._row_data, vals, per_row, rows, has_rows,

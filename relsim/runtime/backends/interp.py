@@ -12,10 +12,10 @@ import ctypes.util
 import numpy as np
 
 from ...errors import KernelRuntimeError
-from ...types import KeyType, KeyVecType, ScalarType
+from ...types import KeyType, KeyVecType, ScalarType, elem_of
 from .. import affine, row_changes, semantics
-from ..typecheck import elem_of
-from .base import Backend
+from ..builtin_table import MATH
+from .base import Backend, Launch
 
 _libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 
@@ -24,7 +24,7 @@ def _libm_fn(name, single):
     fn = getattr(_libm, name + ("f" if single else ""))
     ct = ctypes.c_float if single else ctypes.c_double
     fn.restype = ct
-    fn.argtypes = [ct] * (2 if name in ("atan2", "pow", "copysign") else 1)
+    fn.argtypes = [ct] * MATH[name].arity
     return fn
 
 
@@ -81,10 +81,11 @@ class NumpyAlgebra:
     _cache: dict = {}
 
     def math(self, name, args, t):
-        if name == "sqrt":
-            return np.sqrt(args[0])
-        if name in ("fabs", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite"):
-            return getattr(np, {"fabs": "abs"}.get(name, name))(args[0])
+        """NumPy or the C library, as `builtin_table.MATH` says (NumPy only where it computes
+        what the compiled code does: sqrt is correctly rounded, the others exact)."""
+        oracle = MATH[name].oracle
+        if oracle is not None:
+            return getattr(np, oracle)(args[0])
         single = t.dtype == np.float32
         key = (name, single)
         fn = self._cache.get(key)
@@ -105,7 +106,9 @@ class _Return(Exception):
     pass
 
 
-class InterpExecutable:
+class InterpExecutable(Launch):
+    """Runs the typed IR row by row (generates nothing: `source` and `path` are None)."""
+
     def __init__(self, analysed):
         self.a = self.analysed = analysed
         self.alg = NumpyAlgebra()
@@ -192,7 +195,7 @@ class InterpExecutable:
         et = elem_of(g.type)
         flat = g.data.reshape(-1)
         if s.op in ("argmin", "argmax"):
-            better = self.alg.compare("<" if s.op == "argmin" else ">", val[0], flat[0], et)
+            better = semantics.arg_better(self.alg, s.op, flat[0], val[0], et)
             if better:
                 flat[0] = val[0]
                 g.row_data[0] = self.row
@@ -357,6 +360,6 @@ def _columns(rel, rows: list) -> tuple:
 class InterpBackend(Backend):
     name = "interp"
 
-    def compile(self, analysed, options):
+    def compile(self, analysed, config):
         return InterpExecutable(analysed)
 
