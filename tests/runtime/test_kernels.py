@@ -268,3 +268,22 @@ def test_cbrt_is_the_c_librarys_in_both_precisions(target):
     want_f = [libm.cbrt(float(v)) for v in x.astype(np.float32)]
     np.testing.assert_array_equal(R.yf.numpy(), np.array(want_f).astype(np.float32))
     assert np.allclose(want, np.cbrt(x), rtol=1e-15, atol=0)
+
+
+def test_cbrt_of_a_constant_negative_zero_keeps_its_sign(target):
+    # LLVM folds cbrt(-0.0) of a constant to +0.0; the C library (and so interp) keeps -0.0
+    # (found by the differential soak: atan2(y, cbrt(-0.0)) gave 0 instead of pi)
+    R = rs.Relation("R", 3)
+    R.new_field("z", rs.f64)
+    R.new_field("zf", rs.f32)
+    R.new_field("a", rs.f64)
+
+    @rs.kernel
+    def k(r):
+        r.z = math.cbrt(-0.0)
+        r.zf = np.cbrt(rs.f32(-0.0))
+        r.a = math.atan2(0.0, math.cbrt(-0.0))  # pi for -0.0, 0 for +0.0
+
+    R.foreach(k, target)
+    assert np.all(np.signbit(R.z.numpy())) and np.all(np.signbit(R.zf.numpy()))
+    assert np.all(R.a.numpy() == math.pi)
