@@ -2,7 +2,8 @@
 
 * the frontend: which Python objects name a builtin (`callables`, `REDUCE_STATEMENTS`);
 * the type checker (`calls.py`): a math function's arity and result;
-* the lowering (`lowering/emit.py`): the module generated code calls, `math` or NumPy;
+* the lowering (`lowering/emit.py`): the module generated code calls: `math`, NumPy, or
+  `_libm` (`lowering/libm.py`, the C library called directly);
 * the `interp` oracle (`backends/interp.py`): the C library (through ctypes, as compiled code
   calls it) or a NumPy function.
 
@@ -40,7 +41,9 @@ def _math(*names, arity=1, predicate=False, lowered="math", oracle=None) -> list
 # in the order the frontend has always looked them up (an object found twice keeps the last)
 MATH = {f.name: f for f in [
     *_math("sqrt", oracle="np"),
-    *_math("cbrt", lowered="np"),  # np.cbrt is glibc's cbrt (single precision: through double)
+    # the C library's cbrt, called directly (`lowering/libm.py`: Numba's np.cbrt is a power
+    # that LLVM folds differently for constants); single precision goes through double
+    *_math("cbrt", lowered="_libm"),
     *_math("exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos",
            "atan"),
     *_math("atan2", arity=2),

@@ -94,12 +94,9 @@ def call(alg, name, args, arg_types, rt):
         x, y = args[0][0], args[1][0]
         ss = alg.binop("+", alg.binop("*", x, x, et), alg.binop("*", y, y, et), et)
         return [alg.math("sqrt", [ss], et)]
-    if name == "cbrt":  # single precision: through double (Numba's np.cbrt)
-        # the C library keeps the sign of a zero, but LLVM folds cbrt(-0.0) of a constant to
-        # +0.0: copysign states the sign explicitly (a no-op for every other argument)
-        x = args[0][0] if et == f64 else alg.cast(args[0][0], et, f64)
-        r = alg.math("copysign", [alg.math("cbrt", [x], f64), x], f64)
-        return [r] if et == f64 else [alg.cast(r, f64, et)]
+    if name == "cbrt" and et != f64:  # single precision: through double (the C library's)
+        wide = alg.math("cbrt", [alg.cast(args[0][0], et, f64)], f64)
+        return [alg.cast(wide, f64, et)]
     if name in MATH and MATH[name].predicate:  # computed in the argument's type
         return [alg.math(name, [args[0][0]], elem_of(arg_types[0]))]
     return [alg.math(name, [a[0] for a in args], et)]
