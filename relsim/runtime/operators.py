@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ..types import (
     KeyType,
     MatType,
@@ -126,7 +128,8 @@ class OperatorTyping:
         if x.type == t:
             return x
         if isinstance(x, ir.Const) and isinstance(t, ScalarType):
-            return ir.Const(x.loc, t.dtype.type(x.value).item(), type=t)
+            with np.errstate(over="ignore"):  # a float constant too large for f32 is inf
+                return ir.Const(x.loc, t.dtype.type(x.value).item(), type=t)
         return ir.Cast(x.loc, x, type=t)
 
     def convert(self, x, t, loc, what=None):

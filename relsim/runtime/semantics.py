@@ -172,11 +172,31 @@ def reduce_step(alg, op, cur, x, et):
     raise ValueError(op)
 
 
+def global_step(alg, op, cur, x, et):
+    """One step of a Global reduction's fold, `cur op x`, taken in ascending row order. As
+    `reduce_step`, except that a float min/max is NaN as soon as any input is (the lowest row's
+    NaN wins, and stays), so the result depends on no order but the rows' (ties too go to the
+    lowest row). Float sums do not fold step by step: they are exact (`exact_sum`); float
+    products are refused by the type checker."""
+    if op in ("min", "max") and et.is_float:
+        pick = _pick(alg, op, cur, x, et)
+        return alg.select(alg.math("isnan", [cur], et), cur,
+                          alg.select(alg.math("isnan", [x], et), x, pick, et), et)
+    return reduce_step(alg, op, cur, x, et)
+
+
 def arg_better(alg, op, best, x, et):
-    """Whether an arg-min/arg-max reduction takes x (and its row) over `best`: only when strictly
-    better, so the first row attaining the extremum wins."""
-    return alg.compare("<" if op == "argmin" else ">", x, best, et)
+    """Whether an arg-min/arg-max reduction takes x (and its row) over `best`, rows taken in
+    ascending order: when strictly better, or when x is the first NaN (then the result is NaN,
+    at the lowest row holding one). Ties keep the lowest row."""
+    better = alg.compare("<" if op == "argmin" else ">", x, best, et)
+    if not et.is_float:
+        return better
+    first_nan = alg.select(alg.math("isnan", [best], et), alg.const(False, bool_),
+                           alg.math("isnan", [x], et), bool_)
+    return alg.select(first_nan, alg.const(True, bool_), better, bool_)
 
 
-__all__ = ["binop", "unop", "call", "cast", "reduce_step", "arg_better", "FOLD_OPS",
+__all__ = ["binop", "unop", "call", "cast", "reduce_step", "global_step", "arg_better",
+           "FOLD_OPS",
            "ScalarType"]

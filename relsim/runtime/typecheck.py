@@ -103,6 +103,11 @@ class TypeChecker(OperatorTyping):
             if op in ("argmin", "argmax") and not isinstance(t, ScalarType):
                 raise self.err(f"{op} reductions need a scalar Global, not {t!r}", s.loc)
             self.check_reduce_op(op, t, s.loc)
+            if op == "*" and elem_of(t).is_float:
+                raise self.err(f"'*=' into float Global {g.name!r} has no order-independent "
+                               f"result (a float product depends on the order of its factors, "
+                               f"and Global reductions run in any order); sum logarithms "
+                               f"instead: g += math.log(x), then math.exp(g.value)", s.loc)
             return ir.GlobalReduce(s.loc, g, op, self.convert(v, t, s.loc, "the Global"))
         tgt = self.expr(s.target)
         key, field, index = self.field_target(tgt, s.loc, "reduce into")

@@ -48,7 +48,7 @@ GLOBALS = {
     "g_in": ("f64", None), "g32": ("f32", None), "gi": ("i64", None),
     "total": ("f64", "+"), "tot32": ("f32", "+"), "itot": ("i64", "+"), "lo": ("f64", "min"),
     "hi": ("f64", "max"), "amin": ("f64", "argmin"), "amax": ("f64", "argmax"),
-    "prod": ("f64", "*"), "anyneg": ("bool", "or"), "allpos": ("bool", "and"),
+    "prod": ("i64", "*"), "anyneg": ("bool", "or"), "allpos": ("bool", "and"),
     "vsum": ("v3", "+"), "imx": ("i32", "max"),
 }
 REDUCIBLE_V = [n for n, (_, role) in V_FIELDS.items() if role not in ("in", "out")]

@@ -327,31 +327,21 @@ def build(g):
                 q_limiter=q_limiter, eos=eos, finish=finish)
 
 
-def checksums(elems, nodes, config=None):
-    """Kernels summing the end state in index order (Globals fold in row order): returns
-    a function computing {name: value} for e, p, q, v, ss, x+y+z and xd+yd+zd."""
-    se, sp, sq, sv, sss = (rs.Global(rs.f64, 0.0) for _ in range(5))
-    sx, sxd = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
+def checksums(elems, nodes):
+    """A function computing {name: value} for the end state's sums of e, p, q, v, ss, x+y+z and
+    xd+yd+zd as the reference computes them: one running sum in index order, left to right. They
+    are host-side (np.cumsum adds in sequence): a float Global sum in relsim is exact and
+    order-free, which the reference's checksums are not."""
 
-    @rs.kernel
-    def sum_elems(el):
-        se += el.e
-        sp += el.p
-        sq += el.q
-        sv += el.v
-        sss += el.ss
-
-    @rs.kernel
-    def sum_nodes(n):
-        sx += n.x + n.y + n.z
-        sxd += n.xd + n.yd + n.zd
+    def running(a) -> float:
+        return float(np.cumsum(a)[-1]) if len(a) else 0.0
 
     def compute() -> dict:
-        for gl in (se, sp, sq, sv, sss, sx, sxd):
-            gl.value = np.float64(0.0)
-        elems.foreach(sum_elems, config)
-        nodes.foreach(sum_nodes, config)
-        return {"e": se.value, "p": sp.value, "q": sq.value, "v": sv.value, "ss": sss.value,
-                "x+y+z": sx.value, "xd+yd+zd": sxd.value}
+        f = {n: elems.field(n).numpy(copy=True) for n in ("e", "p", "q", "v", "ss")}
+        g = {n: nodes.field(n).numpy(copy=True) for n in ("x", "y", "z", "xd", "yd", "zd")}
+        out = {n: running(a) for n, a in f.items()}
+        out["x+y+z"] = running(g["x"] + g["y"] + g["z"])  # (x + y) + z per node, as the kernel
+        out["xd+yd+zd"] = running(g["xd"] + g["yd"] + g["zd"])
+        return out
 
     return compute

@@ -73,7 +73,7 @@ class Lulesh:
             self.regions.append((sub, repetitions(r, num_reg, cost)))
         self.g = Globals()
         self.k = {**nodal.build(self.g), **elements.build(self.g)}
-        self.checksums = elements.checksums(self.elems, self.nodes, config)
+        self.checksums = elements.checksums(self.elems, self.nodes)
         # initial state
         self.elems.foreach(self.k["initial_mass"], config)
         scale = s / 45.0

@@ -145,6 +145,20 @@ def test_divide_assign_a_global():
     expect_error(V, shrink, rs.PhaseError, ValueError, "Global 'g'", "'/='", "not a reduction")
 
 
+def test_multiply_assign_a_float_global():
+    V, _ = mesh()
+    g = rs.Global(rs.f64, 1.0)
+    n = rs.Global(rs.i64, 1)
+
+    @rs.kernel
+    def product(v):
+        n *= 3  # integers: exact whatever the order (wrapping), accepted
+        g *= v.T  # <- here
+
+    expect_error(V, product, rs.KernelTypeError, TypeError, "'*=' into float Global 'g'",
+                 "order-independent", "math.log")
+
+
 # -- reductions must have a static slot layout ---------------------------------------------------
 def test_key_reduction_in_a_while_loop():
     V, E = mesh()

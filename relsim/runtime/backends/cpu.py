@@ -379,6 +379,9 @@ class CpuExecutable(Launch):
             rows, has_rows, per_row, is_min = b.rows, b.has_rows, lay.per_row, lay.op == "argmin"
             return lambda: cpu_folds.fold_arg(flat, g._row_data, vals, per_row, rows, has_rows,
                                               is_min)
+        et = elem_of(g.type)
+        if lay.op == "+" and et.is_float:  # exact: independent of the order of the slots
+            return lambda: cpu_folds.fold_exact_sum(flat, vals)
         op = cpu_folds.OPS[lay.op]
-        fn = cpu_folds.fold_bool if elem_of(g.type).is_bool else cpu_folds.fold_num
+        fn = cpu_folds.fold_bool if et.is_bool else cpu_folds.fold_num
         return lambda: fn(flat, vals, op)

@@ -15,7 +15,7 @@ import types
 import numpy as np
 from numba import njit, prange
 
-from .. import semantics
+from .. import exact_sum, semantics
 
 
 class PendingFold:
@@ -60,6 +60,18 @@ def _combine(op, acc, v):
     if op == 2:
         return v if v < acc else acc
     return v if v > acc else acc
+
+
+@njit(inline="always")
+def _combine_global(op, acc, v):
+    """The compiled form of `semantics.global_step` for numbers: as `_combine`, except that a
+    min/max keeps the first NaN (x != x only for a NaN)."""
+    if op >= 2:
+        if acc != acc:
+            return acc
+        if v != v:
+            return v
+    return _combine(op, acc, v)
 
 
 @njit(inline="always")
@@ -140,11 +152,27 @@ gather_bool_parallel = njit(cache=True, parallel=True)(_named(_gather_bool, "_pa
 
 @njit(cache=True)
 def fold_num(g, vals, op):
+    """A Global's fold (not a float sum: those are exact, `exact_sum`): its slots in row order
+    (`semantics.global_step`)."""
     for c in range(g.shape[0]):
         acc = g[c]
         for s in range(vals.shape[0]):
-            acc = _combine(op, acc, vals[s, c])
+            acc = _combine_global(op, acc, vals[s, c])
         g[c] = acc
+
+
+def fold_exact_sum(g, vals) -> None:
+    """A float Global's sum: g[c] becomes the exact sum of g[c] and the slots vals[:, c],
+    rounded once to g's type (`exact_sum`): parallel over blocks of slots, and the same bits
+    for any order, block split or thread count. (Composed here in Python, not in a compiled
+    function calling exact_sum's: Numba would not see a change of that other file.)"""
+    accs = exact_sum.new_many(g.shape[0])
+    for c in range(g.shape[0]):
+        exact_sum.add(accs[c], float(g[c]))
+    exact_sum.sum_slots(vals, accs)
+    rnd = exact_sum.round_f32 if g.dtype == np.float32 else exact_sum.round_f64
+    for c in range(g.shape[0]):
+        g[c] = rnd(accs[c])
 
 
 @njit(cache=True)
@@ -158,13 +186,15 @@ def fold_bool(g, vals, op):
 
 @njit(cache=True)
 def fold_arg(g, grow, vals, per_row, rows, has_rows, is_min):
-    """Arg-min/arg-max: the first slot (in row order) strictly better than the running best
-    (`semantics.arg_better`)."""
+    """Arg-min/arg-max: the first slot (in row order) strictly better than the running best, or
+    the first NaN, which then stays (`semantics.arg_better`)."""
     best = g[0]
     brow = grow[0]
     for s in range(vals.shape[0]):
         v = vals[s, 0]
-        if (v < best) if is_min else (v > best):
+        if best != best:  # a NaN (the lowest row's) stays
+            break
+        if v != v or ((v < best) if is_min else (v > best)):
             best = v
             i = s // per_row
             brow = rows[i] if has_rows else i

@@ -12,8 +12,9 @@ import ctypes.util
 import numpy as np
 
 from ...errors import KernelRuntimeError
+from ...relations.globals import Global
 from ...types import KeyType, KeyVecType, ScalarType, elem_of
-from .. import affine, row_changes, semantics
+from .. import affine, exact_sum, row_changes, semantics
 from ..builtin_table import MATH
 from .base import Backend, Launch
 
@@ -118,6 +119,12 @@ class InterpExecutable(Launch):
         affine.check_launch_space(self.a, relation, None if subset is None else subset.rows)
         self.deleted = np.zeros(relation.size, dtype=bool) if self.a.deletes else None
         self.inserted = {lay.target: [] for lay in self.a.inserts}
+        # float Global sums are exact: their contributions are summed at the end (every such
+        # Global, also one no row reaches: the exact sum of its value alone may differ, -0.0)
+        self.sums = {lay.target: [[] for _ in range(lay.target.type.ncomp)]
+                     for lay in self.a.layouts
+                     if lay.op == "+" and isinstance(lay.target, Global)
+                     and elem_of(lay.target.type).is_float}
         with np.errstate(all="ignore"):
             for row in rows:
                 env = {}
@@ -126,6 +133,10 @@ class InterpExecutable(Launch):
                     self.block(self.a.body, env)
                 except _Return:
                     pass
+        for g, comps in self.sums.items():
+            flat = g.data.reshape(-1)
+            for c, contributions in enumerate(comps):
+                flat[c] = exact_sum.exact_sum_reference([flat[c]] + contributions, flat.dtype)
         row_changes.apply(relation, self.deleted, {
             rel: _columns(rel, rows_) for rel, rows_ in self.inserted.items()})
 
@@ -200,8 +211,12 @@ class InterpExecutable(Launch):
                 flat[0] = val[0]
                 g.row_data[0] = self.row
             return
+        if g in self.sums:
+            for c, v in enumerate(val):
+                self.sums[g][c].append(v)
+            return
         for c, v in enumerate(val):
-            flat[c] = semantics.reduce_step(self.alg, s.op, flat[c], v, et)
+            flat[c] = semantics.global_step(self.alg, s.op, flat[c], v, et)
 
     def s_If(self, s, env):
         self.block(s.body if self.expr(s.test, env)[0] else s.orelse, env)
