@@ -700,6 +700,61 @@ _FORMATS = {
 }
 
 
+# -- a Global's fold ------------------------------------------------------------------------
+# Few slots (a small relation): one serial compiled call, no parallel region (a launch's
+# overhead is a few microseconds; a parallel region alone costs more). Many: `sum_slots`.
+SERIAL_SLOTS = 1 << 12
+
+
+@njit(inline="always")
+def _column(g, vals, c):
+    acc = np.zeros(ACC_LEN, np.int64)
+    add(acc, np.float64(g[c]))
+    for s in range(vals.shape[0]):
+        add(acc, np.float64(vals[s, c]))
+    return acc
+
+
+@njit(**_JIT)
+def fold_serial_f64(g, vals):
+    """g[c] becomes the exact sum of g[c] and vals[:, c], rounded once (float64 g)."""
+    for c in range(g.shape[0]):
+        g[c] = round_f64(_column(g, vals, c))
+
+
+@njit(**_JIT)
+def fold_serial_f32(g, vals):
+    """As `fold_serial_f64`, for a float32 g (rounded once, to float32)."""
+    for c in range(g.shape[0]):
+        g[c] = round_f32(_column(g, vals, c))
+
+
+def fold_of(g, vals):
+    """The fold of a float Global's slots as a callable of no arguments (`fold_global`, with
+    the choice of path made once, for the launch's fixed slot array)."""
+    if vals.shape[0] * vals.shape[1] <= SERIAL_SLOTS:
+        fn = fold_serial_f32 if g.dtype == np.float32 else fold_serial_f64
+        return lambda: fn(g, vals)
+    return lambda: fold_global(g, vals)
+
+
+def fold_global(g, vals) -> None:
+    """A float Global's sum: g[c] (1-D storage, float64 or float32) becomes the exact sum of g[c]
+    and the slots vals[:, c], rounded once to g's type; serial for few slots, else in parallel
+    blocks (`sum_slots`). The bits depend only on the values, never on the path taken."""
+    single = g.dtype == np.float32
+    if vals.shape[0] * vals.shape[1] <= SERIAL_SLOTS:
+        (fold_serial_f32 if single else fold_serial_f64)(g, vals)
+        return
+    accs = new_many(g.shape[0])
+    for c in range(g.shape[0]):
+        add(accs[c], float(g[c]))
+    sum_slots(vals, accs)
+    rnd = round_f32 if single else round_f64
+    for c in range(g.shape[0]):
+        g[c] = rnd(accs[c])
+
+
 def round_fraction(value: Fraction, dtype) -> float:
     """value (any rational) correctly rounded to dtype (float64 or float32), to nearest, ties to
     even, with subnormals; beyond the overflow threshold an infinity of its sign; an exact zero

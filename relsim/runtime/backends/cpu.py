@@ -23,7 +23,7 @@ from ...errors import ConfigError, KernelRuntimeError
 from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import elem_of
-from .. import affine, cache, epoch, pending, row_changes
+from .. import affine, cache, epoch, exact_sum, pending, row_changes
 from ..lowering import (
     CpuLowerer,
     DeleteFlags,
@@ -381,7 +381,7 @@ class CpuExecutable(Launch):
                                               is_min)
         et = elem_of(g.type)
         if lay.op == "+" and et.is_float:  # exact: independent of the order of the slots
-            return lambda: cpu_folds.fold_exact_sum(flat, vals)
+            return exact_sum.fold_of(flat, vals)
         op = cpu_folds.OPS[lay.op]
         fn = cpu_folds.fold_bool if et.is_bool else cpu_folds.fold_num
         return lambda: fn(flat, vals, op)

@@ -15,7 +15,7 @@ import types
 import numpy as np
 from numba import njit, prange
 
-from .. import exact_sum, semantics
+from .. import semantics
 
 
 class PendingFold:
@@ -159,20 +159,6 @@ def fold_num(g, vals, op):
         for s in range(vals.shape[0]):
             acc = _combine_global(op, acc, vals[s, c])
         g[c] = acc
-
-
-def fold_exact_sum(g, vals) -> None:
-    """A float Global's sum: g[c] becomes the exact sum of g[c] and the slots vals[:, c],
-    rounded once to g's type (`exact_sum`): parallel over blocks of slots, and the same bits
-    for any order, block split or thread count. (Composed here in Python, not in a compiled
-    function calling exact_sum's: Numba would not see a change of that other file.)"""
-    accs = exact_sum.new_many(g.shape[0])
-    for c in range(g.shape[0]):
-        exact_sum.add(accs[c], float(g[c]))
-    exact_sum.sum_slots(vals, accs)
-    rnd = exact_sum.round_f32 if g.dtype == np.float32 else exact_sum.round_f64
-    for c in range(g.shape[0]):
-        g[c] = rnd(accs[c])
 
 
 @njit(cache=True)
