@@ -11,7 +11,9 @@ timed interleaved in one process, at each thread count (``numba.set_num_threads`
   today (`cpu_folds.fold_num`);
 * ``(c) sum_slots``: `exact_sum.sum_slots` into fresh accumulators, then `round_f64`: the
   correctly rounded exact sum, the same bits for every thread count (checked, and checked equal
-  to ``math.fsum``).
+  to ``math.fsum``);
+* ``(d) relsim``: what a user runs, ``total += r.x`` over a relation of n rows (the kernel
+  writes its slots, the fold (c) runs when ``total.value`` is read): launch plus read.
 
 Figures: min and median over ``--repeats`` runs in ms; ``c/a`` and ``c/b`` are medians of the
 per-repeat ratios (each pair timed back to back).
@@ -30,6 +32,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+import relsim as rs
 from relsim.runtime import exact_sum as es
 
 _JIT = dict(cache=True, error_model="numpy", boundscheck=False)
@@ -58,6 +61,20 @@ def exact(vals):
     return es.round_f64(acc[0])
 
 
+total = rs.Global(rs.f64, 0.0)
+
+
+@rs.kernel
+def add_rows(r):
+    total += r.x
+
+
+def relsim_sum(R, cfg):
+    total.value = 0.0
+    R.foreach(add_rows, cfg)
+    return total.value
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2_900_000)
@@ -72,15 +89,18 @@ def main(argv=None) -> None:
     vals = (rng.standard_normal(n) * 10.0 ** rng.uniform(-5, 5, n)).reshape(n, 1)
     g = np.zeros(1)
     expected = math.fsum(vals[:, 0])
+    R = rs.Relation("R", n)
+    R.new_field("x", rs.f64).load(vals[:, 0])
 
     rows = []
     for t in args.threads:
         if t > numba.config.NUMBA_NUM_THREADS:
             raise SystemExit(f"--threads {t} > NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS}")
         numba.set_num_threads(t)
-        got = exact(vals)  # also compiles
-        if got != expected or math.copysign(1, got) != math.copysign(1, expected):
-            raise SystemExit(f"sum_slots gave {got!r}, math.fsum {expected!r}")
+        cfg = rs.Config(target="cpu", threads=t)
+        for name, got in (("sum_slots", exact(vals)), ("relsim", relsim_sum(R, cfg))):
+            if got != expected or math.copysign(1, got) != math.copysign(1, expected):
+                raise SystemExit(f"{name} gave {got!r}, math.fsum {expected!r}")
         prange_sum(vals)
         serial_fold(g, vals)
         times = C.interleaved(
@@ -88,11 +108,13 @@ def main(argv=None) -> None:
                 "a": lambda: prange_sum(vals),
                 "b": lambda: serial_fold(g, vals),
                 "c": lambda: exact(vals),
+                "d": lambda cfg=cfg: relsim_sum(R, cfg),
             },
             repeats=args.repeats,
             number=args.number,
         )
-        (amin, amed), (bmin, bmed), (cmin, cmed) = (C.summary(times[k]) for k in "abc")
+        (amin, amed), (bmin, bmed), (cmin, cmed), (dmin, dmed) = \
+            (C.summary(times[k]) for k in "abcd")
         rows.append([
             t,
             f"{C.ms(amin)} / {C.ms(amed)}",
@@ -100,12 +122,14 @@ def main(argv=None) -> None:
             f"{C.ms(cmin)} / {C.ms(cmed)}",
             f"{C.paired_ratio(times['c'], times['a']):.2f}",
             f"{C.paired_ratio(times['c'], times['b']):.2f}",
+            f"{C.ms(dmin)} / {C.ms(dmed)}",
         ])
     print(C.machine_line())
     print(f"n = {n} float64, standard_normal * 10**uniform(-5, 5); ms per sum, min / median "
           f"of {args.repeats} repeats x {args.number} calls")
     print(C.table(
-        ["threads", "(a) prange sum", "(b) serial fold", "(c) sum_slots + round", "c/a", "c/b"],
+        ["threads", "(a) prange sum", "(b) serial fold", "(c) sum_slots + round", "c/a", "c/b",
+         "(d) relsim launch + read"],
         rows,
     ))
 
