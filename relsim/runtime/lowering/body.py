@@ -195,15 +195,7 @@ class BodyLowerer(ExprLowerer):
         trip = static_trip(s)
         var = self.local_names(s.var, i64)[0]
         if trip is not None:
-            counter = self.alg.fresh("_it")
-            self.loop_counters[id(s)] = counter
-            saved = self.alg.out
-            self.alg.out = []
-            self.bind_static_loop_var(s, counter)
-            body = self.alg.out + self.sub_block(s.body)
-            self.alg.out = saved
-            self.alg.out.append(ast.For(store(counter), call("range", ast.Constant(trip)), body,
-                                        []))
+            self.static_loop(s, trip)
             return
         bounds = [self.expr(x)[0] for x in (s.start, s.stop, s.step)]
         self.alg.out.append(ast.For(store(var), call("range", *bounds), self.sub_block(s.body),
@@ -228,6 +220,11 @@ class BodyLowerer(ExprLowerer):
                                                                    ast.Load())))
 
     def s_ForEach(self, s):
+        self.static_loop(s, s.seq.type.n)
+
+    def static_loop(self, s, trip: int):
+        """A loop with a compile-time trip count: a counter from 0, the loop variable bound
+        from it (its slots are numbered by the counter)."""
         counter = self.alg.fresh("_it")
         self.loop_counters[id(s)] = counter
         saved = self.alg.out
@@ -235,8 +232,8 @@ class BodyLowerer(ExprLowerer):
         self.bind_static_loop_var(s, counter)
         body = self.alg.out + self.sub_block(s.body)
         self.alg.out = saved
-        self.alg.out.append(ast.For(store(counter), call("range", ast.Constant(s.seq.type.n)),
-                                    body, []))
+        self.alg.out.append(ast.For(store(counter), call("range", ast.Constant(trip)), body,
+                                    []))
 
     def s_ForGroup(self, s):
         key = self.expr(s.group.key)[0]
