@@ -701,9 +701,11 @@ _FORMATS = {
 
 
 # -- a Global's fold ------------------------------------------------------------------------
-# Few slots (a small relation): one serial compiled call, no parallel region (a launch's
-# overhead is a few microseconds; a parallel region alone costs more). Many: `sum_slots`.
-SERIAL_SLOTS = 1 << 12
+# Up to SERIAL_SLOTS slots: one serial compiled call, no parallel region (a launch's overhead is
+# a few microseconds; a parallel region alone costs more; 2**17 slots take ~0.3 ms). Beyond:
+# `sum_slots`, whose first compilation (once per installation, then cached) takes ~7 s, which
+# small and medium problems so never pay.
+SERIAL_SLOTS = 1 << 17
 
 
 @njit(inline="always")
