@@ -33,15 +33,22 @@ def _load(name: str):
     return importlib.import_module(sims[name])
 
 
-def cmd_list(_args) -> int:
-    import relsim as rs
-    print("simulations:")
+def simulation_lines() -> list:
+    """One line per simulation: its name and the first line of its docstring."""
+    lines = []
     for name, path in sorted(simulations().items()):
         try:
             doc = (importlib.import_module(path).__doc__ or "").strip().splitlines()[0]
         except Exception as exc:  # a broken simulation must not hide the others
             doc = f"(cannot import: {exc})"
-        print(f"  {name:12s} {doc}")
+        lines.append(f"  {name:12s} {doc}")
+    return lines
+
+
+def cmd_list(_args) -> int:
+    import relsim as rs
+    print("simulations:")
+    print("\n".join(simulation_lines()))
     print("targets:")
     for t in rs.targets():
         print(f"  {t}")
@@ -72,14 +79,24 @@ def cmd_bench(args) -> int:
     return int(mod.bench(args.args) or 0)
 
 
+def run_help() -> str:
+    """`relsim run --help`: the usage and the simulations one can run."""
+    return "\n".join(["usage: relsim run NAME [options]   (relsim run NAME --help: NAME's options)",
+                      "", "simulations:", *simulation_lines()])
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"] and (len(argv) == 1 or argv[1] in ("-h", "--help")):
+        print(run_help())
+        return 0 if len(argv) > 1 else 2
     p = argparse.ArgumentParser(prog="relsim", description="kernels over relations")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a simulation", add_help=False)
     r.add_argument("name")
     r.add_argument("args", nargs=argparse.REMAINDER)
     r.set_defaults(fn=cmd_run)
-    sub.add_parser("list", help="list simulations, backends and domains").set_defaults(
+    sub.add_parser("list", help="list simulations, targets and domains").set_defaults(
         fn=cmd_list)
     e = sub.add_parser("explain", help="print every pipeline stage of a simulation's kernels")
     e.add_argument("name")
@@ -89,7 +106,12 @@ def main(argv=None) -> int:
     b.add_argument("args", nargs=argparse.REMAINDER)
     b.set_defaults(fn=cmd_bench)
     args = p.parse_args(argv)
-    return args.fn(args)
+    import relsim as rs
+    try:
+        return args.fn(args)
+    except rs.ConfigError as exc:  # a bad option (target, threads): one line, not a traceback
+        print(f"relsim {args.cmd}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -49,3 +49,21 @@ def test_cli_list_and_run_heat():
     bad = subprocess.run([sys.executable, "-m", "relsim.cli", "run", "nosuchsim"],
                          capture_output=True, text=True, env=ENV)
     assert bad.returncode != 0 and "heat" in bad.stderr
+
+
+def test_cli_run_help_lists_the_simulations_and_bad_options_are_one_line():
+    cli = [sys.executable, "-m", "relsim.cli"]
+    for args in (["run", "--help"], ["run", "-h"]):
+        res = subprocess.run(cli + args, capture_output=True, text=True, env=ENV)
+        assert res.returncode == 0, res.stderr
+        assert "usage: relsim run NAME" in res.stdout
+        assert "heat" in res.stdout and "lulesh" in res.stdout and "airfoil" in res.stdout
+    res = subprocess.run(cli + ["run"], capture_output=True, text=True, env=ENV)
+    assert res.returncode == 2 and "heat" in res.stdout
+    out = subprocess.run(cli + ["list"], capture_output=True, text=True, env=ENV).stdout
+    assert "cpu-serial" in out
+    bad = subprocess.run(cli + ["run", "heat", "--target", "bogus"], capture_output=True,
+                         text=True, env=ENV)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "relsim run: unknown target 'bogus'; choose one of cpu, cpu-serial, interp"]
