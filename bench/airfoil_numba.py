@@ -231,9 +231,9 @@ def cell_stage(
 def exact_total(a):
     """The rms terms' sum as relsim sums a float Global: exactly, rounded once (the reference
     keeps one running sum in index order, which can differ in the last bits)."""
-    acc = exact_sum.new_many(1)
-    exact_sum.sum_slots(a.reshape(-1, 1), acc)
-    return exact_sum.round_f64(acc[0])
+    total = np.zeros(1)
+    exact_sum.fold_of(total, a.reshape(-1, 1))()
+    return total[0]
 
 
 # ---------------------------------------------------------------------------------------

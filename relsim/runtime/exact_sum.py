@@ -732,22 +732,18 @@ def fold_serial_f32(g, vals):
 
 
 def fold_of(g, vals):
-    """The fold of a float Global's slots as a callable of no arguments (`fold_global`, with
-    the choice of path made once, for the launch's fixed slot array)."""
+    """A float Global's sum, as a callable of no arguments: g[c] (1-D storage, float64 or
+    float32) becomes the exact sum of g[c] and the slots vals[:, c], rounded once to g's type.
+    The path (serial for few slots, else parallel blocks) is chosen once, for the launch's fixed
+    slot array; the bits depend only on the values, never on the path."""
     if vals.shape[0] * vals.shape[1] <= SERIAL_SLOTS:
         fn = fold_serial_f32 if g.dtype == np.float32 else fold_serial_f64
         return lambda: fn(g, vals)
-    return lambda: fold_global(g, vals)
+    return lambda: _fold_blocks(g, vals)
 
 
-def fold_global(g, vals) -> None:
-    """A float Global's sum: g[c] (1-D storage, float64 or float32) becomes the exact sum of g[c]
-    and the slots vals[:, c], rounded once to g's type; serial for few slots, else in parallel
-    blocks (`sum_slots`). The bits depend only on the values, never on the path taken."""
+def _fold_blocks(g, vals) -> None:
     single = g.dtype == np.float32
-    if vals.shape[0] * vals.shape[1] <= SERIAL_SLOTS:
-        (fold_serial_f32 if single else fold_serial_f64)(g, vals)
-        return
     accs = new_many(g.shape[0])
     for c in range(g.shape[0]):
         add(accs[c], float(g[c]))
