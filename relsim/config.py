@@ -12,6 +12,8 @@ from pathlib import Path
 from . import target_registry as _targets
 from .errors import ConfigError
 
+SCATTER_SCHEMES = ("auto", "direct", "split", "slots")
+
 
 @dataclass(frozen=True)
 class Config:
@@ -19,11 +21,18 @@ class Config:
     threads: int | None = None  # None: all Numba threads
     parallel_threshold: int = 2048  # smaller iteration spaces run serially (same results)
     cache_dir: str | None = None  # None: $RELSIM_CACHE_DIR or ~/.cache/relsim
+    # how the cpu target applies reductions into fields through keys (same bits every way):
+    # "auto" chooses; "direct" (serial, straight into the field), "split" (parallel blocks,
+    # direct to the targets a block owns), "slots" (every contribution parked, then folded)
+    scatter: str = "auto"
 
     def __post_init__(self):
         _targets.get(self.target)  # a ConfigError naming the registered targets if unknown
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ConfigError(f"threads must be a positive int, got {self.threads!r}")
+        if self.scatter not in SCATTER_SCHEMES:
+            raise ConfigError(f"scatter must be one of {', '.join(SCATTER_SCHEMES)}, got "
+                              f"{self.scatter!r}")
 
     @property
     def backend(self):

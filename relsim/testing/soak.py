@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import relsim as rs
+from relsim.config import SCATTER_SCHEMES
 
 from . import random_kernels as rk
 
@@ -40,8 +41,12 @@ _modules = itertools.count()
 
 
 def default_targets() -> list:
-    """Every registered target except interp (the oracle)."""
-    return [t for t in rs.targets() if t != "interp"]
+    """Every registered target except interp (the oracle), and the cpu target with each way of
+    applying reductions through keys forced (``cpu:split``, ...; ``cpu`` alone chooses)."""
+    names = [t for t in rs.targets() if t != "interp"]
+    if "cpu" in names:
+        names += [f"cpu:{s}" for s in SCATTER_SCHEMES if s != "auto"]
+    return names
 
 
 def kernel_seeds(seed: int, count: int) -> list:
@@ -244,10 +249,13 @@ def launchers(targets, threads=None, runners=None) -> dict:
         if runners and t in runners:
             out[t] = runners[t]
             continue
-        opts = {"target": t}
-        if t == "cpu":
+        name, _, scheme = t.partition(":")  # "cpu:split": Config(target="cpu", scatter="split")
+        opts = {"target": name}
+        if scheme:
+            opts["scatter"] = scheme
+        if name == "cpu":
             opts["parallel_threshold"] = 1  # the parallel variants run even at small sizes
-        if threads is not None and t != "interp":
+        if threads is not None and name != "interp":
             opts["threads"] = threads
         cfg = rs.Config(**opts)
         out[t] = (lambda c: lambda k, space: space.foreach(k, c))(cfg)

@@ -1,11 +1,21 @@
 """Key reductions a compiled launch leaves pending: folded by the next kernel that reads the
 field at its own key (row by row), or before anything else sees the field; never for a field
 whose array was handed out. Every case must equal the serial meaning bit for bit."""
+import dataclasses
+
 import numpy as np
+import pytest
 
 import relsim as rs
 from relsim.runtime import pending
 from tests.conftest import chain_mesh
+
+
+@pytest.fixture
+def target(target):
+    """These tests are about parked reduction slots: the cpu targets park every contribution
+    (`Config.scatter="slots"`; the direct and split schemes are tests/runtime/test_scatter.py's)."""
+    return dataclasses.replace(target, scatter="slots")
 
 W = np.array([1e16, 1.0, -3.5, 2.0, 0.25, -1e16, 7.0, 1e-3])
 

@@ -1,9 +1,19 @@
 """Reductions of a value and its negation share one stored slot (and the fold negates it); any
 change to what the value reads between the two sites keeps them apart."""
+import dataclasses
+
 import numpy as np
+import pytest
 
 import relsim as rs
 from tests.conftest import chain_mesh
+
+
+@pytest.fixture
+def target(target):
+    """These tests are about parked reduction slots: the cpu targets park every contribution
+    (`Config.scatter="slots"`; the direct and split schemes are tests/runtime/test_scatter.py's)."""
+    return dataclasses.replace(target, scatter="slots")
 
 
 def _mesh():

@@ -1,10 +1,19 @@
 """A key reduction into a few rows of a large relation folds only the rows that receive
 contributions (the boundary faces of a mesh into its cells), with the same serial meaning."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 import relsim as rs
 from relsim.runtime.backends import cpu_folds
+
+
+@pytest.fixture
+def target(target):
+    """These tests are about parked reduction slots: the cpu targets park every contribution
+    (`Config.scatter="slots"`; the direct and split schemes are tests/runtime/test_scatter.py's)."""
+    return dataclasses.replace(target, scatter="slots")
 
 
 @pytest.mark.parametrize("parallel_from", [1 << 16, 1])

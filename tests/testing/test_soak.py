@@ -35,8 +35,10 @@ def test_generated_programs_are_accepted_by_interp(tmp_path):
 
 def test_small_soak_has_no_mismatches():
     out = io.StringIO()
-    res = soak.run(cases=12, kernels=3, seed=3, targets=["cpu", "cpu-serial"], max_rows=120,
-                   out=out)  # the same programs as test_cli_reproduces_one_case
+    res = soak.run(cases=12, kernels=3, seed=3, max_rows=120, out=out,
+                   targets=["cpu", "cpu-serial", "cpu:split", "cpu:direct"])
+    # the same programs as test_cli_reproduces_one_case; cpu:split / cpu:direct force the ways
+    # of applying reductions through keys that `cpu` would not choose for such small data
     assert res.cases == 12 and res.kernels == 3
     assert res.ok, out.getvalue()
     assert "0 mismatch(es)" in res.summary()

@@ -23,7 +23,7 @@ from ...errors import ConfigError, KernelRuntimeError
 from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import elem_of
-from .. import affine, cache, epoch, exact_sum, pending, row_changes
+from .. import affine, cache, epoch, exact_sum, ownership, pending, row_changes
 from ..lowering import (
     CpuLowerer,
     DeleteFlags,
@@ -41,6 +41,10 @@ from . import cpu_folds
 from .base import Backend, Launch
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
+# `scatter="auto"` splits a parallel launch's key reductions into owned and shared targets when
+# at most this fraction of the contributions goes to shared targets; else it runs serially,
+# adding each contribution directly (bench/scatter_schemes.py measures the crossover)
+SPLIT_MAX_SHARED = 0.5
 
 
 class CpuBackend(Backend):
@@ -55,6 +59,7 @@ class CpuBackend(Backend):
         if config.threads is not None:
             _check_threads(config.threads)
             numba.set_num_threads(config.threads)
+        epoch.bump()  # launches re-check their bindings (a scheme depends on the thread count)
 
     def threads(self, config) -> int:
         return 1 if self.serial else config.threads or numba.get_num_threads()
@@ -98,7 +103,7 @@ def _safe(name: str) -> str:
 class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
-                 "call_args", "post", "globals", "parallel", "deferred", "outstanding")
+                 "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme")
 
 
 class CpuExecutable(Launch):
@@ -113,6 +118,12 @@ class CpuExecutable(Launch):
                        True: njit(**flags)(mod.kernel_serial_rows)}
         self.parallel = {False: njit(parallel=True, **flags)(mod.kernel_parallel),
                          True: njit(parallel=True, **flags)(mod.kernel_parallel_rows)}
+        if hasattr(mod, "kernel_direct"):  # it reduces into fields through keys
+            self.direct = {False: njit(**flags)(mod.kernel_direct),
+                           True: njit(**flags)(mod.kernel_direct_rows)}
+            self.split = {False: njit(parallel=True, **flags)(mod.kernel_split),
+                          True: njit(parallel=True, **flags)(mod.kernel_split_rows)}
+        self.scatter = options.scatter
         self.targets = {k: njit(parallel=True, **flags)(getattr(mod, f"targets_{k}"))
                         for k in range(len(analysed.layouts))
                         if hasattr(mod, f"targets_{k}")}
@@ -184,13 +195,14 @@ class CpuExecutable(Launch):
         or writes: folded now, or, for a field it touches only at its own key while running
         over the whole relation, absorbed (the kernel folds each row first, as it goes).
         Returns the function to call and its arguments."""
-        if b.outstanding:
+        direct = b.scheme in ("direct", "split")  # adds to its fields as it runs
+        if b.outstanding or direct:
             for f in self.gather_fields:
                 pending.flush(f)
         absorbing = []
         for f, absorbable in self.touched:
             if pending.folds_of(f):
-                if absorbable and not b.has_rows:
+                if absorbable and not b.has_rows and not direct:
                     absorbing.append(f)
                 else:
                     pending.flush(f)
@@ -236,7 +248,8 @@ class CpuExecutable(Launch):
 
     def refresh(self, relation, subset, b) -> _Binding:
         """Re-bind if any relation's storage changed since `b` was bound (else keep `b`)."""
-        versions = tuple(r.storage_version for r in self.relations) + (relation.size,)
+        versions = tuple(r.storage_version for r in self.relations) + (relation.size,
+                                                                       self.nthreads())
         if b is None or b.versions != versions:
             b = self.bind(relation, subset, versions)
         b.epoch = epoch.value
@@ -266,15 +279,13 @@ class CpuExecutable(Launch):
                     args.append(g.arrays()[0])
                 case GroupRows(grouping=g):
                     args.append(g.arrays()[1])
-                case ReductionSlots(layout=lay):
-                    arr = self.slot_array(lay, b.n)
-                    slot_arrays[id(lay)] = arr
+                case ReductionSlots(layout=lay):  # a field's: allocated once the scheme is known
+                    arr = self.slot_array(lay, 0 if isinstance(lay.target, Field) else b.n)
+                    slot_arrays[id(lay)] = (len(args), arr)
                     args.append(arr)
                 case SlotPlaces(layout=lay):  # filled below, once the targets are known
-                    nslots = b.n * lay.per_row
-                    args.append(np.empty(nslots, dtype=np.int32 if nslots < 2 ** 31 else
-                                         np.int64))
-                    slot_places[id(lay)] = args[-1]
+                    slot_places[id(lay)] = len(args)
+                    args.append(np.empty(0, dtype=np.int32))
                 case DeleteFlags():
                     args.append(np.zeros(relation.size, dtype=bool))
                     deleted = args[-1]
@@ -286,48 +297,80 @@ class CpuExecutable(Launch):
                     inserts.setdefault(k, (lay.target, None, {}))[2][f] = args[-1]
                 case _:
                     raise TypeError(f"cpu backend: no binding for parameter {p!r}")
-        b.args = tuple(args)
         affine.check_launch_space(self.analysed, relation, None if subset is None else b.rows)
-        gathers, b.folds = [], []
+        b.args = tuple(args)
+        scheme, splits = self.scheme(b)
+        b.scheme = scheme
+        if scheme == "slots":  # the key reductions' slots, for every row
+            for lay in self.analysed.layouts:
+                if isinstance(lay.target, Field) and id(lay) in slot_arrays:
+                    i, _ = slot_arrays[id(lay)]
+                    args[i] = self.slot_array(lay, b.n)
+                    slot_arrays[id(lay)] = (i, args[i])
+                    if id(lay) in slot_places:
+                        nslots = b.n * lay.per_row
+                        args[slot_places[id(lay)]] = np.empty(
+                            nslots, dtype=np.int32 if nslots < 2 ** 31 else np.int64)
+            b.args = tuple(args)
+        gathers, b.folds, split_args = [], [], []
         for k, lay in enumerate(self.analysed.layouts):
-            vals = slot_arrays.get(id(lay))
+            vals = slot_arrays.get(id(lay), (None, None))[1]
             if vals is None:  # the kernel never reaches this reduction: nothing to fold
                 vals = self.slot_array(lay, b.n)
             op = cpu_folds.OPS.get(lay.op)
-            if isinstance(lay.target, Field):
-                f = lay.target
-                tgt = np.full(b.n * lay.per_row, -1, dtype=np.int64)
-                self.targets[k](b.n, b.rows, b.has_rows, self.err, *b.args, tgt)
-                off, ids = cpu_folds.build_inverse(tgt, f.relation.size)
-                if lay.stores:  # slots share stored values: index those (~stored: negated)
-                    ids = cpu_folds.shared_ids(ids, lay.per_row, lay.stored_per_row,
-                                               lay.stores)
-                place = slot_places.get(id(lay))
-                if place is not None:  # slots are written pre-permuted: fold them in place
-                    place[ids] = np.arange(len(ids))
-                    ids = None
-                elif len(tgt) < 2 ** 31:
-                    ids = ids.astype(np.int32)
-                if len(tgt) < 2 ** 31:
-                    off = off.astype(np.int32)
-                F = f._data.reshape(f.relation.size, -1)
-                gathers.append((f, F, off, ids, vals, op, elem_of(f.type).is_bool))
-            else:
+            if not isinstance(lay.target, Field):
                 b.folds.append((lay.target, self.make_fold(lay, vals, b)))
-        # what launch calls: the kernel, then `post` (boolean folds; every fold when rows change),
-        # and leaves the other folds pending (see `launch`)
+                continue
+            f = lay.target
+            F = f._data.reshape(f.relation.size, -1)
+            if scheme == "direct":  # added to the field by the kernel: nothing to fold
+                continue
+            if scheme == "split":  # only the shared targets' slots, folded after the kernel
+                sp = splits[k]
+                shv = self.slot_array(lay, sp.nshared, per_row=1)
+                split_args += [sp.place, shv]
+                gathers.append((f, F, sp.off, None, shv, op, False, lay))
+                continue
+            tgt = self.slot_targets(b, k, lay)
+            off, ids = cpu_folds.build_inverse(tgt, f.relation.size)
+            if lay.stores:  # slots share stored values: index those (~stored: negated)
+                ids = cpu_folds.shared_ids(ids, lay.per_row, lay.stored_per_row, lay.stores)
+            place = slot_places.get(id(lay))
+            if place is not None:  # slots are written pre-permuted: fold them in place
+                b.args[place][ids] = np.arange(len(ids))
+                ids = None
+            elif len(tgt) < 2 ** 31:
+                ids = ids.astype(np.int32)
+            if len(tgt) < 2 ** 31:
+                off = off.astype(np.int32)
+            gathers.append((f, F, off, ids, vals, op, elem_of(f.type).is_bool, None))
+        # what launch calls: the kernel, then `post` (boolean folds, the split's shared folds;
+        # every fold when rows change), and leaves the other folds pending (see `launch`)
         parallel = not self.force_serial and b.n >= self.threshold
-        b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
+        if scheme == "direct":
+            b.fn, parallel = self.direct[b.has_rows], False
+        elif scheme == "split":
+            b.fn, parallel = self.split[b.has_rows], True
+        else:
+            b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
         b.call_args = (b.n, b.rows, b.has_rows, self.err) + b.args
+        if scheme == "split":  # one partition of the rows for all fields
+            b.call_args += (next(iter(splits.values())).bounds,) + tuple(split_args)
         b.parallel = parallel
         b.post, b.deferred, b.outstanding = [], [], 0
         row_changes = deleted is not None or bool(inserts)
-        for f, F, off, ids, vals, op, is_bool in gathers:
+        for f, F, off, ids, vals, op, is_bool, split_lay in gathers:
             if is_bool:
                 fn = cpu_folds.gather_bool_parallel if parallel else cpu_folds.gather_bool_serial
                 b.post.append((fn, (F, off, ids, vals, op)))
                 continue
             fn, args = self.gather_call(F, off, ids, vals, op, parallel)
+            if split_lay is not None:
+                b.post.append((fn, args))
+                if split_lay.conditional:  # slots a row may skip: back to the identity
+                    b.post.append((vals.fill, (identity(split_lay.op,
+                                                        elem_of(split_lay.target.type)),)))
+                continue
             pf = cpu_folds.PendingFold(f, fn, args, op, (off, ids, vals), b)
             if row_changes:  # rows move after this launch: fold now
                 b.post.append((pf.fold, ()))
@@ -342,6 +385,48 @@ class CpuExecutable(Launch):
             + tuple(g for g, _ in b.folds)
         self.bindings[subset] = b
         return b
+
+    def slot_targets(self, b, k, lay) -> np.ndarray:
+        """The target row of each slot of field layout k (-1: none), for binding `b`."""
+        tgt = np.full(b.n * lay.per_row, -1, dtype=np.int64)
+        self.targets[k](b.n, b.rows, b.has_rows, self.err, *b.args, tgt)
+        return tgt
+
+    def scheme(self, b):
+        """How this binding applies its key reductions into fields: ("plain", None) when it
+        has none; ("direct", None): serially, straight into the fields; ("split", splits):
+        blocks of rows in parallel, each adding directly to the targets it owns
+        (`ownership.split` per field layout); ("slots", None): every contribution parked and
+        folded after the kernel. All give the same bits; the choice is about speed."""
+        field_lays = {k: lay for k, lay in enumerate(self.analysed.layouts)
+                      if isinstance(lay.target, Field)}
+        if not field_lays:
+            return "plain", None
+        want = self.scatter
+        numeric = not any(elem_of(lay.target.type).is_bool for lay in field_lays.values())
+        if want == "auto":
+            if self.force_serial or b.n < self.threshold or self.nthreads() == 1:
+                return "direct", None
+            if not numeric:
+                return "slots", None
+        elif want != "split":
+            return want, None
+        if self.force_serial or not numeric:  # a forced split runs serially or parks all
+            return ("direct" if self.force_serial else "slots"), None
+        bounds = ownership.block_bounds(b.n, self.nthreads())
+        splits = {k: ownership.split(self.slot_targets(b, k, lay), lay.per_row, bounds,
+                                     lay.target.relation.size)
+                  for k, lay in field_lays.items()}
+        if want == "split":
+            return "split", splits
+        shared = sum(sp.nshared for sp in splits.values())
+        total = sum(sp.nslots for sp in splits.values())
+        if shared <= SPLIT_MAX_SHARED * total:
+            return "split", splits
+        return "direct", None
+
+    def nthreads(self) -> int:
+        return self.threads or numba.get_num_threads()
 
     def gather_call(self, F, off, ids, vals, op, parallel):
         """The compiled fold of a key reduction's slots into field storage F (2-D view), and
@@ -364,10 +449,10 @@ class CpuExecutable(Launch):
         fn = cpu_folds.gather_num_parallel if parallel else cpu_folds.gather_num_serial
         return fn, (F, off, ids, vals, op)
 
-    def slot_array(self, lay, n):
+    def slot_array(self, lay, n, per_row=None):
         t = lay.target.type
         et = elem_of(t)
-        arr = np.empty((n * lay.stored_per_row, t.ncomp), dtype=et.dtype)
+        arr = np.empty((n * (per_row or lay.stored_per_row), t.ncomp), dtype=et.dtype)
         arr.fill(identity(lay.op, et))
         return arr
 

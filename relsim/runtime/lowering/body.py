@@ -23,7 +23,9 @@ class BodyLowerer(ExprLowerer):
       wraps them in its functions (header, signature: `params.items` in order, after its own);
     * `slot_place(k, lay, slot)`: the storage index of slot `slot` (an `ast` int expression)
       of reduction layout k: plain here; the CPU stores key-reduction slots pre-permuted;
-    * `next_row()`: the statement that ends the row early (`return` at a kernel's top level).
+    * `next_row()`: the statement that ends the row early (`return` at a kernel's top level);
+    * `parks(lay)`: whether reduction layout `lay` parks its contributions in its slots (the
+      CPU's direct scatter adds a field's straight to the field instead).
     """
 
     def __init__(self, analysed):
@@ -47,11 +49,15 @@ class BodyLowerer(ExprLowerer):
         """The statement that ends this row (`return` in the kernel body)."""
         raise NotImplementedError
 
+    def parks(self, lay) -> bool:
+        """Whether reduction layout `lay`'s contributions are written to its slots."""
+        return True
+
     def emit_row(self):
         """Append one row's statements to `self.alg.out`: the identities of conditionally
         reached slots, then the kernel body."""
         for k, lay in enumerate(self.a.layouts):
-            if lay.conditional:
+            if lay.conditional and self.parks(lay):
                 self.init_slots(k, lay)
         self.block(self.a.body)
 
@@ -88,11 +94,14 @@ class BodyLowerer(ExprLowerer):
             e = ast.BinOp(e, ast.Add(), term)
         return e
 
-    def slot_write(self, s, vals):
+    def slot_write(self, s, vals, arr=None, slot=None):
+        """Write a reduction's value to its slot (or to slot `slot` of array `arr`: the CPU's
+        shared slots); the other components of a component reduction get the identity."""
         k, site = self.layout_of[id(s)]
         lay = self.a.layouts[k]
-        arr = self.params.slots(k, lay).name
-        slot = self.alg.bind(self.stored_slot(k, lay, site))
+        if arr is None:
+            arr = self.params.slots(k, lay).name
+            slot = self.alg.bind(self.stored_slot(k, lay, site))
         first = 0
         if isinstance(s, ir.FieldReduce) and s.index:
             # a component of a vector field: the slot holds the whole value, others identity
@@ -166,7 +175,10 @@ class BodyLowerer(ExprLowerer):
                 return  # the negation of an earlier site's value: its slot is shared
             return self.slot_write(s, self.expr(s.value))
         vals = self.expr(s.value)
-        key = self.expr(s.key)[0]
+        self.reduce_in_place(s, self.expr(s.key)[0], vals)
+
+    def reduce_in_place(self, s, key, vals):
+        """field[key] = field[key] op value, component by component (the fold rule)."""
         et = elem_of(s.field.type)
         for (arr, sl), v in zip(self.field_slots(s.field, key, s.index), vals):
             cur = self.alg.bind(ast.Subscript(name(arr), sl, ast.Load()))

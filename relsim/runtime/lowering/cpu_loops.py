@@ -6,7 +6,13 @@ holds:
   row is `_rows[index]`): separate functions, so Numba compiles only the variants a program
   launches;
 * `targets_<k>`: for each key-reduced field, the target row of every reduction slot (used to
-  build the inverse index that folds the slots in serial order).
+  build the inverse index that folds the slots in serial order, and the owned/shared split);
+* when the kernel reduces into fields through keys, two more ways to apply those reductions
+  (`scatter`; Globals keep their slots): `kernel_direct[_rows]` (serial) adds each contribution
+  straight to the field, in row order; `kernel_split[_rows]` runs contiguous blocks of rows in
+  parallel (`prange` over `_bounds`), each adding its contributions to the targets it owns
+  directly and parking those to shared targets in `_shv<k>` at `_own<k>[slot]`
+  (`runtime/ownership.py`), folded afterwards in slot order. All three give the same bits.
 
 A field's reduction slots are written pre-permuted into fold order (`_spos`). A variant built
 with `absorb` first folds, in each row, the slots of key reductions another launch left
@@ -38,6 +44,11 @@ class CpuLowerer(BodyLowerer):
         # the start of each row; their arrays are extra arguments (offsets, slot ids or None
         # when the slots are stored in fold order, slot values)
         self.absorb = tuple(absorb)
+        # how the function being lowered applies reductions into fields through keys:
+        # "slots" (parked, folded after the kernel), "direct" or "split" (see the docstring)
+        self.scatter = "slots"
+        self.field_layouts = [k for k, lay in enumerate(analysed.layouts)
+                              if hasattr(lay.target, "relation")]
 
     # -- the seam (body.BodyLowerer) ------------------------------------------------------
     def slot_place(self, k, lay, slot):
@@ -52,6 +63,29 @@ class CpuLowerer(BodyLowerer):
     def next_row(self) -> ast.stmt:
         return ast.Continue()  # the next iteration of the row loop
 
+    def parks(self, lay) -> bool:
+        return self.scatter == "slots" or not hasattr(lay.target, "relation")
+
+    def s_FieldReduce(self, s):
+        if self.scatter == "slots" or id(s) not in self.layout_of:
+            return super().s_FieldReduce(s)
+        vals = self.expr(s.value)
+        key = self.expr(s.key)[0]
+        if self.scatter == "direct":
+            return self.reduce_in_place(s, key, vals)
+        # split: an owned target (place -1) directly, a shared one through its parked slot
+        k, site = self.layout_of[id(s)]
+        place = self.alg.bind(ast.Subscript(name(f"_own{k}"),
+                                            self.slot_index(self.a.layouts[k], site), ast.Load()))
+        saved = self.alg.out
+        self.alg.out = []
+        self.reduce_in_place(s, key, vals)
+        direct, self.alg.out = self.alg.out, []
+        self.slot_write(s, vals, f"_shv{k}", place)
+        parked, self.alg.out = self.alg.out, saved
+        self.alg.out.append(ast.If(ast.Compare(place, [ast.Lt()], [ast.Constant(0)]), direct,
+                                   parked))
+
     # -- functions and row loops ----------------------------------------------------------
     def module(self) -> ast.Module:
         kernel_body = self.row_loop(self.kernel_row_body)
@@ -63,10 +97,22 @@ class CpuLowerer(BodyLowerer):
         # functions are assembled last: all of them take every array any of them uses
         # over a whole relation the row is the loop index; over a subset, rows[index]
         # (separate functions: Numba compiles only the variants a program launches)
+        scattered = {}
+        if self.field_layouts and not self.absorb:
+            for mode in ("direct", "split"):
+                self.scatter = mode
+                scattered[mode] = self.row_loop(self.kernel_row_body)
+            self.scatter = "slots"
         funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows,
                                extra=self.absorb_params())
                  for mode, fn in (("serial", "range"), ("parallel", "prange"))
                  for suffix, rows in (("", False), ("_rows", True))]
+        for suffix, rows in (("", False), ("_rows", True)):
+            if scattered:
+                funcs.append(self.function(f"kernel_direct{suffix}", scattered["direct"],
+                                           "range", rows=rows))
+                funcs.append(self.split_function(f"kernel_split{suffix}", scattered["split"],
+                                                 rows))
         funcs += [self.function(f"targets_{k}", body, "prange", extra=["_tgt"])
                   for k, body in targets]
         header = ast.parse(_HEADER).body
@@ -79,6 +125,20 @@ class CpuLowerer(BodyLowerer):
         body = [self._rename_range(s, range_fn, rows) for s in loop_stmts]
         return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
                                                     [], None, []), body, [], None, None)
+
+    def split_function(self, fname, loop_stmts, rows):
+        """The row loop split into the contiguous blocks `_bounds`, the blocks in parallel."""
+        extra = ["_bounds"] + [f"_{part}{k}" for k in self.field_layouts
+                               for part in ("own", "shv")]
+        fn = self.function(fname, loop_stmts, "range", extra=extra, rows=rows)
+        rows_loop = fn.body[0]
+        bound = lambda i: ast.Subscript(name("_bounds"), i, ast.Load())  # noqa: E731
+        rows_loop.iter = call("range", bound(name("_b")),
+                              bound(ast.BinOp(name("_b"), ast.Add(), ast.Constant(1))))
+        nblocks = ast.BinOp(ast.Subscript(ast.Attribute(name("_bounds"), "shape", ast.Load()),
+                                          ast.Constant(0), ast.Load()), ast.Sub(), ast.Constant(1))
+        fn.body = [ast.For(store("_b"), call("prange", nblocks), [rows_loop], [])]
+        return fn
 
     @staticmethod
     def _rename_range(stmt, range_fn, rows=None):

@@ -1,0 +1,163 @@
+"""The cpu target's ways of applying reductions into fields through keys (`Config.scatter`):
+direct (serial, straight into the field), split (blocks of rows in parallel, direct to the
+targets a block owns, the shared ones parked and folded) and parked slots. Each must give the
+serial meaning bit for bit, for any thread count; the owned/shared split is checked on its own."""
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim.runtime import ownership, pending
+from tests.conftest import chain_mesh
+
+SCHEMES = ("direct", "split", "slots", "auto")
+
+
+def _graph(nv=300, ne=1500, seed=3, local=True):
+    rng = np.random.default_rng(seed)
+    tail = rng.integers(0, nv, ne)
+    if local:  # a banded graph in vertex order: most vertices owned by one block of edges
+        tail = np.sort(tail)
+        head = np.minimum(tail + rng.integers(0, 8, ne), nv - 1)
+    else:
+        head = rng.integers(0, nv, ne)
+    V, E = rs.Relation("V", nv), rs.Relation("E", ne)
+    E.new_key_field("head", V).load(head)
+    E.new_key_field("tail", V).load(tail)
+    E.new_key_field("v", V, arity=2).load(np.stack([tail, head], axis=1))
+    V.new_field("T", rs.f64).load(rng.standard_normal(nv) * 10.0 ** rng.integers(-8, 8, nv))
+    V.new_field("acc", rs.vec(2, rs.f64), init=0.0)
+    V.new_field("low", rs.f64, init=np.inf)
+    E.new_field("k", rs.f64).load(rng.random(ne))
+    return V, E
+
+
+def _kernel():
+    @rs.kernel
+    def flux(e):
+        d = e.k * (e.head.T - e.tail.T)
+        if d > 0.0:  # a conditional site: shared slots a row skips keep the identity
+            e.tail.acc[1] += d * d
+        e.tail.acc += (d, -0.0)
+        e.head.acc -= (d, 1e-3 * d)
+        e.head.low = min(e.head.low, d)
+        for x in e.v:  # a static loop over the edge's two vertices
+            x.low = min(x.low, -d)
+
+    return flux
+
+
+def _run(V, E, kernel, cfg, times=3, subset=None):
+    V.acc.load(np.zeros((V.size, 2)))
+    V.low.load(np.full(V.size, np.inf))
+    space = E if subset is None else E.subset(subset)
+    for _ in range(times):
+        space.foreach(kernel, cfg)
+    return V.acc.numpy().copy(), V.low.numpy().copy()
+
+
+def _same(a, b):
+    return all(np.array_equal(x.view(np.uint64), y.view(np.uint64)) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_every_scheme_gives_the_serial_meaning(local):
+    V, E = _graph(local=local)
+    flux = _kernel()
+    want = _run(V, E, flux, rs.Config(target="interp"))
+    for threads in (1, 2):
+        for scheme in SCHEMES:
+            cfg = rs.Config(target="cpu", threads=threads, scatter=scheme, parallel_threshold=1)
+            assert _same(_run(V, E, flux, cfg), want), (scheme, threads)
+    for scheme in SCHEMES:
+        cfg = rs.Config(target="cpu-serial", scatter=scheme)
+        assert _same(_run(V, E, flux, cfg), want), scheme
+
+
+def test_schemes_over_a_subset_and_after_keys_change():
+    V, E = _graph()
+    flux = _kernel()
+    E.subset("third", np.arange(0, E.size, 3))
+    want = _run(V, E, flux, rs.Config(target="interp"), subset="third")
+    for scheme in SCHEMES:
+        cfg = rs.Config(target="cpu", threads=2, scatter=scheme, parallel_threshold=1)
+        assert _same(_run(V, E, flux, cfg, subset="third"), want), scheme
+    # new key values: the split is rebuilt from them
+    rng = np.random.default_rng(11)
+    head = rng.integers(0, V.size, E.size)
+    E.head.load(head)
+    E.v.load(np.stack([E.tail.numpy(), head], axis=1))
+    want = _run(V, E, flux, rs.Config(target="interp"))
+    for scheme in SCHEMES:
+        cfg = rs.Config(target="cpu", threads=2, scatter=scheme, parallel_threshold=1)
+        assert _same(_run(V, E, flux, cfg), want), scheme
+
+
+def test_direct_scatter_after_a_pending_fold_keeps_launch_order():
+    """A parked launch's fold still pending on a field is folded before a direct launch adds to
+    it (x + a + b, not x + b + a: different bits in floating point)."""
+    V, E = chain_mesh(5)
+    E.new_field("w", rs.f64).load([1e16, 1.0, -1e16, 3.0])
+    V.new_field("acc", rs.f64, init=1.0)
+
+    @rs.kernel
+    def big(e):
+        e.head.acc += e.w
+
+    @rs.kernel
+    def small(e):
+        e.head.acc += 0.5 * e.w
+
+    parked = rs.Config(target="cpu", scatter="slots")
+    E.foreach(big, parked)
+    assert pending.folds_of(V.acc)  # left pending
+    E.foreach(small, rs.Config(target="cpu", scatter="direct"))
+    want = np.ones(5)
+    w = np.array([1e16, 1.0, -1e16, 3.0])
+    for vals in (w, 0.5 * w):
+        for e in range(4):
+            want[e + 1] = want[e + 1] + vals[e]
+    assert np.array_equal(V.acc.numpy(), want)
+
+
+def test_auto_splits_a_local_graph_and_runs_a_random_one_serially():
+    from relsim.runtime.backends.cpu import SPLIT_MAX_SHARED
+    flux = _kernel()
+    for local, want in ((True, "split"), (False, "direct")):
+        V, E = _graph(nv=2000, ne=20000, local=local)
+        cfg = rs.Config(target="cpu", threads=2, parallel_threshold=1)
+        E.foreach(flux, cfg)
+        exe = flux._last[3]
+        b = exe.bindings[None]
+        assert b.scheme == want, (local, SPLIT_MAX_SHARED)
+    # one thread, or a small relation: direct
+    E.foreach(flux, rs.Config(target="cpu", threads=1, parallel_threshold=1))
+    assert flux._last[3].bindings[None].scheme == "direct"
+
+
+def test_bad_scheme_is_a_config_error():
+    with pytest.raises(rs.ConfigError, match="scatter must be one of auto, direct, split"):
+        rs.Config(scatter="atomic")
+
+
+# -- the owned/shared split on its own --------------------------------------------------------
+def test_split_owned_and_shared_targets():
+    # 6 rows, 2 slots each; blocks rows [0, 3) and [3, 6)
+    tgt = np.array([0, 1, 1, 2, 0, -1, 3, 4, 4, 5, 2, 5], dtype=np.int64)
+    bounds = ownership.block_bounds(6, 2)
+    assert bounds.tolist() == [0, 3, 6]
+    own = ownership.owners(tgt, 2, bounds, 7)
+    assert own.tolist() == [0, 0, -1, 1, 1, 1, ownership.UNTOUCHED]
+    sp = ownership.split(tgt, 2, bounds, 7)
+    assert sp.shared_rows.tolist() == [2]
+    assert sp.nshared == 2 and sp.nslots == 12
+    # target 2's slots (3 and 10) are parked in slot order; the others are applied directly
+    assert sp.place.tolist() == [-1, -1, -1, 0, -1, -1, -1, -1, -1, -1, 1, -1]
+    assert sp.off.tolist() == [0, 0, 0, 2, 2, 2, 2, 2]
+
+
+def test_block_bounds_cover_every_row_once():
+    for n in (0, 1, 5, 17):
+        for nb in (1, 2, 3, 8):
+            b = ownership.block_bounds(n, nb)
+            assert b[0] == 0 and b[-1] == n and np.all(np.diff(b) >= 0)
+            assert len(b) - 1 <= max(1, n)
