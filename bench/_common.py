@@ -1,5 +1,7 @@
-"""Helpers shared by the benchmarks: interleaved timing and number formats; tables, the machine
-line and the docs section come from `relsim.report`.
+"""Helpers shared by the benchmarks: interleaved timing, number formats and the bar chart each
+script draws (``--chart PATH``, default ``bench/out/<script>.png``, git-ignored; drawn only when
+matplotlib is installed: ``pip install -e .[bench]``); tables, the machine line, the docs section
+and the chart itself come from `relsim.report`.
 
 Timing on a shared, noisy machine: every variant is timed in the same process, the variants
 interleaved round-robin within each repeat, so slow phases of the machine hit all of them alike;
@@ -17,7 +19,26 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 if importlib.util.find_spec("relsim") is None:  # not on PYTHONPATH / installed: this checkout
     sys.path.insert(0, str(ROOT))
 
+from relsim import report  # noqa: E402
 from relsim.report import machine_line, table, update_markdown  # noqa: E402,F401 (re-exported)
+
+OUT = ROOT / "bench" / "out"
+
+
+def add_chart_argument(ap, name: str) -> None:
+    """``--chart PATH`` on an argparse parser: where the script's PNG goes (default
+    bench/out/NAME.png; '' for none)."""
+    ap.add_argument("--chart", metavar="PATH", default=str(OUT / f"{name}.png"),
+                    help="bar chart PNG of the figures, drawn when matplotlib is installed "
+                         "('' = none; default: %(default)s)")
+
+
+def chart(path, title: str, labels: list, series: dict, ylabel: str = "") -> None:
+    """Draw the grouped bar chart (`relsim.report.chart`) and say where it went; silently
+    nothing without matplotlib or with an empty path."""
+    msg = report.chart(path, title, labels, series, ylabel)
+    if msg:
+        print(msg)
 
 
 def interleaved(variants: dict, repeats: int, number: int) -> dict:

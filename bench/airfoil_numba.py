@@ -14,7 +14,7 @@ cell pass, and adt_calc for the next stage into each cell pass (adt[c] depends o
 Usage::
 
     python bench/airfoil_numba.py --mesh new_grid.dat.gz --iterations 1000 --threads 2
-    python bench/airfoil_numba.py --size 400 600
+    python bench/airfoil_numba.py --size 400 600 [--chart bench/out/airfoil_numba.png]
 
 API: ``run(mesh, iterations, threads) -> (rms_history, q)``.
 """
@@ -362,6 +362,13 @@ def main(argv=None) -> int:
         action="store_true",
         help="do not compile before timing (JIT/cache load counts in the time)",
     )
+    ap.add_argument(
+        "--chart",
+        metavar="PATH",
+        default=str(_ROOT / "bench" / "out" / "airfoil_numba.png"),
+        help="bar chart PNG of the set-up and loop times, drawn when matplotlib is installed "
+        "('' = none; default: %(default)s)",
+    )
     args = ap.parse_args(argv)
 
     t = time.perf_counter()
@@ -401,6 +408,20 @@ def main(argv=None) -> int:
     if len(hist):
         print(f"final rms {hist[-1]:.17e}")
     print(f"sha256(q) {q_sha256(q)}")
+    try:
+        from relsim.report import chart
+    except ImportError:  # relsim core not importable: no chart
+        chart = None
+    msg = chart(
+        args.chart,
+        f"Airfoil, hand-written Numba ({mesh.ncell} cells, {args.iterations} iterations, "
+        f"{numba.get_num_threads()} threads)",
+        ["setup", "time loop"],
+        {"seconds": [timings["setup_s"], timings["loop_s"]]},
+        "s",
+    ) if chart else None
+    if msg:
+        print(msg)
     if (
         mesh.ncell == STANDARD_NCELL
         and args.iterations == 1000

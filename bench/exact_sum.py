@@ -21,6 +21,7 @@ per-repeat ratios (each pair timed back to back).
 Usage::
 
     python bench/exact_sum.py [--n 2900000] [--threads 1 2] [--repeats 20] [--number 3]
+                              [--chart bench/out/exact_sum.png]
 """
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--number", type=int, default=3, help="calls per timed sample")
     ap.add_argument("--seed", type=int, default=0)
+    C.add_chart_argument(ap, "exact_sum")
     args = ap.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
@@ -92,7 +94,7 @@ def main(argv=None) -> None:
     R = rs.Relation("R", n)
     R.new_field("x", rs.f64).load(vals[:, 0])
 
-    rows = []
+    rows, mins = [], {k: [] for k in "abcd"}
     for t in args.threads:
         if t > numba.config.NUMBA_NUM_THREADS:
             raise SystemExit(f"--threads {t} > NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS}")
@@ -115,6 +117,8 @@ def main(argv=None) -> None:
         )
         (amin, amed), (bmin, bmed), (cmin, cmed), (dmin, dmed) = \
             (C.summary(times[k]) for k in "abcd")
+        for k in "abcd":
+            mins[k].append(min(times[k]) * 1e3)
         rows.append([
             t,
             f"{C.ms(amin)} / {C.ms(amed)}",
@@ -132,6 +136,11 @@ def main(argv=None) -> None:
          "(d) relsim launch + read"],
         rows,
     ))
+    names = {"a": "(a) prange sum", "b": "(b) serial fold", "c": "(c) sum_slots + round",
+             "d": "(d) relsim launch + read"}
+    C.chart(args.chart, f"Exact Global sums ({n:,} f64)",
+            [f"{t} thread{'s' if t > 1 else ''}" for t in args.threads],
+            {names[k]: v for k, v in mins.items()}, "ms per sum (min)")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ same start their ``flux`` arrays must be bitwise identical (checked, for every t
 Usage::
 
     python bench/gather_scatter.py [--threads 1 2] [--iterations 10] [--repeats 5]
-                                   [--markdown docs/benchmarks.md]
+                                   [--markdown docs/benchmarks.md] [--chart PATH]
 """
 from __future__ import annotations
 
@@ -162,6 +162,7 @@ def main(argv=None) -> None:
     ap.add_argument("--check-iterations", type=int, default=3,
                     help="iterations from a fresh start for the bitwise check")
     ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
+    C.add_chart_argument(ap, "gather_scatter")
     args = ap.parse_args(argv)
 
     os.environ.setdefault("RELSIM_CACHE_DIR", tempfile.mkdtemp(prefix="relsim-bench-"))
@@ -181,7 +182,7 @@ def main(argv=None) -> None:
     slots_pm = np.empty(2 * args.edges)
     Tv, kv, hv, tv = V.T.numpy(), E.k.numpy(), E.head.numpy(), E.tail.numpy()
 
-    rows, checks = [], []
+    rows, checks, mins = [], [], {}
     for t in args.threads:
         if t > numba.config.NUMBA_NUM_THREADS:
             raise SystemExit(f"--threads {t} > NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS}")
@@ -215,6 +216,8 @@ def main(argv=None) -> None:
         }
         res = C.interleaved(variants, args.repeats, n)
         best = {name: min(v) for name, v in res.items()}
+        for name, v in best.items():
+            mins.setdefault(name, []).append(v * 1e3)
         rows.append([t, C.ms(best["relsim"]), C.ms(best["hand-written"]),
                      C.ms(best["naive serial"]), C.ms(best["pre-permuted"]),
                      f"{best['relsim'] / best['hand-written']:.2f}",
@@ -240,6 +243,9 @@ def main(argv=None) -> None:
             + ("yes, for every thread count." if ok else "NO (see table).")]
     text = "\n".join(out)
     print(text)
+    C.chart(args.chart, f"Gather/scatter ({args.edges:,} edges)",
+            [f"{t} thread{'s' if t > 1 else ''}" for t in args.threads], mins,
+            "ms per iteration (min)")
     if args.markdown:
         C.update_markdown(args.markdown, "Gather/scatter (1M edges)", text)
 

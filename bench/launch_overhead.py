@@ -16,6 +16,7 @@ Goal: relsim under 3 us per launch.
 Usage::
 
     python bench/launch_overhead.py [--repeats 200] [--number 2000] [--markdown docs/benchmarks.md]
+                                    [--chart PATH]
 """
 from __future__ import annotations
 
@@ -100,6 +101,7 @@ def main(argv=None) -> None:
     ap.add_argument("--no-breakdown", dest="breakdown", action="store_false",
                     help="skip the per-layer breakdown of the trivial launch")
     ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
+    C.add_chart_argument(ap, "launch_overhead")
     args = ap.parse_args(argv)
 
     os.environ.setdefault("RELSIM_CACHE_DIR", tempfile.mkdtemp(prefix="relsim-bench-"))
@@ -146,6 +148,11 @@ def main(argv=None) -> None:
 
     text = "\n".join(out)
     print(text)
+    C.chart(args.chart, "Launch overhead (1-row relation, target cpu)",
+            [name.split(" (")[0] for name, _, _ in cases],
+            {"relsim": [C.summary(res[name + "|relsim"])[1] * 1e6 for name, _, _ in cases],
+             "njit floor": [C.summary(res[name + "|numba"])[1] * 1e6 for name, _, _ in cases]},
+            "us per call (median)")
     if args.markdown:
         C.update_markdown(args.markdown, "Launch overhead", text)
 

@@ -21,6 +21,7 @@ public API only); ``--script`` runs another one (then only wall times are report
 Usage::
 
     python bench/startup.py [--repeats 3] [--script PATH] [--markdown docs/benchmarks.md]
+                            [--chart PATH]
 """
 from __future__ import annotations
 
@@ -117,6 +118,7 @@ def main(argv=None) -> None:
                     help="cold/new-script/warm triples (fresh caches each)")
     ap.add_argument("--script", help="run this script instead of the built-in heat example")
     ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
+    C.add_chart_argument(ap, "startup")
     args = ap.parse_args(argv)
 
     work = tempfile.mkdtemp(prefix="relsim-startup-")
@@ -182,6 +184,11 @@ def main(argv=None) -> None:
             C.table(["command", "subprocess wall", "statement alone"], irows)]
     text = "\n".join(out)
     print(text)
+    C.chart(args.chart, "Start-up of a small relsim script",
+            ["cold", "cold kernels,\nhelpers cached", "warm"],
+            {"min s": [min(w for w, _ in runs) for runs in (cold, helpers, warm)],
+             "median s": [med([w for w, _ in runs]) for runs in (cold, helpers, warm)]},
+            "subprocess wall time, s")
     if args.markdown:
         C.update_markdown(args.markdown, "Start-up (cold and warm cache)", text)
 

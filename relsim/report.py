@@ -63,3 +63,38 @@ def update_markdown(path, title: str, body: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     print(f"updated section {title!r} of {path}")
+
+
+def chart(path, title: str, labels: list, series: dict, ylabel: str = "") -> str | None:
+    """Draw a grouped bar chart as a PNG at `path`: one group of bars per label, one bar per
+    series in each (`series` maps a name to one value per label; None leaves a gap). Returns
+    "wrote PATH", or None without drawing when matplotlib is not installed (it is optional:
+    ``pip install relsim[bench]``) or `path` is empty."""
+    if not path:
+        return None
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    names = list(series)
+    width = 0.8 / max(len(names), 1)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 + 0.5 * len(labels) * max(len(names), 1)),
+                                    3.8))
+    for k, name in enumerate(names):
+        xs = [i + (k - (len(names) - 1) / 2) * width for i, v in enumerate(series[name])
+              if v is not None]
+        ys = [v for v in series[name] if v is not None]
+        ax.bar(xs, ys, width, label=name)
+    ax.set_xticks(range(len(labels)), [str(s) for s in labels])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if len(names) > 1:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return f"wrote {path}"

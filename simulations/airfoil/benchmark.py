@@ -20,8 +20,9 @@ indexes are built on the first launch; the Numba baseline's face lists in ``run`
 and not compilation (every variant is warmed up first). Cold and warm start (``relsim run airfoil
 ... --iterations 1`` in a fresh process, with empty and then filled compile caches) are measured
 separately. Results are checked: relsim's rms history and q must equal the baseline's bit for
-bit. The table goes to stdout and to the ``Airfoil`` section of ``docs/benchmarks.md``; a PNG is
-drawn when matplotlib is installed (it is optional: without it, no PNG, and the run says so).
+bit. The table goes to stdout; ``--markdown PATH`` also writes it as the ``Airfoil`` section of
+that file (e.g. ``docs/benchmarks.md``), ``--png PATH`` draws a PNG when matplotlib is installed
+(it is optional: without it, no PNG, and the run says so). Neither is written by default.
 """
 
 from __future__ import annotations
@@ -227,10 +228,11 @@ def main(argv=None) -> int:
     p.add_argument("--profile", type=int, default=20, metavar="N",
                    help="time each launch over N iterations at the largest thread count "
                         "(default 20; 0: skip)")
-    p.add_argument("--markdown", default=str(REPO / "docs" / "benchmarks.md"),
-                   help="markdown file whose 'Airfoil' section receives the table ('' = none)")
-    p.add_argument("--png", default=str(REPO / "docs" / "airfoil.png"),
-                   help="PNG of the times (needs matplotlib; '' = none)")
+    p.add_argument("--markdown", metavar="PATH", default=None,
+                   help="markdown file whose 'Airfoil' section receives the table "
+                        "(e.g. docs/benchmarks.md; default: none)")
+    p.add_argument("--png", metavar="PATH", default=None,
+                   help="PNG of the times (needs matplotlib; default: none)")
     a = p.parse_args(argv)
     nmax = numba.config.NUMBA_NUM_THREADS
     threads_list = a.threads or sorted({1, nmax})
