@@ -63,3 +63,22 @@ def neighbour_row(row: int, offsets, grid, loc) -> int:
                                      f"grid\n{loc.render()}")
         out += (c2 - c) * st
     return out
+
+
+def launch_box(grid, rows):
+    """(lo, hi), per-axis int64 bounds, when the launch space is a box of grid cells listed in
+    row order (`rows` None: the whole grid), else None."""
+    shape = np.asarray(grid.shape, dtype=np.int64)
+    if rows is None:
+        return np.zeros(len(shape), dtype=np.int64), shape
+    if len(rows) == 0:
+        return None
+    coords = grid.coords(rows)
+    lo = np.array([c.min() for c in coords], dtype=np.int64)
+    hi = np.array([c.max() + 1 for c in coords], dtype=np.int64)
+    if int(np.prod(hi - lo)) != len(rows):
+        return None
+    axes = np.meshgrid(*[np.arange(a, b) * st for a, b, st in zip(lo, hi, grid.strides)],
+                       indexing="ij")
+    box = sum(axes).transpose(tuple(reversed(range(len(shape))))).reshape(-1)
+    return (lo, hi) if np.array_equal(box, rows) else None

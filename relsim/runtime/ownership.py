@@ -78,6 +78,7 @@ class Split:
     off: np.ndarray  # per target row t: its shared slots are positions off[t]:off[t + 1]
     shared_rows: np.ndarray  # the shared target rows, ascending
     nslots: int  # all slots
+    mixed: np.ndarray  # per source position: whether some slot of it goes to a shared target
 
     @property
     def nshared(self) -> int:
@@ -95,6 +96,7 @@ def split(tgt: np.ndarray, per_row: int, bounds: np.ndarray, ntarget: int) -> Sp
     own = owners(tgt, per_row, bounds, ntarget)
     place, off = _shared_places(tgt, own)
     small = len(tgt) < 2 ** 31
+    mixed = (place.reshape(-1, per_row) >= 0).any(axis=1)
     return Split(bounds, place.astype(np.int32) if small else place,
                  off.astype(np.int32) if small else off,
-                 np.flatnonzero(own == SHARED), len(tgt))
+                 np.flatnonzero(own == SHARED), len(tgt), mixed)

@@ -153,6 +153,7 @@ def test_split_owned_and_shared_targets():
     # target 2's slots (3 and 10) are parked in slot order; the others are applied directly
     assert sp.place.tolist() == [-1, -1, -1, 0, -1, -1, -1, -1, -1, -1, 1, -1]
     assert sp.off.tolist() == [0, 0, 0, 2, 2, 2, 2, 2]
+    assert sp.mixed.tolist() == [False, True, False, False, False, True]
 
 
 def test_block_bounds_cover_every_row_once():

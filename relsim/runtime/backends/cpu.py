@@ -103,7 +103,8 @@ def _safe(name: str) -> str:
 class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
-                 "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme")
+                 "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
+                 "row_args")
 
 
 class CpuExecutable(Launch):
@@ -124,6 +125,13 @@ class CpuExecutable(Launch):
             self.split = {False: njit(parallel=True, **flags)(mod.kernel_split),
                           True: njit(parallel=True, **flags)(mod.kernel_split_rows)}
         self.scatter = options.scatter
+        grid = analysed.relation.grid
+        if hasattr(mod, "kernel_grid"):  # nested loops over a box of the grid it was lowered for
+            self.grid_loops = {True: njit(parallel=True, **flags)(mod.kernel_grid),
+                               False: njit(**flags)(mod.kernel_grid_serial)}
+            self.grid = (grid.shape, grid.periodic)
+        else:
+            self.grid_loops = None
         self.targets = {k: njit(parallel=True, **flags)(getattr(mod, f"targets_{k}"))
                         for k in range(len(analysed.layouts))
                         if hasattr(mod, f"targets_{k}")}
@@ -215,7 +223,7 @@ class CpuExecutable(Launch):
         for f in absorbing:
             for pf in pending.take(f):
                 pf.owner.outstanding -= 1
-        return fn, b.call_args + tuple(a for pf in pfs for a in pf.absorb_args)
+        return fn, b.row_args + tuple(a for pf in pfs for a in pf.absorb_args)
 
     def absorbing(self, folds, parallel):
         """The kernel (over a whole relation) that first folds, row by row, pending reductions
@@ -353,9 +361,16 @@ class CpuExecutable(Launch):
             b.fn, parallel = self.split[b.has_rows], True
         else:
             b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
-        b.call_args = (b.n, b.rows, b.has_rows, self.err) + b.args
+        b.call_args = b.row_args = (b.n, b.rows, b.has_rows, self.err) + b.args
+        box = self.grid_box(relation, subset, b) if scheme == "plain" else None
+        if box is not None:  # nested loops over the axes
+            b.fn = self.grid_loops[parallel]
+            b.call_args += box
         if scheme == "split":  # one partition of the rows for all fields
-            b.call_args += (next(iter(splits.values())).bounds,) + tuple(split_args)
+            sps = list(splits.values())
+            mixed = np.logical_or.reduce([sp.mixed for sp in sps]) if len(sps) > 1 \
+                else sps[0].mixed
+            b.call_args += (sps[0].bounds, mixed) + tuple(split_args)
         b.parallel = parallel
         b.post, b.deferred, b.outstanding = [], [], 0
         row_changes = deleted is not None or bool(inserts)
@@ -385,6 +400,14 @@ class CpuExecutable(Launch):
             + tuple(g for g, _ in b.folds)
         self.bindings[subset] = b
         return b
+
+    def grid_box(self, relation, subset, b):
+        """(lo, hi) of the box of grid cells the launch runs over, when the kernel has grid
+        loops for this grid and the launch space is such a box (else None)."""
+        g = relation.grid
+        if self.grid_loops is None or g is None or (g.shape, g.periodic) != self.grid:
+            return None
+        return affine.launch_box(g, None if subset is None else b.rows)
 
     def slot_targets(self, b, k, lay) -> np.ndarray:
         """The target row of each slot of field layout k (-1: none), for binding `b`."""

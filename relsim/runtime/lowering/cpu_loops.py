@@ -12,7 +12,10 @@ holds:
   straight to the field, in row order; `kernel_split[_rows]` runs contiguous blocks of rows in
   parallel (`prange` over `_bounds`), each adding its contributions to the targets it owns
   directly and parking those to shared targets in `_shv<k>` at `_own<k>[slot]`
-  (`runtime/ownership.py`), folded afterwards in slot order. All three give the same bits.
+  (`runtime/ownership.py`), folded afterwards in slot order (a row with no shared target,
+  `_mixed[pos]` false, runs the direct body). All three give the same bits;
+* over a grid relation of two or more axes (and no reductions into fields through keys):
+  `kernel_grid` / `kernel_grid_serial`, nested loops over a box of cells (`grid_loops.py`).
 
 A field's reduction slots are written pre-permuted into fold order (`_spos`). A variant built
 with `absorb` first folds, in each row, the slots of key reductions another launch left
@@ -26,13 +29,16 @@ from __future__ import annotations
 import ast
 
 from ...types import elem_of
+from .. import ir
 from .body import BodyLowerer
 from .emit import call, name, store
 from .expr import ERR, POS, ROW
+from .grid_loops import GridPlan
 from .pending_folds import fold_pending_row
 
 _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.lowering import libm as _libm\n"
+           "_u64 = np.uint64\n"
            "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
            "np.bool_\n_INF = float('inf')\n_NAN = float('nan')\n")
 
@@ -49,6 +55,7 @@ class CpuLowerer(BodyLowerer):
         self.scatter = "slots"
         self.field_layouts = [k for k, lay in enumerate(analysed.layouts)
                               if hasattr(lay.target, "relation")]
+        self.grid_plan = None  # set while the grid loops' fast body is lowered
 
     # -- the seam (body.BodyLowerer) ------------------------------------------------------
     def slot_place(self, k, lay, slot):
@@ -62,6 +69,11 @@ class CpuLowerer(BodyLowerer):
 
     def next_row(self) -> ast.stmt:
         return ast.Continue()  # the next iteration of the row loop
+
+    def e_Affine(self, e):
+        if self.grid_plan is not None and isinstance(e.key, ir.Centred):
+            return [self.grid_plan.neighbour(self.alg, e.offsets)]
+        return super().e_Affine(e)
 
     def parks(self, lay) -> bool:
         return self.scatter == "slots" or not hasattr(lay.target, "relation")
@@ -103,6 +115,13 @@ class CpuLowerer(BodyLowerer):
                 self.scatter = mode
                 scattered[mode] = self.row_loop(self.kernel_row_body)
             self.scatter = "slots"
+        grid = self.a.relation.grid
+        grid_fast = None
+        if grid is not None and len(grid.shape) >= 2 and not self.field_layouts \
+                and not self.absorb:
+            self.grid_plan = GridPlan(grid)
+            grid_fast = self.row_loop(self.kernel_row_body)
+        plan, self.grid_plan = self.grid_plan, None
         funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows,
                                extra=self.absorb_params())
                  for mode, fn in (("serial", "range"), ("parallel", "prange"))
@@ -111,10 +130,16 @@ class CpuLowerer(BodyLowerer):
             if scattered:
                 funcs.append(self.function(f"kernel_direct{suffix}", scattered["direct"],
                                            "range", rows=rows))
-                funcs.append(self.split_function(f"kernel_split{suffix}", scattered["split"],
-                                                 rows))
+                funcs.append(self.split_function(f"kernel_split{suffix}", scattered["direct"],
+                                                 scattered["split"], rows))
         funcs += [self.function(f"targets_{k}", body, "prange", extra=["_tgt"])
                   for k, body in targets]
+        if grid_fast is not None:
+            args = ["_n", "_rows", "_has_rows", ERR] + [p.name for p in self.params.items] + \
+                ["_lo", "_hi"]
+            for fname, fn in (("kernel_grid", "prange"), ("kernel_grid_serial", "range")):
+                funcs.append(plan.function(fname, args, kernel_body[0].body[2:],
+                                           grid_fast[0].body[2:], fn))
         header = ast.parse(_HEADER).body
         mod = ast.Module(header + funcs, [])
         return ast.fix_missing_locations(mod)
@@ -126,11 +151,17 @@ class CpuLowerer(BodyLowerer):
         return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
                                                     [], None, []), body, [], None, None)
 
-    def split_function(self, fname, loop_stmts, rows):
-        """The row loop split into the contiguous blocks `_bounds`, the blocks in parallel."""
-        extra = ["_bounds"] + [f"_{part}{k}" for k in self.field_layouts
-                               for part in ("own", "shv")]
-        fn = self.function(fname, loop_stmts, "range", extra=extra, rows=rows)
+    def split_function(self, fname, direct_loop, split_loop, rows):
+        """The row loop split into the contiguous blocks `_bounds`, the blocks in parallel. A
+        row none of whose targets is shared (`_mixed[pos]` false: most rows) runs the direct
+        body; the others look up each slot's place (`_own<k>`)."""
+        extra = ["_bounds", "_mixed"] + [f"_{part}{k}" for k in self.field_layouts
+                                         for part in ("own", "shv")]
+        (direct,), (split,) = direct_loop, split_loop
+        mixed = ast.Subscript(name("_mixed"), name(POS), ast.Load())
+        body = split.body[:2] + [ast.If(mixed, split.body[2:], direct.body[2:])]
+        loop = [ast.For(split.target, split.iter, body, [])]
+        fn = self.function(fname, loop, "range", extra=extra, rows=rows)
         rows_loop = fn.body[0]
         bound = lambda i: ast.Subscript(name("_bounds"), i, ast.Load())  # noqa: E731
         rows_loop.iter = call("range", bound(name("_b")),

@@ -13,7 +13,7 @@ import ast
 
 from ...types import KeyType, KeyVecType, MatType, ScalarType, VecType, i64
 from .. import ir, semantics
-from .emit import EmitAlgebra, name, store
+from .emit import EmitAlgebra, call, name, store
 from .params import Params
 
 ROW = "_row"  # the relation row (a centred key's value)
@@ -99,8 +99,11 @@ class ExprLowerer:
             else:
                 comps = [tuple(idx)]
         out = []
+        # a key is never negative: indexed as unsigned, Numba emits no negative-index
+        # wraparound (a branch per access that also stops LLVM vectorising row loops)
+        row = call("_u64", key_atom)
         for c in comps:
-            parts = [key_atom] + [ast.Constant(x) if isinstance(x, int) else x for x in c]
+            parts = [row] + [ast.Constant(x) if isinstance(x, int) else x for x in c]
             sl = parts[0] if len(parts) == 1 else ast.Tuple(parts, ast.Load())
             out.append((arr, sl))
         return out

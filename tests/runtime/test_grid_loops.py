@@ -1,0 +1,88 @@
+"""Kernels over a grid relation run as nested loops over a box of cells (`grid_loops.py`):
+the same bits as interp for periodic, bounded and mixed axes, over the whole grid and over
+interior subsets, with neighbours two cells away, a Global sum and an early exit."""
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim.runtime import affine
+
+
+def _grid(shape, periodic, seed=0):
+    n = int(np.prod(shape))
+    C = rs.Relation("C", n)
+    C.set_grid(shape, periodic)
+    C.new_field("u", rs.f64).load(np.random.default_rng(seed).standard_normal(n))
+    C.new_field("v", rs.f64, init=0.0)
+    return C
+
+
+def _kernel(ndim, total):
+    if ndim == 2:
+        @rs.kernel
+        def stencil(c):
+            if c.u > 1.5:
+                return
+            s = c(1, 0).u + c(-1, 0).u + c(0, 1).u + c(0, -1).u + 0.5 * c(-2, 1).u
+            c.v = s - 4.0 * c.u
+            total += c.v  # noqa: F821 (a captured Global)
+        return stencil
+
+    @rs.kernel
+    def stencil3(c):
+        if c.u > 1.5:
+            return
+        s = c(1, 0, 0).u + c(-1, 0, 0).u + c(0, 1, 0).u + c(0, -1, 0).u + \
+            c(0, 0, 1).u + c(0, 0, -1).u + 0.25 * c(2, -1, 1).u
+        c.v = s - 6.0 * c.u
+        total += c.v  # noqa: F821
+    return stencil3
+
+
+CASES = [((7, 5), True), ((7, 5), (True, False)), ((7, 5), (False, True)), ((6, 4, 5), True),
+         ((6, 4, 5), (False, True, True)), ((5, 4, 6), (True, True, False))]
+
+
+def _inner(C, shape, per):
+    coords = C.grid.coords(np.arange(C.size))
+    inside = np.ones(C.size, dtype=bool)
+    for a, (n, p) in enumerate(zip(shape, per)):
+        if not p:
+            inside &= (coords[a] >= 2) & (coords[a] < n - 2)
+    return C.subset("inner", inside)
+
+
+@pytest.mark.parametrize("shape,periodic", CASES)
+@pytest.mark.parametrize("target", ["cpu", "cpu-serial"])
+def test_grid_loops_match_interp(shape, periodic, target):
+    C = _grid(shape, periodic)
+    per = C.grid.periodic
+    spaces = [_inner(C, shape, per)] + ([C] if all(per) else [])
+    total = rs.Global(rs.f64, 0.0)
+    k = _kernel(len(shape), total)
+    for space in spaces:
+        out = {}
+        for t in ("interp", target):
+            C.v.load(np.zeros(C.size))
+            total.value = 0.0
+            for _ in range(2):
+                space.foreach(k, rs.Config(target=t, parallel_threshold=1))
+            out[t] = (C.v.numpy().copy(), total.value)
+        assert np.array_equal(out["interp"][0].view(np.uint64), out[target][0].view(np.uint64))
+        assert out["interp"][1] == out[target][1]
+        b = k._last[3].bindings[None if space is C else space]
+        assert b.fn in k._last[3].grid_loops.values()  # ran as nested loops
+
+
+def test_launch_box_recognises_boxes_only():
+    C = _grid((4, 3, 5), True)
+    lo, hi = affine.launch_box(C.grid, None)
+    assert lo.tolist() == [0, 0, 0] and hi.tolist() == [4, 3, 5]
+    coords = C.grid.coords(np.arange(C.size))
+    box = (coords[0] >= 1) & (coords[0] < 3) & (coords[2] >= 2)
+    lo, hi = affine.launch_box(C.grid, np.flatnonzero(box))
+    assert lo.tolist() == [1, 0, 2] and hi.tolist() == [3, 3, 5]
+    rows = np.flatnonzero(box)
+    assert affine.launch_box(C.grid, rows[:-1]) is None  # not a whole box
+    assert affine.launch_box(C.grid, rows[::-1].copy()) is None  # not in row order
+    assert affine.launch_box(C.grid, np.array([0, 5])) is None
