@@ -52,6 +52,8 @@ def cmd_list(_args) -> int:
     print("targets:")
     for t in rs.targets():
         print(f"  {t}")
+    from relsim.runtime.backends import threading_layer
+    print(f"cpu threading layer: {threading_layer.report()}")
     from relsim import domains
     print("domains:")
     for d in domains.available():

@@ -19,7 +19,7 @@ SCATTER_SCHEMES = ("auto", "direct", "split", "slots")
 class Config:
     target: str = "cpu"  # a registered target: rs.targets()
     threads: int | None = None  # None: all Numba threads
-    parallel_threshold: int = 2048  # smaller iteration spaces run serially (same results)
+    parallel_threshold: int = 4096  # smaller iteration spaces run serially (same results)
     cache_dir: str | None = None  # None: $RELSIM_CACHE_DIR or ~/.cache/relsim
     # how the cpu target applies reductions into fields through keys (same bits every way):
     # "auto" chooses; "direct" (serial, straight into the field), "split" (parallel blocks,

@@ -37,7 +37,7 @@ from ..lowering import (
     SlotPlaces,
 )
 from ..slots import identity
-from . import cpu_folds
+from . import cpu_folds, threading_layer
 from .base import Backend, Launch
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
@@ -54,6 +54,7 @@ class CpuBackend(Backend):
     def __init__(self, serial: bool = False):
         self.serial = serial
         self.name = "cpu-serial" if serial else "cpu"
+        threading_layer.prepare()  # before Numba starts its threading layer
 
     def configure(self, config) -> None:
         if config.threads is not None:
