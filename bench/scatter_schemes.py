@@ -20,13 +20,16 @@ Rows timed per call, interleaved in one process (ms, min and median over repeats
   the shared ones parked and folded), ``slots`` (every contribution parked, then folded) and
   ``auto`` (what relsim chooses), at each ``--threads`` count.
 
-Also printed: the fraction of contributions going to vertices shared between blocks, which is
-what ``auto`` decides on (`SPLIT_MAX_SHARED` in `relsim/runtime/backends/cpu.py`).
+Also printed: the fraction of contributions going to vertices shared between blocks, and of
+rows reaching them, which is what ``auto`` decides on (`SPLIT_MIXED_COST` in
+`relsim/runtime/backends/cpu.py`). ``--sweep`` measures that cost: the tet mesh's edges with a
+growing fraction of them moved to random places in the edge order (so more and more vertices
+are shared between the two blocks), split and direct timed at 2 threads for each.
 
 Usage::
 
     python bench/scatter_schemes.py [--box 48] [--vertices 250000] [--edges 1000000]
-                                    [--threads 1 2] [--repeats 15] [--markdown PATH]
+                                    [--threads 1 2] [--repeats 15] [--sweep] [--markdown PATH]
 """
 from __future__ import annotations
 
@@ -91,7 +94,7 @@ def measure(name, head, tail, nv, threads, repeats, number):
         tgt = np.empty(2 * len(head), dtype=np.int64)
         tgt[0::2], tgt[1::2] = tail, head
         sp = ownership.split(tgt, 2, ownership.block_bounds(len(head), t), nv)
-        fractions.append(f"{t} blocks: {sp.shared_fraction:.3f}")
+        fractions.append(f"{t} blocks: {sp.shared_fraction:.3f} (rows {sp.mixed.mean():.3f})")
         variants = {"serial loop": lambda: serial_loop(k, h64, t64, T, np.zeros(nv))}
         for scheme in SCHEMES:
             cfg = rs.Config(threads=t, scatter=scheme)
@@ -114,6 +117,31 @@ def measure(name, head, tail, nv, threads, repeats, number):
     return rows, fractions
 
 
+def sweep(head, tail, nv, repeats, number):
+    """Split vs direct at 2 threads as the shared fraction grows (moved edges)."""
+    import relsim as rs
+    from relsim.runtime import ownership
+    rng = np.random.default_rng(3)
+    rows = []
+    for moved in (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.1, 1.0):
+        order = np.arange(len(head))
+        pick = rng.choice(len(head), int(moved * len(head)), replace=False)
+        order[np.sort(pick)] = pick[rng.permutation(len(pick))]
+        h, t = head[order], tail[order]
+        tgt = np.empty(2 * len(h), dtype=np.int64)
+        tgt[0::2], tgt[1::2] = t, h
+        sp = ownership.split(tgt, 2, ownership.block_bounds(len(h), 2), nv)
+        V, E, conduct = build(h, t, nv)
+        variants = {s: (lambda c=rs.Config(threads=2, scatter=s), E=E, k=conduct:
+                        E.foreach(k, c)) for s in ("direct", "split")}
+        times = C.interleaved(variants, repeats, number)
+        d, spl = C.summary(times["direct"])[0], C.summary(times["split"])[0]
+        rows.append([f"{moved:.3f}", f"{sp.shared_fraction:.3f}", f"{sp.mixed.mean():.3f}",
+                     C.ms(d), C.ms(spl), f"{spl / d:.2f}"])
+    return C.table(["edges moved", "shared slots", "mixed rows", "direct min ms",
+                    "split min ms", "split / direct"], rows)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--box", type=int, default=48, help="tetmesh.box(n): n cells per side")
@@ -122,6 +150,8 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--number", type=int, default=3, help="calls per timed batch")
+    ap.add_argument("--sweep", action="store_true",
+                    help="also time split vs direct at 2 threads as the shared fraction grows")
     ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
     C.add_chart_argument(ap, "scatter_schemes")
     args = ap.parse_args(argv)
@@ -137,6 +167,10 @@ def main(argv=None) -> None:
     text = "\n".join([C.machine_line(), "",
                       C.table(["graph", "threads", "variant", "min ms", "median ms",
                                "min / serial loop"], rows), ""] + [f"- {n}" for n in notes])
+    if args.sweep:
+        head, tail, nv = tet_graph(args.box)
+        text += "\n\nSplit vs direct at 2 threads, tet mesh edges partly shuffled:\n\n" + \
+            sweep(head, tail, nv, args.repeats, args.number)
     print(text)
     labels = sorted({(r[0], r[1]) for r in rows}, key=lambda x: (x[0], x[1]))
     variants = list(dict.fromkeys(r[2] for r in rows))

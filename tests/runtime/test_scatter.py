@@ -119,19 +119,25 @@ def test_direct_scatter_after_a_pending_fold_keeps_launch_order():
     assert np.array_equal(V.acc.numpy(), want)
 
 
-def test_auto_splits_a_local_graph_and_runs_a_random_one_serially():
-    from relsim.runtime.backends.cpu import SPLIT_MAX_SHARED
+def test_auto_splits_a_local_graph_and_runs_a_random_one_serially(monkeypatch):
+    from relsim.runtime.backends import cpu
     flux = _kernel()
+    cfg = rs.Config(target="cpu", threads=2, parallel_threshold=1)
     for local, want in ((True, "split"), (False, "direct")):
         V, E = _graph(nv=2000, ne=20000, local=local)
-        cfg = rs.Config(target="cpu", threads=2, parallel_threshold=1)
         E.foreach(flux, cfg)
-        exe = flux._last[3]
-        b = exe.bindings[None]
-        assert b.scheme == want, (local, SPLIT_MAX_SHARED)
+        assert flux._last[3].bindings[None].scheme == want, local
     # one thread, or a small relation: direct
     E.foreach(flux, rs.Config(target="cpu", threads=1, parallel_threshold=1))
     assert flux._last[3].bindings[None].scheme == "direct"
+    E.foreach(flux, rs.Config(target="cpu", threads=2))  # 20000 rows >= the default threshold
+    assert flux._last[3].bindings[None].scheme == "direct"
+    # with many threads, parking every contribution beats one thread on a random graph
+    monkeypatch.setattr(cpu.CpuExecutable, "nthreads", lambda self: 16)
+    V, E = _graph(nv=2000, ne=20000, local=False)
+    want = _run(V, E, flux, rs.Config(target="interp"))
+    assert _same(_run(V, E, flux, cfg), want)
+    assert flux._last[3].bindings[None].scheme == "slots"
 
 
 def test_bad_scheme_is_a_config_error():

@@ -41,10 +41,14 @@ from . import cpu_folds, threading_layer
 from .base import Backend, Launch
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
-# `scatter="auto"` splits a parallel launch's key reductions into owned and shared targets when
-# at most this fraction of the contributions goes to shared targets; else it runs serially,
-# adding each contribution directly (bench/scatter_schemes.py measures the crossover)
-SPLIT_MAX_SHARED = 0.5
+# `scatter="auto"`'s cost model for a parallel launch with key reductions into fields, in units
+# of the serial direct launch (1): split costs 1/threads plus SPLIT_MIXED_COST per fraction of
+# rows that reach a shared target (they branch to the parked path: ~10-20x a direct row when
+# rare); parking every contribution costs SLOTS_COST/threads. The cheapest wins (ties: direct).
+# Measured on a memory-bound edge scatter at 1 and 2 threads (bench/scatter_schemes.py --sweep:
+# split beat direct only below ~4% mixed rows; slots cost 2.4-2.6x direct at 1 thread).
+SPLIT_MIXED_COST = 12.0
+SLOTS_COST = 2.6
 
 
 class CpuBackend(Backend):
@@ -443,11 +447,13 @@ class CpuExecutable(Launch):
                   for k, lay in field_lays.items()}
         if want == "split":
             return "split", splits
-        shared = sum(sp.nshared for sp in splits.values())
-        total = sum(sp.nslots for sp in splits.values())
-        if shared <= SPLIT_MAX_SHARED * total:
-            return "split", splits
-        return "direct", None
+        p = self.nthreads()
+        mixed = np.logical_or.reduce([sp.mixed for sp in splits.values()]).mean() \
+            if b.n else 0.0
+        costs = {"direct": 1.0, "split": 1.0 / p + SPLIT_MIXED_COST * mixed,
+                 "slots": SLOTS_COST / p}
+        best = min(costs, key=lambda k: (costs[k], k != "direct"))
+        return best, (splits if best == "split" else None)
 
     def nthreads(self) -> int:
         return self.threads or numba.get_num_threads()
