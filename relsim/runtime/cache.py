@@ -1,14 +1,19 @@
 """The compile cache: generated modules are written as real files under the cache directory,
 named by the hash of their source, and imported from there. Numba caches their machine code
 beside them (`cache=True`), so a second process loads instead of recompiling; tracebacks and
-`rs.explain` show the generated source from that file."""
+`rs.explain` show the generated source from that file. Their bytecode is cached beside them too
+(`<module>.<cache tag>.code`, marshalled): compiling a large generated module's source again on
+every run cost ~20 ms per kernel, and Python's own .pyc files are often turned off
+(PYTHONDONTWRITEBYTECODE). Every file is written atomically (a temporary file, then a rename),
+so processes compiling the same kernel at once never read a half-written one."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import marshal
 import os
 import sys
 import tempfile
+import types
 from pathlib import Path
 
 CACHE_FORMAT = "1"
@@ -22,13 +27,31 @@ def module_for(source: str, cache_dir: Path, stem: str):
         return sys.modules[modname]
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"{modname}.py"
+    code_path = cache_dir / f"{modname}.{sys.implementation.cache_tag}.code"
     if not path.exists() or path.read_text() != source:
-        fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
+        _write(path, source.encode())
+        code_path.unlink(missing_ok=True)
+    code = _load_code(code_path)
+    if code is None:
+        code = compile(source, str(path), "exec")
+        _write(code_path, marshal.dumps(code))
+    mod = types.ModuleType(modname)
+    mod.__file__ = str(path)
     sys.modules[modname] = mod
-    spec.loader.exec_module(mod)
+    exec(code, mod.__dict__)
     return mod
+
+
+def _load_code(path: Path):
+    try:
+        code = marshal.loads(path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, types.CodeType) else None
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)

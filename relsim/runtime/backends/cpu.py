@@ -13,8 +13,6 @@ Launch path (kept lean: no analysis, no argument rebuilding unless storage chang
 """
 from __future__ import annotations
 
-import ast
-
 import numba
 import numpy as np
 from numba import njit
@@ -36,6 +34,7 @@ from ..lowering import (
     ReductionSlots,
     SlotPlaces,
 )
+from ..lowering.emit import unparse
 from ..slots import identity
 from . import cpu_folds, threading_layer
 from .base import Backend, Launch
@@ -73,7 +72,7 @@ class CpuBackend(Backend):
         lowerer = CpuLowerer(analysed)
         module_ast = lowerer.module()
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}\n" + \
-            ast.unparse(module_ast) + "\n"
+            unparse(module_ast) + "\n"
         mod = cache.module_for(source, options.cache_path(), _safe(analysed.kernel_name))
         return CpuExecutable(analysed, lowerer.params.items, mod, source, options, self.serial)
 
@@ -137,7 +136,8 @@ class CpuExecutable(Launch):
             self.grid = (grid.shape, grid.periodic)
         else:
             self.grid_loops = None
-        self.targets = {k: njit(parallel=True, **flags)(getattr(mod, f"targets_{k}"))
+        # serial: they run once per binding, and a parallel compilation costs ~2.4x
+        self.targets = {k: njit(**flags)(getattr(mod, f"targets_{k}"))
                         for k in range(len(analysed.layouts))
                         if hasattr(mod, f"targets_{k}")}
         self.force_serial = serial
@@ -239,7 +239,7 @@ class CpuExecutable(Launch):
             lowerer = CpuLowerer(self.analysed, absorb=folds)
             source = f"# relsim kernel {self.analysed.kernel_name!r} over " \
                 f"{self.analysed.relation.name}, folding pending reductions first\n" + \
-                ast.unparse(lowerer.module()) + "\n"
+                unparse(lowerer.module()) + "\n"
             if [p.name for p in lowerer.params.items] != [p.name for p in self.params]:
                 raise AssertionError("absorbing variant lowered with different parameters")
             mod = cache.module_for(source, self.options.cache_path(),
