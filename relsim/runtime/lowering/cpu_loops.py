@@ -116,11 +116,14 @@ class CpuLowerer(BodyLowerer):
                 scattered[mode] = self.row_loop(self.kernel_row_body)
             self.scatter = "slots"
         grid = self.a.relation.grid
-        grid_fast = None
+        grid_bodies = None
         if grid is not None and len(grid.shape) >= 2 and not self.field_layouts \
                 and not self.absorb:
             self.grid_plan = GridPlan(grid)
-            grid_fast = self.row_loop(self.kernel_row_body)
+            fast = self.row_loop(self.kernel_row_body)
+            self.grid_plan.peel = True
+            peeled = self.row_loop(self.kernel_row_body)
+            grid_bodies = (peeled[0].body[2:], fast[0].body[2:])
         plan, self.grid_plan = self.grid_plan, None
         funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows,
                                extra=self.absorb_params())
@@ -134,12 +137,11 @@ class CpuLowerer(BodyLowerer):
                                                  scattered["split"], rows))
         funcs += [self.function(f"targets_{k}", body, "range", extra=["_tgt"])
                   for k, body in targets]
-        if grid_fast is not None:
+        if grid_bodies is not None:
             args = ["_n", "_rows", "_has_rows", ERR] + [p.name for p in self.params.items] + \
                 ["_lo", "_hi"]
             for fname, fn in (("kernel_grid", "prange"), ("kernel_grid_serial", "range")):
-                funcs.append(plan.function(fname, args, kernel_body[0].body[2:],
-                                           grid_fast[0].body[2:], fn))
+                funcs.append(plan.function(fname, args, *grid_bodies, fn))
         header = ast.parse(_HEADER).body
         mod = ast.Module(header + funcs, [])
         _number_statements(mod.body)
