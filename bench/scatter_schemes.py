@@ -22,9 +22,9 @@ Rows timed per call, interleaved in one process (ms, min and median over repeats
 
 Also printed: the fraction of contributions going to vertices shared between blocks, and of
 rows reaching them, which is what ``auto`` decides on (`SPLIT_MIXED_COST` in
-`relsim/runtime/backends/cpu.py`). ``--sweep`` measures that cost: the tet mesh's edges with a
-growing fraction of them moved to random places in the edge order (so more and more vertices
-are shared between the two blocks), split and direct timed at 2 threads for each.
+`relsim/runtime/backends/cpu_scatter.py`). ``--sweep`` measures that cost: the tet mesh's edges
+with a growing fraction of them moved to random places in the edge order (so more and more
+vertices are shared between the two blocks), split and direct timed at 2 threads for each.
 
 Usage::
 

@@ -21,7 +21,7 @@ from ...errors import ConfigError, KernelRuntimeError
 from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import elem_of
-from .. import affine, cache, epoch, exact_sum, ownership, pending, row_changes
+from .. import affine, cache, epoch, exact_sum, pending, row_changes
 from ..lowering import (
     CpuLowerer,
     DeleteFlags,
@@ -36,18 +36,10 @@ from ..lowering import (
 )
 from ..lowering.emit import unparse
 from ..slots import identity
-from . import cpu_folds, threading_layer
+from . import cpu_folds, cpu_scatter, threading_layer
 from .base import Backend, Launch
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
-# `scatter="auto"`'s cost model for a parallel launch with key reductions into fields, in units
-# of the serial direct launch (1): split costs 1/threads plus SPLIT_MIXED_COST per fraction of
-# rows that reach a shared target (they branch to the parked path: ~10-20x a direct row when
-# rare); parking every contribution costs SLOTS_COST/threads. The cheapest wins (ties: direct).
-# Measured on a memory-bound edge scatter at 1 and 2 threads (bench/scatter_schemes.py --sweep:
-# split beat direct only below ~4% mixed rows; slots cost 2.4-2.6x direct at 1 thread).
-SPLIT_MIXED_COST = 12.0
-SLOTS_COST = 2.6
 
 
 class CpuBackend(Backend):
@@ -421,39 +413,12 @@ class CpuExecutable(Launch):
         return tgt
 
     def scheme(self, b):
-        """How this binding applies its key reductions into fields: ("plain", None) when it
-        has none; ("direct", None): serially, straight into the fields; ("split", splits):
-        blocks of rows in parallel, each adding directly to the targets it owns
-        (`ownership.split` per field layout); ("slots", None): every contribution parked and
-        folded after the kernel. All give the same bits; the choice is about speed."""
-        field_lays = {k: lay for k, lay in enumerate(self.analysed.layouts)
-                      if isinstance(lay.target, Field)}
-        if not field_lays:
-            return "plain", None
-        want = self.scatter
-        numeric = not any(elem_of(lay.target.type).is_bool for lay in field_lays.values())
-        if want == "auto":
-            if self.force_serial or b.n < self.threshold or self.nthreads() == 1:
-                return "direct", None
-            if not numeric:
-                return "slots", None
-        elif want != "split":
-            return want, None
-        if self.force_serial or not numeric:  # a forced split runs serially or parks all
-            return ("direct" if self.force_serial else "slots"), None
-        bounds = ownership.block_bounds(b.n, self.nthreads())
-        splits = {k: ownership.split(self.slot_targets(b, k, lay), lay.per_row, bounds,
-                                     lay.target.relation.size)
-                  for k, lay in field_lays.items()}
-        if want == "split":
-            return "split", splits
-        p = self.nthreads()
-        mixed = np.logical_or.reduce([sp.mixed for sp in splits.values()]).mean() \
-            if b.n else 0.0
-        costs = {"direct": 1.0, "split": 1.0 / p + SPLIT_MIXED_COST * mixed,
-                 "slots": SLOTS_COST / p}
-        best = min(costs, key=lambda k: (costs[k], k != "direct"))
-        return best, (splits if best == "split" else None)
+        """How this binding applies its key reductions into fields (`cpu_scatter.choose`)."""
+        field_layouts = {k: lay for k, lay in enumerate(self.analysed.layouts)
+                         if isinstance(lay.target, Field)}
+        serial = self.force_serial or b.n < self.threshold
+        return cpu_scatter.choose(self.scatter, field_layouts, b.n, serial, self.nthreads(),
+                                  lambda k, lay: self.slot_targets(b, k, lay))
 
     def nthreads(self) -> int:
         return self.threads or numba.get_num_threads()
