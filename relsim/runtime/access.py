@@ -65,7 +65,7 @@ def summarize(relation, body: tuple) -> AccessSummary:
                               _path(s.key, s.field), s.loc, _offsets(s.key)))
         elif isinstance(s, ir.GlobalReduce):
             out.append(Access(s.ref, "reduce", s.op, True, _global_label(s.ref), s.loc))
-        for e in _stmt_exprs(s):
+        for e in stmt_exprs(s):
             for node in e.walk():
                 if isinstance(node, ir.FieldRead):
                     out.append(Access(node.field, "read", None, _is_centred(node.key),
@@ -85,7 +85,7 @@ def _global_label(g) -> str:
     return f"Global {g.name}" if g.name else "Global"
 
 
-def _stmt_exprs(s):
+def stmt_exprs(s):
     """Expressions a statement evaluates (not the nested statement bodies)."""
     if isinstance(s, ir.Insert):
         return s.values

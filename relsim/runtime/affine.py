@@ -23,8 +23,8 @@ def centred_stencil(body) -> list:
 
 
 def _exprs(s):
-    from .access import _stmt_exprs
-    return _stmt_exprs(s)
+    from .access import stmt_exprs
+    return stmt_exprs(s)
 
 
 def check_launch_space(analysed, relation, rows) -> None:

@@ -168,3 +168,35 @@ def test_block_bounds_cover_every_row_once():
             b = ownership.block_bounds(n, nb)
             assert b[0] == 0 and b[-1] == n and np.all(np.diff(b) >= 0)
             assert len(b) - 1 <= max(1, n)
+
+
+def test_cost_model_weighs_the_scatter_share_of_a_row():
+    """A heavy kernel splits where a light one, with the same keys, runs direct: the rows that
+    reach a shared target cost extra only in their scatter part."""
+    from types import SimpleNamespace
+
+    from relsim.runtime.backends import cpu_scatter
+    n = 1000
+    tgt = np.arange(n, dtype=np.int64)
+    tgt[:33] = n - 1 - np.arange(33)  # 33 rows of block 0 reach rows block 1 reaches too
+    lay = SimpleNamespace(per_row=1, target=SimpleNamespace(type=rs.f64,
+                                                            relation=SimpleNamespace(size=n)))
+    layouts = {0: lay}
+
+    def choose(share):
+        return cpu_scatter.choose("auto", layouts, n, False, 2, lambda k, lay: tgt, share)[0]
+
+    assert choose(0.48) == "direct"  # the plain edge scatter's share
+    assert choose(0.03) == "split"  # LULESH's force kernels' share
+    assert choose(0.0) == "split"
+    assert cpu_scatter.choose("auto", layouts, n, True, 2, lambda k, lay: tgt, 0.03)[0] == \
+        "direct"  # a serial launch
+
+
+def test_scatter_share_of_the_edge_scatter():
+    from relsim.runtime.backends.cpu_scatter import scatter_share
+    from relsim.runtime.pipeline import analyse
+    V, E = _graph()
+    light = _kernel()
+    s = scatter_share(analyse(light, E))
+    assert 0.2 < s < 0.8

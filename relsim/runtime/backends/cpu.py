@@ -121,6 +121,7 @@ class CpuExecutable(Launch):
             self.split = {False: njit(parallel=True, **flags)(mod.kernel_split),
                           True: njit(parallel=True, **flags)(mod.kernel_split_rows)}
         self.scatter = options.scatter
+        self.scatter_share = cpu_scatter.scatter_share(analysed)
         grid = analysed.relation.grid
         if hasattr(mod, "kernel_grid"):  # nested loops over a box of the grid it was lowered for
             self.grid_loops = {True: njit(parallel=True, **flags)(mod.kernel_grid),
@@ -418,7 +419,8 @@ class CpuExecutable(Launch):
                          if isinstance(lay.target, Field)}
         serial = self.force_serial or b.n < self.threshold
         return cpu_scatter.choose(self.scatter, field_layouts, b.n, serial, self.nthreads(),
-                                  lambda k, lay: self.slot_targets(b, k, lay))
+                                  lambda k, lay: self.slot_targets(b, k, lay),
+                                  self.scatter_share)
 
     def nthreads(self) -> int:
         return self.threads or numba.get_num_threads()
