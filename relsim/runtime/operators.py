@@ -128,6 +128,10 @@ class OperatorTyping:
         if x.type == t:
             return x
         if isinstance(x, ir.Const) and isinstance(t, ScalarType):
+            if t.is_int and isinstance(x.value, float) and not (
+                    np.isfinite(x.value) and np.iinfo(t.dtype).min <= int(x.value)
+                    <= np.iinfo(t.dtype).max):
+                raise self.err(f"the constant {x.value!r} does not fit in {t!r}", x.loc)
             with np.errstate(over="ignore"):  # a float constant too large for f32 is inf
                 return ir.Const(x.loc, t.dtype.type(x.value).item(), type=t)
         return ir.Cast(x.loc, x, type=t)

@@ -233,3 +233,11 @@ def test_unknown_function():
         r.out = smooth(r.x)  # <- here  # noqa: F821
 
     name_error(rel(), k, "'smooth'", "not defined", under="smooth")
+
+
+def test_float_constant_that_does_not_fit_an_int():
+    @rs.kernel
+    def k(r):
+        r.n = int(1e300)  # <- here
+
+    type_error(rel(), k, "1e+300", "does not fit in i64")
