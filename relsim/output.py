@@ -142,13 +142,29 @@ def write(path, relation, fields=None) -> None:
     """Write `relation`'s `fields` (names or Fields; default: all its non-key fields) on its
     mesh to `path`; meshio picks the format from the suffix (.vtu, .vtk, .xdmf, .msh ...)."""
     import meshio
-    mesh = _mesh(relation, fields)
     where = os.fspath(path)
+    known = _writable_suffixes(meshio)
+    if known and not any(where.lower().endswith(k) for k in known):
+        suffix = os.path.splitext(where)[1]
+        raise DomainError(f"{where}: cannot tell the file format from the suffix "
+                          f"{suffix or '(none)'!r}; rs.write knows {', '.join(known)}")
+    mesh = _mesh(relation, fields)
     try:
         meshio.write(where, mesh)
     except Exception as exc:
         raise DomainError(f"{where}: cannot write {relation.name}: "
                           f"{type(exc).__name__}: {exc}") from exc
+
+
+def _writable_suffixes(meshio) -> list:
+    """The suffixes meshio can write, sorted (from its format registry; empty if this meshio
+    has none, and then meshio decides)."""
+    try:
+        from meshio._helpers import _writer_map, extension_to_filetypes
+    except ImportError:
+        return []
+    return sorted(ext for ext, kinds in extension_to_filetypes.items()
+                  if any(k in _writer_map for k in kinds))
 
 
 class TimeSeries:

@@ -45,9 +45,13 @@ class Global:
 
     @value.setter
     def value(self, v) -> None:
-        arr = np.asarray(v)
+        label = f"Global {self.name!r}" if self.name else "Global"
+        try:
+            arr = np.asarray(v, dtype=self.type.dtype)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise DataError(f"{label} of type {self.type!r} cannot hold {v!r} ({exc})") from None
         if arr.shape not in (self.type.shape, ()):
-            raise DataError(f"Global of type {self.type!r} cannot hold a value of shape "
+            raise DataError(f"{label} of type {self.type!r} cannot hold a value of shape "
                             f"{arr.shape}")
         self._data[0] = arr
         self._row_data[0] = -1

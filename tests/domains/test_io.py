@@ -109,7 +109,10 @@ def test_write_errors(tmp_path, mesh):
         rs.write(tmp_path / "x.vtu", plain)
     with pytest.raises(rs.DomainError, match="has no field 'nope'"):
         rs.write(tmp_path / "x.vtu", mesh.vertices, ["nope"])
-    with pytest.raises(rs.DomainError, match=r"x\.unknownsuffix: cannot write tets"):
+    with pytest.raises(rs.DomainError, match=r"x\.unknownsuffix: cannot tell the file format "
+                       r"from the suffix '\.unknownsuffix'; rs.write knows .*\.vtk, \.vtu"):
         rs.write(tmp_path / "x.unknownsuffix", mesh.tets)
+    with pytest.raises(rs.DomainError, match=r"suffix '\(none\)'"):
+        rs.write(tmp_path / "noext", mesh.tets)
     with pytest.raises(rs.DomainError, match="a .pvd or an .xdmf file"):
         output.TimeSeries(tmp_path / "x.vtu", mesh.tets)

@@ -84,3 +84,15 @@ def test_globals():
     with pytest.raises(rs.DataError):
         v.value = (1, 2)
     assert rs.Global(rs.f64).row == -1
+
+
+def test_global_value_that_is_not_a_number_is_a_data_error():
+    g = rs.Global(rs.f64, 1.5, name="dt")
+    with pytest.raises(rs.DataError, match=r"Global 'dt' of type f64 cannot hold 'abc'"):
+        g.value = "abc"
+    assert g.value == 1.5  # unchanged
+    v = rs.Global(rs.vec(3, rs.f64))
+    with pytest.raises(rs.DataError, match=r"Global of type vec3\[f64\].*shape \(2,\)"):
+        v.value = (1.0, 2.0)
+    v.value = (1.0, 2.0, 3.0)
+    assert v.value.tolist() == [1.0, 2.0, 3.0]
