@@ -15,6 +15,7 @@ import numpy as np
 
 import relsim as rs
 from relsim.domains import grid
+from simulations.checks import nonfinite
 
 
 def run(n: int, t_end: float = 0.01, k: float = 1.0, output: str | None = None):
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
         err, steps = run(n, a.t_end, output=a.output if n == a.sizes[-1] else None)
         order = math.log2(prev / err) if prev else float("nan")
         print(f"{n:6d} {steps:7d} {err:12.4e} {order:6.2f}")
-        if prev and not 1.8 < order < 2.2:
+        if prev and not 1.8 < order < 2.2 or nonfinite(error=[err]):
             ok = False
         prev = err
     print(f"{time.perf_counter() - t0:.2f} s; " +

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 import relsim as rs
+from simulations.checks import nonfinite
 
 
 def grid_graph(nx: int, ny: int):
@@ -87,6 +88,10 @@ def main(argv=None) -> int:
           f"final {history[-1]:.15g}")
     print(f"  relative drift {drift:.3e}; max T {V.T.numpy().max():.6f}; "
           f"{elapsed:.2f} s (compile included)")
+    bad = nonfinite(T=V.T.numpy(), total_heat=history)
+    if bad:
+        print("  FAILED: " + "; ".join(bad))
+        return 1
     if drift > 1e-12:
         print("  FAILED: heat is not conserved")
         return 1

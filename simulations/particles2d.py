@@ -16,6 +16,7 @@ import numpy as np
 
 import relsim as rs
 from relsim.domains import grid, particles
+from simulations.checks import nonfinite
 
 
 def build(n_cells=32, n_particles=2000, seed=1):
@@ -92,6 +93,9 @@ def check(g, parts, initial, glob) -> list:
     counts = C.count.numpy()
     if counts.sum() != P.size:
         problems.append(f"per-cell counts sum to {counts.sum()}, not {P.size}")
+    bad = nonfinite(pos=P.pos.numpy())
+    if bad:
+        return problems + bad
     hist = np.bincount(g.cell_of(P.pos.numpy()), minlength=C.size)
     if not np.array_equal(hist, counts):
         problems.append("per-cell counts differ from a NumPy histogram")

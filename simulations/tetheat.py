@@ -26,6 +26,7 @@ import numpy as np
 import relsim as rs
 from relsim.domains import tetmesh
 from relsim.output import TimeSeries
+from simulations.checks import nonfinite
 
 
 def build(mesh, cfl: float = 0.5):
@@ -166,6 +167,10 @@ def main(argv=None) -> int:
           f"{elapsed:.2f} s (compile included)")
     if a.output:
         print(f"  wrote {a.output}/tetheat.pvd (VTU per step) and {a.output}/tetheat.xdmf")
+    bad = nonfinite(T=V.T.numpy(), total_heat=history)
+    if bad:
+        print("  FAILED: " + "; ".join(bad))
+        return 1
     if drift > 1e-12:
         print("  FAILED: heat is not conserved")
         return 1

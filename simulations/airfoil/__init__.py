@@ -16,6 +16,7 @@ import json
 import time
 
 import relsim as rs
+from simulations.checks import nonfinite
 
 from . import solver
 
@@ -73,7 +74,10 @@ def main(argv=None) -> int:
     if len(history):
         print(f"final rms {float(history[-1])!r}")
     print(f"sha256(q) {digest}")
-    ok = check_standard(mesh, history, digest)
+    bad = nonfinite(q=q, rms=history)
+    if bad:
+        print("FAILED: " + "; ".join(bad))
+    ok = check_standard(mesh, history, digest) and not bad
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"mesh": how, "ncell": mesh.ncell, "iterations": a.iterations,

@@ -229,6 +229,7 @@ def main(argv=None) -> int:
             print(exc)
         return exc.status
     import relsim as rs
+    from simulations.checks import nonfinite
 
     from .problem import STOPTIME, Lulesh, QStopError, VolumeError
     changes = {k: o[k] for k in ("target", "threads") if o[k] is not None}
@@ -274,6 +275,10 @@ def main(argv=None) -> int:
         out.close()
     if status:
         return status
+    bad = nonfinite(**{f"elems.{f}": L.elems.field(f).numpy() for f in ("e", "p", "q", "v")})
+    if bad:  # the reference would go on printing numbers; a NaN is never a result
+        print("relsim run lulesh: FAILED: " + "; ".join(bad), file=sys.stderr)
+        return 1
     if not quiet:
         print(report(L, elapsed))
         print(f"relsim: target {cfg.target}, {_threads(cfg)} thread(s); setup and compilation "
