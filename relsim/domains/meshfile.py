@@ -9,6 +9,14 @@ that cell type, concatenated in file order), their point and cell data, and the 
   (``gmsh:physical`` named through the file's ``field_data``, ``medit:ref``) on blocks of the
   element type or of its facet type.
 
+Files from other tools are tidied, each with a warning that counts what changed:
+
+* points no element uses (gmsh writes them with ``Mesh.SaveAll=1``) are dropped and the rest
+  renumbered in order, their point data and point sets with them; left in, such a vertex has
+  no volume and no neighbours (a zero lumped mass: NaN in a heat code);
+* tets, and triangles of a planar (z = const) mesh, listed with the opposite vertex order are
+  reoriented (two vertices swapped). Degenerate elements stay an error, in the mesh domain.
+
 Any failure (missing file, a format meshio cannot read, no elements of the kind) is a
 `DomainError` naming the file.
 """
@@ -24,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DomainError
-from .cells import Kind
+from .cells import TETRA, TRIANGLE, Kind, tet_volumes, triangle_normals
 
 # cell-data keys that hold region tags (become subsets, not fields), with the prefix used to
 # name a tag that the file does not name
@@ -107,7 +115,52 @@ def read(path, kind: Kind) -> MeshData:
                 sel = [np.flatnonzero(np.asarray(per_block[i]) == tag)
                        if i in group else None for i in range(len(m.cells))]
                 _add_set(data, name, sel, m, blocks, offsets, facet_blocks)
+    _drop_unused_points(data, kind)
+    _reorient(data, kind)
     return data
+
+
+def _drop_unused_points(data: MeshData, kind: Kind) -> None:
+    n = len(data.points)
+    cells = np.asarray(data.cells, dtype=np.int64)
+    if not cells.size or cells.min() < 0 or cells.max() >= n:
+        return  # dangling indices: the mesh domain reports them
+    used = np.zeros(n, dtype=bool)
+    used[cells.ravel()] = True
+    if used.all():
+        return
+    new = np.cumsum(used) - 1
+    new[~used] = -1
+    warnings.warn(f"{data.path}: {int((~used).sum())} of its {n} points are used by no "
+                  f"{kind.name} element; they were dropped and the points renumbered",
+                  RuntimeWarning, stacklevel=4)
+    data.points = data.points[used]
+    data.cells = new[cells]
+    data.point_data = {k: v[used] for k, v in data.point_data.items()}
+    data.point_sets = {k: new[v][new[v] >= 0] for k, v in data.point_sets.items()}
+    # a facet through a dropped point is on no element: -1 makes it "not on the boundary"
+    data.facet_sets = {k: new[v] for k, v in data.facet_sets.items()}
+
+
+def _reorient(data: MeshData, kind: Kind) -> None:
+    p, c = np.asarray(data.points, dtype=np.float64), np.asarray(data.cells, dtype=np.int64)
+    if not c.size or c.min() < 0 or c.max() >= len(p) or p.ndim != 2:
+        return
+    if kind is TETRA and p.shape[1] == 3:
+        signed = tet_volumes(p, c)
+    elif kind is TRIANGLE and p.shape[1] >= 2 and (p.shape[1] == 2 or np.ptp(p[:, 2]) == 0.0):
+        q = p if p.shape[1] == 3 else np.column_stack([p, np.zeros(len(p))])
+        signed = triangle_normals(q, c)[:, 2]
+    else:
+        return
+    flip = signed < 0  # zero (degenerate) stays for the domain's check
+    if not flip.any():
+        return
+    warnings.warn(f"{data.path}: {int(flip.sum())} of its {len(c)} {kind.name} elements had the "
+                  f"opposite vertex order; they were reoriented", RuntimeWarning, stacklevel=4)
+    c = c.copy()
+    c[flip, 1], c[flip, 2] = c[flip, 2], c[flip, 1].copy()
+    data.cells = c
 
 
 def _add_set(data, name, per_block, m, blocks, offsets, facet_blocks) -> None:

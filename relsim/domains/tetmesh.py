@@ -19,8 +19,10 @@ Relations (built with the public relsim API only):
 Named sets become subsets: physical volumes / cell sets of tets on ``tets``; physical surfaces
 / cell sets of triangles on ``boundary`` and (their vertices) on ``vertices``; point sets on
 ``vertices``. `box` names its six sides ``xmin xmax ymin ymax zmin zmax`` the same way.
-Bad input (unreadable file, no tets, dangling indices, degenerate or inverted tets, a face
-shared by three tets) raises `relsim.DomainError` naming the file; nothing is half-built.
+`load` drops points no tet uses and reorients tets listed with the opposite vertex order (a
+warning counts each; `meshfile`). Bad input (unreadable file, no tets, dangling indices,
+degenerate tets, inverted ones given to `from_arrays`, a face shared by three tets) raises
+`relsim.DomainError` naming the file; nothing is half-built.
 """
 from __future__ import annotations
 

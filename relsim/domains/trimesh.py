@@ -19,8 +19,10 @@ Relations (built with the public relsim API only):
 Named sets become subsets: physical surfaces / cell sets of triangles on ``triangles``;
 physical curves / cell sets of lines on ``boundary`` and (their vertices) on ``vertices``;
 point sets on ``vertices``. `plane` names its sides ``xmin xmax ymin ymax``.
-Bad input (unreadable file, no triangles, dangling indices, degenerate, clockwise or
-inconsistently oriented triangles) raises `relsim.DomainError`; nothing is half-built.
+`load` drops points no triangle uses and, in a planar mesh, reorients clockwise triangles (a
+warning counts each; `meshfile`). Bad input (unreadable file, no triangles, dangling indices,
+degenerate triangles, clockwise ones given to `from_arrays`, inconsistently oriented ones)
+raises `relsim.DomainError`; nothing is half-built.
 """
 from __future__ import annotations
 

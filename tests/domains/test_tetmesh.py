@@ -190,9 +190,8 @@ def test_no_tets_in_file(tmp_path):
 
 
 def test_inverted_and_degenerate_tets(tmp_path):
-    path = _write(tmp_path, "inv.vtu", UNIT_TET, [("tetra", np.array([[0, 2, 1, 3]]))])
-    with pytest.raises(rs.DomainError, match=r"inv\.vtu: tetra 0 .* is inverted"):
-        tetmesh.load(path)
+    with pytest.raises(rs.DomainError, match=r"<arrays>: tetra 0 .* is inverted"):
+        tetmesh.from_arrays(UNIT_TET, [[0, 2, 1, 3]])  # arrays: the caller's order is kept
     flat = UNIT_TET.copy()
     flat[3] = [0.5, 0.5, 0.0]
     path = _write(tmp_path, "flat.vtu", flat, [("tetra", np.array([[0, 1, 2, 3]]))])
@@ -219,3 +218,26 @@ def test_name_clash_is_an_error_and_nothing_is_registered():
     pts, tets = tetmesh.box_arrays(1, 1, 1)
     with pytest.raises(rs.DomainError, match="'edges' on vertices clashes"):
         tetmesh.from_arrays(pts, tets, point_data={"edges": np.zeros(len(pts))})
+
+
+def test_load_reorients_tets_and_drops_unused_points(tmp_path):
+    """Files from other tools: tets of mixed orientation, and a point no tet uses (gmsh's
+    Mesh.SaveAll=1); both fixed on load, each with a warning that counts what changed."""
+    pts = np.vstack([[[9.0, 9.0, 9.0]], UNIT_TET, [[1.0, 1.0, 1.0]]])  # point 0: unused
+    tets = np.array([[1, 2, 3, 4], [2, 3, 5, 4]])  # the second has the opposite order
+    T = np.arange(6, dtype=float) * 10.0
+    path = tmp_path / "mixed.vtu"
+    meshio.write(path, meshio.Mesh(pts, [("tetra", tets)], point_data={"T": T}),
+                 binary=False)
+    with pytest.warns(RuntimeWarning) as record:
+        mesh = tetmesh.load(path)
+    said = [str(w.message) for w in record]
+    assert any("1 of its 6 points are used by no tetra element; they were dropped" in m
+               for m in said)
+    assert any("1 of its 2 tetra elements had the opposite vertex order; they were "
+               "reoriented" in m for m in said)
+    V = mesh.vertices
+    assert V.size == 5 and V.T.numpy().tolist() == [10.0, 20.0, 30.0, 40.0, 50.0]
+    v = mesh.tets.v.numpy()
+    assert (cells.tet_volumes(V.pos.numpy(), v) > 0).all()
+    assert sorted(v[1].tolist()) == [1, 2, 3, 4]  # the same tet, renumbered and reoriented

@@ -95,3 +95,13 @@ def test_degenerate_and_missing_triangles(tmp_path):
     meshio.write(path, meshio.Mesh(TET_PTS, [("tetra", np.array([[0, 1, 2, 3]]))]))
     with pytest.raises(rs.DomainError, match=r"tets\.vtu: no triangle cells"):
         trimesh.load(path)
+
+
+def test_load_reorients_planar_triangles(tmp_path):
+    pts = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    tris = np.array([[0, 1, 2], [1, 2, 3]])  # the second is clockwise
+    path = tmp_path / "cw.vtu"
+    meshio.write(path, meshio.Mesh(pts, [("triangle", tris)]), binary=False)
+    with pytest.warns(RuntimeWarning, match="1 of its 2 triangle elements had the opposite"):
+        mesh = trimesh.load(path)
+    assert len(mesh.triangles) == 2
