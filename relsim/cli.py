@@ -67,10 +67,19 @@ def cmd_run(args) -> int:
 
 
 def cmd_explain(args) -> int:
+    import relsim as rs
     mod = _load(args.name)
-    if not hasattr(mod, "explain"):
-        raise SystemExit(f"relsim: simulation {args.name!r} has no explain()")
-    mod.explain()
+    if not hasattr(mod, "kernels"):
+        raise SystemExit(f"relsim: simulation {args.name!r} has no kernels() to explain")
+    kernels = mod.kernels()  # [(name, kernel, relation)], on a small instance
+    names = [n for n, _, _ in kernels]
+    if args.kernel is not None and args.kernel not in names:
+        print(f"relsim explain {args.name}: no kernel {args.kernel!r}; its kernels are "
+              f"{', '.join(names)}", file=sys.stderr)
+        return 2
+    for name, kernel, relation in kernels:
+        if args.kernel in (None, name):
+            print(rs.explain(kernel, relation))
     return 0
 
 
@@ -102,6 +111,8 @@ def main(argv=None) -> int:
         fn=cmd_list)
     e = sub.add_parser("explain", help="print every pipeline stage of a simulation's kernels")
     e.add_argument("name")
+    e.add_argument("--kernel", metavar="NAME", help="only this kernel (an unknown name lists "
+                   "the simulation's kernels)")
     e.set_defaults(fn=cmd_explain)
     b = sub.add_parser("bench", help="benchmark a simulation against its peers", add_help=False)
     b.add_argument("name")

@@ -99,11 +99,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def explain() -> None:
-    """Print every pipeline stage of the two kernels (for `relsim explain heat`)."""
+def kernels() -> list:
+    """(name, kernel, relation) of each kernel, on a small mesh (`relsim explain heat`)."""
     V, E, conduct, update, _ = build(4, 3, 0.1)
-    print(rs.explain(conduct, E))
-    print(rs.explain(update, V))
+    return [("conduct", conduct, E), ("update", update, V)]
 
 
 if __name__ == "__main__":

@@ -178,12 +178,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def explain() -> None:
-    """Print every pipeline stage of the kernels (for `relsim explain tetheat`)."""
+def kernels() -> list:
+    """(name, kernel, relation) of each kernel, on a small mesh (`relsim explain tetheat`)."""
     mesh = tetmesh.box(1)
     setup, conduct, update, _, _ = build(mesh)
-    print(rs.explain(conduct, mesh.edges))
-    print(rs.explain(update, mesh.vertices))
+    return [("conduct", conduct, mesh.edges), ("update", update, mesh.vertices)]
 
 
 if __name__ == "__main__":

@@ -67,3 +67,16 @@ def test_cli_run_help_lists_the_simulations_and_bad_options_are_one_line():
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "relsim run: unknown target 'bogus'; choose one of cpu, cpu-serial, interp"]
+
+
+def test_cli_explain_one_kernel(capsys):
+    from relsim import cli
+    assert cli.main(["explain", "heat", "--kernel", "update"]) == 0
+    out = capsys.readouterr().out
+    assert "== kernel update over" in out and "== kernel conduct" not in out
+    assert cli.main(["explain", "heat"]) == 0
+    out = capsys.readouterr().out
+    assert "== kernel update over" in out and "== kernel conduct over" in out
+    assert cli.main(["explain", "heat", "--kernel", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "relsim explain heat: no kernel 'nope'; its kernels are conduct, update"

@@ -123,12 +123,13 @@ def check_standard(mesh, history, digest) -> bool:
     return ok
 
 
-def explain() -> None:
-    """Print every pipeline stage of the five kernels (for `relsim explain airfoil`)."""
+def kernels() -> list:
+    """(name, kernel, relation) of the five kernels, on a small mesh (`relsim explain
+    airfoil`)."""
     af = solver.build(solver.op2mesh.naca_mesh(2, 3))
-    for name, rel in (("save_soln", af.cells), ("adt_calc", af.cells), ("res_calc", af.edges),
-                      ("bres_calc", af.bedges), ("update", af.cells)):
-        print(rs.explain(af.kernels[name], rel))
+    return [(name, af.kernels[name], rel) for name, rel in (
+        ("save_soln", af.cells), ("adt_calc", af.cells), ("res_calc", af.edges),
+        ("bres_calc", af.bedges), ("update", af.cells))]
 
 
 def bench(argv=None) -> int:

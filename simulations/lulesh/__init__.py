@@ -18,13 +18,10 @@ def bench(argv=None) -> int:
     return _main(argv)
 
 
-def explain() -> None:
-    """Print every pipeline stage of the kernels (for `relsim explain lulesh`)."""
-    import relsim as rs
-
+def kernels() -> list:
+    """(name, kernel, relation) of each kernel, on s=2 (`relsim explain lulesh`)."""
     from .problem import Lulesh
     L = Lulesh(2, num_reg=1)
-    for name, k in L.k.items():
-        rel = L.nodes if name in ("zero_forces", "acceleration", "velocity", "position",
-                                  "symmetry_x", "symmetry_y", "symmetry_z") else L.elems
-        print(rs.explain(k, rel))
+    nodal = ("zero_forces", "acceleration", "velocity", "position", "symmetry_x", "symmetry_y",
+             "symmetry_z")
+    return [(name, k, L.nodes if name in nodal else L.elems) for name, k in L.k.items()]
