@@ -38,6 +38,7 @@ from .cells import TETRA, TRIANGLE, Kind, tet_volumes, triangle_normals
 # name a tag that the file does not name
 TAG_KEYS = {"gmsh:physical": "physical_", "medit:ref": "ref_", "CellEntityIds": "tag_"}
 IGNORED_DATA = {"gmsh:geometrical", "gmsh:dim_tags"}
+VOLUME_TYPES = ("tetra", "hexahedron", "wedge", "pyramid")  # meshio types (and their orders)
 
 
 @dataclass
@@ -64,6 +65,8 @@ def read(path, kind: Kind) -> MeshData:
     where = os.fspath(path)
     if not os.path.exists(where):
         raise DomainError(f"{where}: no such file")
+    if os.path.isfile(where) and os.path.getsize(where) == 0:
+        raise DomainError(f"{where}: the file is empty")
     said = io.StringIO()
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(said), \
@@ -74,12 +77,20 @@ def read(path, kind: Kind) -> MeshData:
     # reader accepts, prints a message and calls sys.exit
     except (Exception, SystemExit) as exc:
         why = " ".join(said.getvalue().split()) or f"{type(exc).__name__}: {exc}"
-        raise DomainError(f"{where}: cannot read the mesh file: {why}") from exc
+        raise DomainError(f"{where}: cannot read the mesh file (truncated, or not a mesh in a "
+                          f"format meshio reads from its suffix?): {why}") from exc
     blocks = [i for i, b in enumerate(m.cells) if b.type == kind.name]
     if not blocks:
         found = sorted({b.type for b in m.cells}) or ["no cells"]
         raise DomainError(f"{where}: no {kind.name} cells in the file (it has "
                           f"{', '.join(found)})")
+    if kind.dim == 2:
+        volume = sorted({b.type for b in m.cells if b.type.startswith(VOLUME_TYPES)})
+        if volume:
+            n = sum(len(m.cells[i].data) for i in blocks)
+            warnings.warn(f"{where}: the file holds a volume mesh ({', '.join(volume)}); only "
+                          f"its {n} {kind.name} cells (often its boundary) are read, not the "
+                          f"volume", RuntimeWarning, stacklevel=3)
     cells = np.concatenate([np.asarray(m.cells[i].data) for i in blocks])
     offsets = np.cumsum([0] + [len(m.cells[i].data) for i in blocks])
     data = MeshData(where, np.asarray(m.points), cells)

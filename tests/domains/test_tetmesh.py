@@ -241,3 +241,19 @@ def test_load_reorients_tets_and_drops_unused_points(tmp_path):
     v = mesh.tets.v.numpy()
     assert (cells.tet_volumes(V.pos.numpy(), v) > 0).all()
     assert sorted(v[1].tolist()) == [1, 2, 3, 4]  # the same tet, renumbered and reoriented
+
+
+def test_empty_and_truncated_files_say_so(tmp_path):
+    empty = tmp_path / "empty.msh"
+    empty.write_text("")
+    with pytest.raises(rs.DomainError, match=r"empty\.msh: the file is empty"):
+        tetmesh.load(empty)
+    good = tmp_path / "good.vtu"
+    meshio.write(good, meshio.Mesh(UNIT_TET, [("tetra", np.array([[0, 1, 2, 3]]))]),
+                 binary=False)
+    text = good.read_bytes()
+    cut = tmp_path / "cut.vtu"
+    cut.write_bytes(text[: len(text) // 2])
+    with pytest.raises(rs.DomainError, match=r"cut\.vtu: cannot read the mesh file "
+                                             r"\(truncated, or not a mesh"):
+        tetmesh.load(cut)

@@ -105,3 +105,15 @@ def test_load_reorients_planar_triangles(tmp_path):
     with pytest.warns(RuntimeWarning, match="1 of its 2 triangle elements had the opposite"):
         mesh = trimesh.load(path)
     assert len(mesh.triangles) == 2
+
+
+def test_load_of_a_volume_file_says_it_reads_only_the_triangles(tmp_path):
+    pts = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    path = tmp_path / "vol.vtu"
+    meshio.write(path, meshio.Mesh(pts, [("tetra", np.array([[0, 1, 2, 3]])),
+                                         ("triangle", np.array([[0, 2, 1]]))]))
+    with pytest.warns(RuntimeWarning) as record:
+        mesh = trimesh.load(path)
+    said = [str(w.message) for w in record]
+    assert any("holds a volume mesh (tetra); only its 1 triangle cells" in m for m in said)
+    assert len(mesh.triangles) == 1
