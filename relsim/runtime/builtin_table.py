@@ -56,11 +56,17 @@ MATH = {f.name: f for f in [
     *_math("copysign", arity=2),
     *_math("isnan", "isinf", "isfinite", predicate=True, oracle="np"),
     *_math("trunc", lowered="np", oracle="np"),
+    # round(x): to the nearest integer, ties to even, as Python's round (np.round, np.rint);
+    # of the float type, like floor and ceil
+    *_math("round", lowered="np", oracle="np"),
 ]}
 
 # NumPy's other spellings of builtins
 NUMPY_ALIASES = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-                 "absolute": "abs", "minimum": "min", "maximum": "max", "power": "pow"}
+                 "absolute": "abs", "minimum": "min", "maximum": "max", "power": "pow",
+                 "rint": "round"}
+# Python builtins that are math functions in a kernel
+PYTHON_ALIASES = {"round": "round"}
 # Python builtins kernels may call (typed in `calls.type_call`)
 PYTHON_BUILTINS = ("abs", "min", "max", "pow", "int", "float", "bool", "len")
 # rs vector and matrix functions (typed in `calls`, computed in `semantics.call`), each with the
@@ -84,6 +90,8 @@ def callables() -> dict:
         table[id(getattr(np, np_name))] = name
     for name in PYTHON_BUILTINS:
         table[id(getattr(_py_builtins, name))] = name
+    for py_name, name in PYTHON_ALIASES.items():
+        table[id(getattr(_py_builtins, py_name))] = name
     for name in VECTOR_FUNCTIONS:
         table[id(getattr(rsb, name))] = name
     for name, path in VECTOR_FUNCTIONS.items():

@@ -54,6 +54,7 @@ def _run(target, dtype):
         r.o[25] = float(np.isinf(x))
         r.o[26] = float(math.isfinite(x))
         r.o[27] = np.trunc(x)
+        r.o[28] = np.round(x)
 
     R.foreach(every_math_function, rs.Config(target=target,
                                              parallel_threshold=1 if target == "cpu" else 2048))

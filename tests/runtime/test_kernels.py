@@ -292,3 +292,34 @@ def test_cbrt_of_a_constant_is_the_c_librarys(target):
     libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
     libm.cbrt.restype, libm.cbrt.argtypes = ctypes.c_double, [ctypes.c_double]
     assert np.all(R.c.numpy() == libm.cbrt(1e-3))
+
+
+def test_round_is_half_to_even_in_the_float_type(target):
+    R = rs.Relation("R", 9)
+    xs = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 2.4999999, 1e300, -7.2, np.nan])
+    R.new_field("x", rs.f64).load(xs)
+    R.new_field("y", rs.f64)
+    R.new_field("z", rs.f32)
+
+    @rs.kernel
+    def k(r):
+        r.y = round(r.x)
+        r.z = np.rint(rs.f32(r.x))
+
+    R.foreach(k, target)
+    assert np.array_equal(R.y.numpy().view(np.uint64), np.rint(xs).view(np.uint64))
+    with np.errstate(over="ignore"):
+        want32 = np.rint(xs.astype(np.float32))
+    assert np.array_equal(R.z.numpy().view(np.uint32), want32.view(np.uint32))
+
+
+def test_round_with_digits_is_refused():
+    R = rs.Relation("R", 2)
+    R.new_field("x", rs.f64)
+
+    @rs.kernel
+    def k(r):
+        r.x = round(r.x, 2)
+
+    with pytest.raises(rs.KernelTypeError, match=r"round\(\) takes 1 argument"):
+        R.foreach(k, rs.Config(target="interp"))
