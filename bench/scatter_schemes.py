@@ -37,6 +37,7 @@ import argparse
 
 import _common as C
 import numpy as np
+from gather_scatter import build_relsim
 from numba import njit
 
 SCHEMES = ("direct", "split", "slots", "auto")
@@ -63,22 +64,9 @@ def random_graph(nv, ne, seed=1):
 
 
 def build(head, tail, nv):
-    import relsim as rs
+    """The relations and kernel of gather_scatter.py, with random T and k."""
     rng = np.random.default_rng(7)
-    V, E = rs.Relation("V", nv), rs.Relation("E", len(head))
-    E.new_key_field("head", V).load(head)
-    E.new_key_field("tail", V).load(tail)
-    V.new_field("T", rs.f64).load(rng.random(nv))
-    V.new_field("flux", rs.f64, init=0.0)
-    E.new_field("k", rs.f64).load(0.5 + rng.random(len(head)))
-
-    @rs.kernel
-    def conduct(e):
-        d = e.k * (e.head.T - e.tail.T)
-        e.tail.flux += d
-        e.head.flux -= d
-
-    return V, E, conduct
+    return build_relsim(head, tail, rng.random(nv), 0.5 + rng.random(len(head)))
 
 
 def measure(name, head, tail, nv, threads, repeats, number):

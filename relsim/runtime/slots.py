@@ -35,6 +35,12 @@ class Layout:
     stores: tuple = ()
 
     @property
+    def on_field(self) -> bool:
+        """Whether the target is a field (reduced through keys); else a Global or, for insert
+        layouts, a relation."""
+        return hasattr(self.target, "relation")
+
+    @property
     def stored_per_row(self) -> int:
         """Slots a row stores (fewer than `per_row` when some share a stored value)."""
         return 1 + max(i for i, _ in self.stores) if self.stores else self.per_row
@@ -61,7 +67,7 @@ def layouts(body: tuple, phase, kernel_name: str) -> list:
         walker = _Walker(target, key_defs, kernel_name)
         n = walker.block(body, 0, (), False)
         lay = Layout(target, op, n, tuple(walker.sites), walker.conditional or early_exit)
-        if hasattr(target, "relation"):  # a field's: sites may share stored values
+        if lay.on_field:  # a field's: sites may share stored values
             lay = replace(lay, stores=slot_sharing.shared_stores(lay, body))
         out.append(lay)
     return out

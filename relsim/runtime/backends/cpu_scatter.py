@@ -36,7 +36,7 @@ UNKNOWN_TRIP = 4  # iterations assumed for a loop whose trip count is not a cons
 def scatter_share(analysed) -> float:
     """The share of a row's work that is its reductions into fields through keys (0..1)."""
     scatter = sum(lay.per_row * lay.target.type.ncomp for lay in analysed.layouts
-                  if hasattr(lay.target, "relation"))
+                  if lay.on_field)
     weighted = SCATTER_WEIGHT * scatter
     return weighted / (weighted + _work(analysed.body, 1)) if scatter else 0.0
 

@@ -54,7 +54,7 @@ class CpuLowerer(BodyLowerer):
         # "slots" (parked, folded after the kernel), "direct" or "split" (see the docstring)
         self.scatter = "slots"
         self.field_layouts = [k for k, lay in enumerate(analysed.layouts)
-                              if hasattr(lay.target, "relation")]
+                              if lay.on_field]
         self.grid_plan = None  # set while the grid loops' fast body is lowered
 
     # -- the seam (body.BodyLowerer) ------------------------------------------------------
@@ -62,7 +62,7 @@ class CpuLowerer(BodyLowerer):
         """Where slot `slot` lives: a field's slots are stored in the order they are folded
         (grouped by target row, ascending), so the fold reads them contiguously; the kernel
         writes each through the permutation `_spos` (computed once per key-field version)."""
-        if not hasattr(lay.target, "relation"):  # a Global's: folded serially, in order
+        if not lay.on_field:  # a Global's: folded serially, in order
             return super().slot_place(k, lay, slot)
         spos = self.params.slot_places(k, lay).name
         return ast.Subscript(name(spos), slot, ast.Load())
@@ -76,7 +76,7 @@ class CpuLowerer(BodyLowerer):
         return super().e_Affine(e)
 
     def parks(self, lay) -> bool:
-        return self.scatter == "slots" or not hasattr(lay.target, "relation")
+        return self.scatter == "slots" or not lay.on_field
 
     def s_FieldReduce(self, s):
         if self.scatter == "slots" or id(s) not in self.layout_of:
@@ -103,7 +103,7 @@ class CpuLowerer(BodyLowerer):
         kernel_body = self.row_loop(self.kernel_row_body)
         targets = []
         for k, lay in enumerate(self.a.layouts):
-            if hasattr(lay.target, "relation"):  # a field: its slots need target rows
+            if lay.on_field:  # a field: its slots need target rows
                 body = self.row_loop(lambda lay=lay: self.targets_row_body(lay))
                 targets.append((k, body))
         # functions are assembled last: all of them take every array any of them uses
