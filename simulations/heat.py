@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 import relsim as rs
-from simulations.checks import nonfinite
+from simulations._checks import nonfinite
 
 
 def grid_graph(nx: int, ny: int):

@@ -26,7 +26,7 @@ import numpy as np
 import relsim as rs
 from relsim.domains import tetmesh
 from relsim.output import TimeSeries
-from simulations.checks import nonfinite
+from simulations._checks import nonfinite
 
 
 def build(mesh, cfl: float = 0.5):

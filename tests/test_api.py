@@ -1,5 +1,6 @@
 """The public API is explicit and stable."""
 import os
+import importlib
 import subprocess
 import sys
 
@@ -62,6 +63,10 @@ def test_cli_run_help_lists_the_simulations_and_bad_options_are_one_line():
     assert res.returncode == 2 and "heat" in res.stdout
     out = subprocess.run(cli + ["list"], capture_output=True, text=True, env=ENV).stdout
     assert "cpu-serial" in out
+    from relsim.cli import simulations
+    assert set(simulations()) >= {"heat", "lulesh", "airfoil"}
+    assert all(hasattr(importlib.import_module(path), "main")
+               for path in simulations().values()), "a helper module is listed as a simulation"
     bad = subprocess.run(cli + ["run", "heat", "--target", "bogus"], capture_output=True,
                          text=True, env=ENV)
     assert bad.returncode == 2

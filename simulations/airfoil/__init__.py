@@ -16,7 +16,7 @@ import json
 import time
 
 import relsim as rs
-from simulations.checks import nonfinite
+from simulations._checks import nonfinite
 
 from . import solver
 

@@ -229,7 +229,7 @@ def main(argv=None) -> int:
             print(exc)
         return exc.status
     import relsim as rs
-    from simulations.checks import nonfinite
+    from simulations._checks import nonfinite
 
     from .problem import STOPTIME, Lulesh, QStopError, VolumeError
     changes = {k: o[k] for k in ("target", "threads") if o[k] is not None}

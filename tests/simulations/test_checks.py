@@ -3,7 +3,7 @@
 import numpy as np
 
 from simulations import heat
-from simulations.checks import nonfinite
+from simulations._checks import nonfinite
 
 
 def test_nonfinite_names_the_array_the_count_and_the_first_row():
