@@ -12,8 +12,9 @@ holds:
   straight to the field, in row order; `kernel_split[_rows]` runs contiguous blocks of rows in
   parallel (`prange` over `_bounds`), each adding its contributions to the targets it owns
   directly and parking those to shared targets in `_shv<k>` at `_own<k>[slot]`
-  (`runtime/ownership.py`), folded afterwards in slot order (a row with no shared target,
-  `_mixed[pos]` false, runs the direct body). All three give the same bits;
+  (`runtime/ownership.py`), folded afterwards in slot order (in a row with no shared target,
+  `_mixed[pos]` false, every site adds directly; the body is emitted once, each site tests
+  the row's flag). All three give the same bits;
 * over a grid relation of two or more axes (and no reductions into fields through keys):
   `kernel_grid` / `kernel_grid_serial`, nested loops over a box of cells (`grid_loops.py`).
 
@@ -35,6 +36,8 @@ from .emit import call, name, store
 from .expr import ERR, POS, ROW
 from .grid_loops import GridPlan
 from .pending_folds import fold_pending_row
+
+MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
 
 _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.lowering import libm as _libm\n"
@@ -85,18 +88,21 @@ class CpuLowerer(BodyLowerer):
         key = self.expr(s.key)[0]
         if self.scatter == "direct":
             return self.reduce_in_place(s, key, vals)
-        # split: an owned target (place -1) directly, a shared one through its parked slot
+        # split: in a row reaching no shared target (most rows) directly; in a mixed row an
+        # owned target (place -1) directly, a shared one through its parked slot. The test is
+        # per site, so the row's body is generated (and compiled) once, not twice
         k, site = self.layout_of[id(s)]
-        place = self.alg.bind(ast.Subscript(name(f"_own{k}"),
-                                            self.slot_index(self.a.layouts[k], site), ast.Load()))
         saved = self.alg.out
         self.alg.out = []
         self.reduce_in_place(s, key, vals)
         direct, self.alg.out = self.alg.out, []
+        place = self.alg.bind(ast.Subscript(name(f"_own{k}"),
+                                            self.slot_index(self.a.layouts[k], site), ast.Load()))
+        mixed, self.alg.out = self.alg.out, []
         self.slot_write(s, vals, f"_shv{k}", place)
         parked, self.alg.out = self.alg.out, saved
-        self.alg.out.append(ast.If(ast.Compare(place, [ast.Lt()], [ast.Constant(0)]), direct,
-                                   parked))
+        mixed.append(ast.If(ast.Compare(place, [ast.Lt()], [ast.Constant(0)]), direct, parked))
+        self.alg.out.append(ast.If(name(MIXED_ROW), mixed, direct))
 
     # -- functions and row loops ----------------------------------------------------------
     def module(self) -> ast.Module:
@@ -133,8 +139,8 @@ class CpuLowerer(BodyLowerer):
             if scattered:
                 funcs.append(self.function(f"kernel_direct{suffix}", scattered["direct"],
                                            "range", rows=rows))
-                funcs.append(self.split_function(f"kernel_split{suffix}", scattered["direct"],
-                                                 scattered["split"], rows))
+                funcs.append(self.split_function(f"kernel_split{suffix}", scattered["split"],
+                                                 rows))
         funcs += [self.function(f"targets_{k}", body, "range", extra=["_tgt"])
                   for k, body in targets]
         if grid_bodies is not None:
@@ -154,15 +160,16 @@ class CpuLowerer(BodyLowerer):
         return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
                                                     [], None, []), body, [], None, None)
 
-    def split_function(self, fname, direct_loop, split_loop, rows):
-        """The row loop split into the contiguous blocks `_bounds`, the blocks in parallel. A
-        row none of whose targets is shared (`_mixed[pos]` false: most rows) runs the direct
-        body; the others look up each slot's place (`_own<k>`)."""
+    def split_function(self, fname, split_loop, rows):
+        """The row loop split into the contiguous blocks `_bounds`, the blocks in parallel. In
+        a row none of whose targets is shared (`_mixed[pos]` false: most rows) every site adds
+        directly; in the others each site looks up its slot's place (`_own<k>`)."""
         extra = ["_bounds", "_mixed"] + [f"_{part}{k}" for k in self.field_layouts
                                          for part in ("own", "shv")]
-        (direct,), (split,) = direct_loop, split_loop
-        mixed = ast.Subscript(name("_mixed"), name(POS), ast.Load())
-        body = split.body[:2] + [ast.If(mixed, split.body[2:], direct.body[2:])]
+        (split,) = split_loop
+        mixed = ast.Assign([store(MIXED_ROW)],
+                           ast.Subscript(name("_mixed"), name(POS), ast.Load()))
+        body = split.body[:2] + [mixed] + split.body[2:]
         loop = [ast.For(split.target, split.iter, body, [])]
         fn = self.function(fname, loop, "range", extra=extra, rows=rows)
         rows_loop = fn.body[0]
