@@ -38,6 +38,7 @@ from .pending_folds import fold_pending_row
 
 _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.lowering import libm as _libm\n"
+           "from relsim import philox as _philox\n"
            "_u64 = np.uint64\n"
            "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
            "np.bool_\n_INF = float('inf')\n_NAN = float('nan')\n")
