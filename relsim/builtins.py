@@ -1,7 +1,7 @@
 """Functions usable inside kernels (`rs.dot`, `rs.reduce_min`, ...).
 
 Outside a kernel the vector functions compute with NumPy, so helpers can be tried
-interactively; the reduction statements only have a meaning inside a kernel. Which of these (and
+interactively, and the random draws give the very values kernels draw; the reduction statements only have a meaning inside a kernel. Which of these (and
 which math, NumPy and Python functions) kernels call is listed in `runtime/builtin_table.py`.
 """
 from __future__ import annotations
@@ -56,7 +56,8 @@ def uniform(p, c0, c1=0, c2=0, *, seed=0):
     p: in a kernel, a key (its relation row is used: the row of the relation, also when the
     kernel runs over a subset) or an integer; outside a kernel, the row number.
     c0, c1, c2: integer counters in [0, 2**32) (the time step, a draw number, ...); omitted
-    ones are 0. seed: an integer in [0, 2**32), a constant or any integer expression.
+    ones are 0. seed: an integer in [0, 2**32), a constant or any integer expression (0 if not
+    given).
     Equal arguments give equal values: give each draw of a row its own counters. Outside a
     kernel, integer arrays broadcast and give an array."""
     return _draw("uniform", p, c0, c1, c2, seed)

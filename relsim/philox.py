@@ -77,10 +77,16 @@ def uniform(p, c0, c1, c2, seed):
 
 @register_jitable
 def normal(p, c0, c1, c2, seed):
-    """A standard normal double (Box-Muller): sqrt(-2 log u1) cos(2 pi u2) with u1 = 1 - the
-    `uniform` of the same arguments, in [2**-53, 1] (exact, never 0: log is finite, |z| < 8.6),
-    and u2 from x2, x3."""
+    """A standard normal double: `gaussian` of the block's four words."""
     x0, x1, x2, x3 = block(p, c0, c1, c2, seed)
+    return gaussian(x0, x1, x2, x3)
+
+
+@register_jitable
+def gaussian(x0, x1, x2, x3):
+    """Box-Muller, its cosine half: sqrt(-2 log u1) cos(2 pi u2), with u1 = 1 - unit(x0, x1)
+    (so 1 - the `uniform` of the same arguments), in [2**-53, 1] (exact, never 0: the log is
+    finite and |z| <= sqrt(106 log 2) < 8.6), and u2 = unit(x2, x3)."""
     u1 = 1.0 - unit(x0, x1)
     u2 = unit(x2, x3)
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(_TWO_PI * u2)

@@ -390,7 +390,8 @@ class Frontend:
             what = f"{what}()" if isinstance(what, str) else _short(obj)
             raise self.error(KernelTypeError, f"{what} cannot be called in a kernel; "
                              f"supported: math functions, min/max/abs/pow, int/float/bool, "
-                             f"rs types, {'/'.join(VECTOR_FUNCTIONS)}, @rs.func",
+                             f"rs types, {'/'.join(VECTOR_FUNCTIONS)}, "
+                             f"rs.{'/'.join(RANDOM)}, @rs.func",
                              loc)
         if name in ("int", "float", "bool"):
             if len(args) != 1:
