@@ -1,8 +1,9 @@
 """Functions usable inside kernels (`rs.dot`, `rs.reduce_min`, ...).
 
 Outside a kernel the vector functions compute with NumPy, so helpers can be tried
-interactively, and the random draws give the very values kernels draw; the reduction statements only have a meaning inside a kernel. Which of these (and
-which math, NumPy and Python functions) kernels call is listed in `runtime/builtin_table.py`.
+interactively, and the random draws give the very values kernels draw; the reduction statements
+only have a meaning inside a kernel. Which of these (and which math, NumPy and Python functions)
+kernels call is listed in `runtime/builtin_table.py`.
 """
 from __future__ import annotations
 

@@ -2,16 +2,18 @@
 ("Parallel random numbers: as easy as 1, 2, 3", SC'11), and the doubles kernels draw from it.
 
 A draw is a pure function of its inputs, with no state. The functions are `register_jitable`:
-compiled code calls them as they are (the cpu targets, through `runtime/lowering/rng.py`), the
-`interp` oracle and `rs.uniform` / `rs.normal` outside kernels call them as plain Python, so every target, thread count and (later)
-rank count gives the same bits. They use 32-bit words held in uint64 (a product of two words
-fits, its high word is a shift), masks, xor, shifts, one integer-to-double conversion and, for
-`normal`, the C library's log and cos and a square root (as every relsim math call: `math.*` in
-Python and in Numba); nothing else, so a device lowering can compile them too.
+compiled kernels call them as they are (generated modules import this one as `_philox`), the
+`interp` oracle and `rs.uniform` / `rs.normal` outside kernels call them as plain Python, so
+every target, thread count and (later) rank count gives the same bits. They use 32-bit words
+held in uint64 (a product of two words fits, its high word is a shift), masks, xor, shifts, one
+integer-to-double conversion and, for `normal`, log, cos and a square root (the C library's, as
+every relsim math call: `math.*` in Python and in Numba); nothing else, so a device lowering can
+compile them too (the integer part, and so `uniform`, bit for bit; `normal` with the device's
+log and cos).
 
 Which inputs make the 128-bit counter and the 64-bit key of one Philox block:
 
-    key = (p mod 2**32, p div 2**32)     p: the row (64 bits: any row id of any size)
+    key = (low, high 32 bits of p)       p: the row, or an integer (any int64)
     ctr = (c0, c1, c2, seed)             each in [0, 2**32), checked by the callers
 
 A block gives four 32-bit words x0..x3; `uniform` takes 53 bits of x0, x1; `normal` takes

@@ -77,7 +77,7 @@ VECTOR_FUNCTIONS = {"dot": "dot", "cross": "cross", "norm": "linalg.norm", "oute
 # values computed by the `relsim.philox` function of the same name (plain Python in `interp`,
 # compiled into generated code as `_philox.<name>`); typed in `calls.random_call` (the key or
 # integer p, the counters padded to RANDOM_COUNTERS, the `seed=` keyword last), counters and
-# seed range-checked in `semantics.call`
+# seed range-checked in `semantics.random_draw`
 RANDOM = ("uniform", "normal")
 RANDOM_COUNTERS = 3
 RANDOM_KEYWORDS = ("seed",)

@@ -150,7 +150,7 @@ def _vector_call(tc, e, name, args, need):
 def random_call(tc, e, args):
     """`rs.uniform(p, c0[, c1[, c2]], seed=s)` / `rs.normal(...)` (the frontend appends the seed,
     0 if not given): p a key (its row is drawn for) or an integer, the counters and the seed
-    integers, in [0, 2**32) if constant (else checked when run, `semantics.call`). The typed
+    integers, in [0, 2**32) if constant (else checked when run, `semantics.random_draw`). The typed
     call has p, RANDOM_COUNTERS counters (omitted ones 0) and the seed, each an i64 but p."""
     name = e.func
     *pos, seed = args

@@ -215,6 +215,7 @@ def arg_better(alg, op, best, x, et):
     return alg.select(first_nan, alg.const(True, bool_), better, bool_)
 
 
-__all__ = ["binop", "unop", "call", "random_draw", "cast", "reduce_step", "global_step", "arg_better",
+__all__ = ["binop", "unop", "call", "random_draw", "cast", "reduce_step", "global_step",
+           "arg_better",
            "FOLD_OPS",
            "ScalarType"]

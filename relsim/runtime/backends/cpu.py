@@ -164,7 +164,7 @@ class CpuExecutable(Launch):
                 all(t is not g for g in self.gather_fields) and not elem_of(t.type).is_bool
             self.touched.append((t, absorbable))
         self.bindings: dict = {}
-        self.err = np.zeros(1, dtype=np.int64)  # a failed check's source line (-line: see flag_error)
+        self.err = np.zeros(1, dtype=np.int64)  # a failed check's line (-line: see flag_error)
         self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
 
     # -- launching ------------------------------------------------------------------------
