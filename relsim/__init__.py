@@ -10,12 +10,14 @@ from .builtins import (
     insert,
     inverse,
     norm,
+    normal,
     outer,
     reduce_argmax,
     reduce_argmin,
     reduce_max,
     reduce_min,
     transpose,
+    uniform,
 )
 from .config import Config, configure
 from .errors import (
@@ -51,7 +53,7 @@ __all__ = [
     "kernel", "func", "Kernel", "Func", "explain", "configure", "Config", "targets",
     "register_backend",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
-    "dot", "cross", "norm", "outer", "det", "inverse", "transpose",
+    "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "uniform", "normal",
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",

@@ -1,12 +1,17 @@
 """Functions usable inside kernels (`rs.dot`, `rs.reduce_min`, ...).
 
 Outside a kernel the vector functions compute with NumPy, so helpers can be tried
-interactively; the reduction statements only have a meaning inside a kernel. Which of these (and
-which math, NumPy and Python functions) kernels call is listed in `runtime/builtin_table.py`.
+interactively, and the random draws give the very values kernels draw; the reduction statements
+only have a meaning inside a kernel. Which of these (and which math, NumPy and Python functions)
+kernels call is listed in `runtime/builtin_table.py`.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
+
+from . import philox
 
 
 def dot(a, b):
@@ -42,6 +47,44 @@ def inverse(m):
 def transpose(m):
     """Transpose of a matrix."""
     return np.transpose(m)
+
+
+def uniform(p, c0, c1=0, c2=0, *, seed=0):
+    """A random double in [0, 1) (53 random bits: a multiple of 2**-53), a pure function of its
+    arguments: Philox4x32-10 (`relsim/philox.py`), the same bits on every target, thread count
+    and rank count.
+
+    p: in a kernel, a key (its relation row is used: the row of the relation, also when the
+    kernel runs over a subset) or an integer; outside a kernel, the row number.
+    c0, c1, c2: integer counters in [0, 2**32) (the time step, a draw number, ...); omitted
+    ones are 0. seed: an integer in [0, 2**32), a constant or any integer expression (0 if not
+    given).
+    Equal arguments give equal values: give each draw of a row its own counters. Outside a
+    kernel, integer arrays broadcast and give an array."""
+    return _draw("uniform", p, c0, c1, c2, seed)
+
+
+def normal(p, c0, c1=0, c2=0, *, seed=0):
+    """A standard normal double (mean 0, variance 1), a pure function of its arguments like
+    `uniform` (same arguments, same rules): Box-Muller on the Philox block of those arguments,
+    whose first 53 bits `uniform` also uses, so draw the two with different counters."""
+    return _draw("normal", p, c0, c1, c2, seed)
+
+
+def _draw(name, p, c0, c1, c2, seed):
+    args = (p, c0, c1, c2, seed)
+    if any(np.ndim(a) for a in args):
+        return np.vectorize(lambda *a: _draw(name, *a), otypes=[np.float64])(*args)
+    what = ("p", "c0", "c1", "c2", "seed")
+    for w, a in zip(what, args):
+        if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Integral):
+            raise TypeError(f"rs.{name}(): {w} must be an integer, not {type(a).__name__}")
+    if not -2 ** 63 <= p < 2 ** 63:
+        raise ValueError(f"rs.{name}(): p = {p} is not a 64-bit integer")
+    for w, a in zip(what[1:], args[1:]):
+        if not 0 <= a < philox.WORD:
+            raise ValueError(f"rs.{name}(): {w} = {a} is outside [0, 2**32)")
+    return float(philox.DRAWS[name](*(int(a) for a in args)))
 
 
 def _kernel_only(name):

@@ -4,7 +4,7 @@ Every module under relsim/ is parsed (never imported); every `import` / `from ..
 statement counts, also those inside functions or under `if TYPE_CHECKING`. Relative imports are
 resolved, and `from pkg import x` is an import of the submodule `pkg.x` when x is a module.
 
-Layers (lowest first): the base modules (`types`, `errors`, `builtins`); the data model
+Layers (lowest first): the base modules (`types`, `errors`, `builtins`, `philox`); the data model
 `relsim.relations`; the compiler and backends `relsim.runtime`; the domain libraries
 `relsim.domains`. A layer imports nothing from a layer above it (`ABOVE`), `relsim.output` (mesh
 geometry and writers) sits below both the public API and the domains, and the public API
@@ -191,6 +191,7 @@ ABOVE = {
     "relsim.types": ("relsim.relations", "relsim.runtime", "relsim.domains", "relsim"),
     "relsim.errors": ("relsim.relations", "relsim.runtime", "relsim.domains", "relsim"),
     "relsim.builtins": ("relsim.relations", "relsim.runtime", "relsim.domains", "relsim"),
+    "relsim.philox": ("relsim.relations", "relsim.runtime", "relsim.domains", "relsim"),
     "relsim.relations": ("relsim.runtime", "relsim.domains", "relsim"),
     "relsim.output": ("relsim.runtime", "relsim.domains", "relsim"),  # rs.write and domains
     "relsim.runtime": ("relsim.domains", "relsim"),

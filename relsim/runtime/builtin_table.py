@@ -73,6 +73,14 @@ PYTHON_BUILTINS = ("abs", "min", "max", "pow", "int", "float", "bool", "len")
 # NumPy function (attribute path under `np`) that names it too
 VECTOR_FUNCTIONS = {"dot": "dot", "cross": "cross", "norm": "linalg.norm", "outer": "outer",
                     "det": "linalg.det", "inverse": "linalg.inv", "transpose": "transpose"}
+# counter-based random draws `rs.uniform(p, c0[, c1[, c2]], seed=s)` and `rs.normal(...)`: f64
+# values computed by the `relsim.philox` function of the same name (plain Python in `interp`,
+# compiled into generated code as `_philox.<name>`); typed in `calls.random_call` (the key or
+# integer p, the counters padded to RANDOM_COUNTERS, the `seed=` keyword last), counters and
+# seed range-checked in `semantics.random_draw`
+RANDOM = ("uniform", "normal")
+RANDOM_COUNTERS = 3
+RANDOM_KEYWORDS = ("seed",)
 # kernel statements `rs.reduce_<op>(target, value)`: the reduction operator of each
 REDUCE_STATEMENTS = {getattr(rsb, "reduce_" + op): op
                      for op in ("min", "max", "argmin", "argmax")}
@@ -92,7 +100,7 @@ def callables() -> dict:
         table[id(getattr(_py_builtins, name))] = name
     for py_name, name in PYTHON_ALIASES.items():
         table[id(getattr(_py_builtins, py_name))] = name
-    for name in VECTOR_FUNCTIONS:
+    for name in (*VECTOR_FUNCTIONS, *RANDOM):
         table[id(getattr(rsb, name))] = name
     for name, path in VECTOR_FUNCTIONS.items():
         obj = np

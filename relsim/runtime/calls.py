@@ -4,7 +4,9 @@
 exist, and a math function's arity and result, come from `builtin_table`."""
 from __future__ import annotations
 
+from .. import philox
 from ..types import (
+    KeyType,
     KeyVecType,
     MatType,
     ScalarType,
@@ -18,7 +20,7 @@ from ..types import (
     with_elem,
 )
 from . import ir
-from .builtin_table import MATH
+from .builtin_table import MATH, RANDOM, RANDOM_COUNTERS
 
 
 def _float_of(t: ScalarType) -> ScalarType:
@@ -37,6 +39,8 @@ def type_call(tc, e, args):
             raise tc.err(f"{name}() needs a scalar, not {x.type!r}", x.loc)
         return x
 
+    if name in RANDOM:
+        return random_call(tc, e, args)
     if name == "pow":
         need(2)
         return tc.e_BinOp(ir.BinOp(e.loc, "**", e.args[0], e.args[1]))
@@ -141,6 +145,38 @@ def _vector_call(tc, e, name, args, need):
         x = tc.cast(args[0], MatType(t.n, t.m, ft))
         return ir.Call(e.loc, name, (x,), type=ft if name == "det" else x.type)
     raise tc.err(f"unknown function {name}()", e.loc)
+
+
+def random_call(tc, e, args):
+    """`rs.uniform(p, c0[, c1[, c2]], seed=s)` / `rs.normal(...)` (the frontend appends the seed,
+    0 if not given): p a key (its row is drawn for) or an integer, the counters and the seed
+    integers, in [0, 2**32) if constant (else checked when run, `semantics.random_draw`). The typed
+    call has p, RANDOM_COUNTERS counters (omitted ones 0) and the seed, each an i64 but p."""
+    name = e.func
+    *pos, seed = args
+    form = f"rs.{name}(p, c0[, c1[, c2]], seed=...)"
+    if not 2 <= len(pos) <= 1 + RANDOM_COUNTERS:
+        few = " (at least one counter: the time step, a draw number, ...)" if len(pos) < 2 \
+            else ""
+        raise tc.err(f"{form} takes a key or integer and 1 to {RANDOM_COUNTERS} counters, "
+                     f"{len(pos)} argument(s) given{few}", e.loc)
+    p, counters = pos[0], pos[1:]
+
+    def word(x, what):
+        if not (isinstance(x.type, ScalarType) and x.type.is_int):
+            raise tc.err(f"rs.{name}(): {what} must be an integer, not {x.type!r}", x.loc)
+        if isinstance(x, ir.Const) and not 0 <= x.value < philox.WORD:
+            raise tc.err(f"rs.{name}(): {what} is {x.value}, outside [0, 2**32)", x.loc)
+        return tc.cast(x, i64)
+
+    if not isinstance(p.type, KeyType):
+        if not (isinstance(p.type, ScalarType) and p.type.is_int):
+            raise tc.err(f"rs.{name}(): p must be a key (its row is used) or an integer, not "
+                         f"{p.type!r}", p.loc)
+        p = tc.cast(p, i64)
+    cs = [word(c, f"counter c{i}") for i, c in enumerate(counters)]
+    cs += [ir.Const(e.loc, 0, type=i64)] * (RANDOM_COUNTERS - len(cs))
+    return ir.Call(e.loc, name, (p, *cs, word(seed, "the seed")), type=f64)
 
 
 def power(tc, e, a, b):

@@ -17,7 +17,13 @@ from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, PhaseE
 from ..relations.globals import Global
 from ..types import MatType, ScalarType, VecType
 from . import ir
-from .builtin_table import REDUCE_STATEMENTS, VECTOR_FUNCTIONS, callables
+from .builtin_table import (
+    RANDOM,
+    RANDOM_KEYWORDS,
+    REDUCE_STATEMENTS,
+    VECTOR_FUNCTIONS,
+    callables,
+)
 from .source import Scope, Source, StaticObject, assigned_names, visible_names
 
 KNOWN = callables()
@@ -357,6 +363,8 @@ class Frontend:
 
     def call(self, e, scope, loc, pre):
         obj = self.resolve_static(e.func, scope)
+        if KNOWN.get(id(obj)) in RANDOM:
+            return self.random_call(e, KNOWN[id(obj)], scope, loc, pre)
         if e.keywords:
             raise self.syntax("keyword arguments are not supported in kernel calls", loc)
         if obj is None and self.is_kernel_value(e.func, scope):
@@ -382,12 +390,26 @@ class Frontend:
             what = f"{what}()" if isinstance(what, str) else _short(obj)
             raise self.error(KernelTypeError, f"{what} cannot be called in a kernel; "
                              f"supported: math functions, min/max/abs/pow, int/float/bool, "
-                             f"rs types, {'/'.join(VECTOR_FUNCTIONS)}, @rs.func",
+                             f"rs types, {'/'.join(VECTOR_FUNCTIONS)}, "
+                             f"rs.{'/'.join(RANDOM)}, @rs.func",
                              loc)
         if name in ("int", "float", "bool"):
             if len(args) != 1:
                 raise self.error(KernelTypeError, f"{name}(x) takes one argument", loc)
         return ir.Call(loc, name, args)
+
+    def random_call(self, e, name, scope, loc, pre):
+        """`rs.uniform(p, c0, ..., seed=s)`: the positional arguments, then the seed (0 when not
+        given), typed in `calls.random_call`."""
+        seed = ir.Const(loc, 0, weak=True)
+        for k in e.keywords:
+            if k.arg not in RANDOM_KEYWORDS:
+                raise self.error(KernelTypeError, f"rs.{name}() takes no keyword argument "
+                                 f"{k.arg!r} (only {', '.join(RANDOM_KEYWORDS)}=)",
+                                 scope.src.loc(k.value) if k.arg else loc)
+            seed = self.expr(k.value, scope, pre)
+        args = tuple(self.expr(a, scope, pre) for a in e.args)
+        return ir.Call(loc, name, args + (seed,))
 
     def is_kernel_value(self, e, scope) -> bool:
         """Whether `e` denotes a value computed in the kernel (the key, a local, a field)."""

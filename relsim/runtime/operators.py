@@ -164,8 +164,8 @@ class OperatorTyping:
             x = self.cast(x, with_elem(x.type, i64))
         if e.op == "+":
             return x
-        if isinstance(x, ir.Const):
-            return replace(x, value=-x.value)
+        if isinstance(x, ir.Const):  # a negative literal: located at its sign too
+            return replace(x, value=-x.value, loc=e.loc)
         return ir.UnaryOp(e.loc, "-", x, type=x.type)
 
     def e_Compare(self, e):

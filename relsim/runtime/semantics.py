@@ -8,8 +8,9 @@ Values are lists of scalar components (row-major for matrices); a scalar is a 1-
 """
 from __future__ import annotations
 
-from ..types import MatType, ScalarType, VecType, bool_, elem_of, f64
-from .builtin_table import MATH
+from .. import philox
+from ..types import MatType, ScalarType, VecType, bool_, elem_of, f64, i64
+from .builtin_table import MATH, RANDOM
 
 
 def binop(alg, op, a, b, ta, tb, rt):
@@ -57,9 +58,12 @@ def less(alg, a, b, et):
     return alg.compare("<", a, b, et)
 
 
-def call(alg, name, args, arg_types, rt):
-    """A builtin call on component lists."""
+def call(alg, name, args, arg_types, rt, check=None):
+    """A builtin call on component lists. `check(ok)` is given each condition (a bool value) the
+    call needs at run time: the backend reports the call's line when it is false."""
     et = elem_of(rt) if rt is not None else None
+    if name in RANDOM:
+        return [random_draw(alg, name, [a[0] for a in args], check)]
     if name in ("min", "max"):
         acc = args[0]
         for nxt in args[1:]:
@@ -100,6 +104,20 @@ def call(alg, name, args, arg_types, rt):
     if name in MATH and MATH[name].predicate:  # computed in the argument's type
         return [alg.math(name, [args[0][0]], elem_of(arg_types[0]))]
     return [alg.math(name, [a[0] for a in args], et)]
+
+
+def random_draw(alg, name, words, check):
+    """`rs.uniform` / `rs.normal` (`relsim/philox.py`, through `alg.draw`) of the row or integer
+    p, the counters and the seed (i64 values, in that order): every counter and the seed must
+    be a 32-bit word, 0 <= c < 2**32."""
+    zero, top = alg.const(0, i64), alg.const(philox.WORD, i64)
+    ok = None
+    for w in words[1:]:
+        inside = alg.binop("&", alg.compare(">=", w, zero, i64), alg.compare("<", w, top, i64),
+                           bool_)
+        ok = inside if ok is None else alg.binop("&", ok, inside, bool_)
+    check(ok)
+    return alg.draw(name, words)
 
 
 def _pick(alg, name, x, y, et):
@@ -197,6 +215,7 @@ def arg_better(alg, op, best, x, et):
     return alg.select(first_nan, alg.const(True, bool_), better, bool_)
 
 
-__all__ = ["binop", "unop", "call", "cast", "reduce_step", "global_step", "arg_better",
+__all__ = ["binop", "unop", "call", "random_draw", "cast", "reduce_step", "global_step",
+           "arg_better",
            "FOLD_OPS",
            "ScalarType"]

@@ -8,7 +8,13 @@ import re
 import numpy as np
 
 import relsim as rs
-from relsim.runtime.builtin_table import MATH, REDUCE_STATEMENTS, VECTOR_FUNCTIONS, callables
+from relsim.runtime.builtin_table import (
+    MATH,
+    RANDOM,
+    REDUCE_STATEMENTS,
+    VECTOR_FUNCTIONS,
+    callables,
+)
 from tests.conftest import TARGETS
 
 X = np.array([0.5, -0.75, 2.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, 3e38, 7.25])
@@ -81,7 +87,7 @@ def test_every_math_function_agrees_on_every_target():
 
 
 def test_the_rs_builtins_are_public():
-    for name in VECTOR_FUNCTIONS:
+    for name in (*VECTOR_FUNCTIONS, *RANDOM):
         assert name in rs.__all__ and callables()[id(getattr(rs, name))] == name
     for fn, op in REDUCE_STATEMENTS.items():
         assert fn.__name__ == "reduce_" + op and fn.__name__ in rs.__all__

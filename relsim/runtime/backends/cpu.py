@@ -164,7 +164,7 @@ class CpuExecutable(Launch):
                 all(t is not g for g in self.gather_fields) and not elem_of(t.type).is_bool
             self.touched.append((t, absorbable))
         self.bindings: dict = {}
-        self.err = np.zeros(1, dtype=np.int64)  # set to a source line by a failed index check
+        self.err = np.zeros(1, dtype=np.int64)  # a failed check's line (-line: see flag_error)
         self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
 
     # -- launching ------------------------------------------------------------------------
@@ -265,8 +265,10 @@ class CpuExecutable(Launch):
     def raise_flagged(self, err):
         line = int(err[0])
         err[0] = 0
-        raise KernelRuntimeError(f"in kernel {self.analysed.kernel_name!r}: index out of range "
-                                 f"at line {line} (for at least one row)")
+        what = "index out of range" if line > 0 else \
+            "rs.uniform/rs.normal counter or seed outside [0, 2**32)"
+        raise KernelRuntimeError(f"in kernel {self.analysed.kernel_name!r}: {what} "
+                                 f"at line {abs(line)} (for at least one row)")
 
     def bind(self, relation, subset, versions) -> _Binding:
         b = _Binding()

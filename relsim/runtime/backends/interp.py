@@ -11,6 +11,7 @@ import ctypes.util
 
 import numpy as np
 
+from ... import philox
 from ...errors import KernelRuntimeError
 from ...relations.globals import Global
 from ...types import KeyType, KeyVecType, ScalarType, elem_of
@@ -78,6 +79,10 @@ class NumpyAlgebra:
 
     def select(self, c, a, b, t):
         return a if c else b
+
+    def draw(self, name, args):
+        """`relsim.philox.<name>`, as plain Python (compiled code calls the same function)."""
+        return np.float64(philox.DRAWS[name](*(int(a) for a in args)))
 
     _cache: dict = {}
 
@@ -348,8 +353,17 @@ class InterpExecutable(Launch):
         return self.expr(e.body if self.expr(e.test, env)[0] else e.orelse, env)
 
     def e_Call(self, e, env):
-        args = [self.expr(a, env) for a in e.args]
-        return semantics.call(self.alg, e.func, args, [a.type for a in e.args], e.type)
+        # a key argument (a random draw's p) is its row
+        args = [[np.int64(v)] if isinstance(a.type, KeyType) else v
+                for a, v in ((a, self.expr(a, env)) for a in e.args)]
+
+        def check(ok):
+            if not ok:
+                raise KernelRuntimeError(
+                    f"rs.{e.func}(): a counter or the seed is outside [0, 2**32): "
+                    f"{', '.join(str(int(a[0])) for a in args[1:])}\n{e.loc.render()}")
+
+        return semantics.call(self.alg, e.func, args, [a.type for a in e.args], e.type, check)
 
     def e_Cast(self, e, env):
         return semantics.cast(self.alg, self.expr(e.value, env), e.value.type, e.type)

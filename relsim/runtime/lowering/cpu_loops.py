@@ -28,7 +28,10 @@ extra arguments (the absorbed folds' arrays; `_tgt` for `targets_<k>`).
 from __future__ import annotations
 
 import ast
+import hashlib
+from pathlib import Path
 
+from ... import philox
 from ...types import elem_of
 from .. import ir
 from .body import BodyLowerer
@@ -41,9 +44,14 @@ MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
 
 _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.lowering import libm as _libm\n"
+           "from relsim import philox as _philox\n"
            "_u64 = np.uint64\n"
            "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
-           "np.bool_\n_INF = float('inf')\n_NAN = float('nan')\n")
+           "np.bool_\n_INF = float('inf')\n_NAN = float('nan')\n"
+           # Numba compiles relsim.philox into a kernel's machine code and caches it by the
+           # generated module's text: naming the generator's source there recompiles on a change
+           f"_PHILOX_SOURCE = "
+           f"'{hashlib.sha256(Path(philox.__file__).read_bytes()).hexdigest()[:16]}'\n")
 
 
 class CpuLowerer(BodyLowerer):

@@ -54,6 +54,14 @@ def const(value, t) -> ast.expr:
     return node if t == i64 else call(CAST_FN[t], node)
 
 
+def _int_constant(x) -> bool:
+    return isinstance(x, ast.Constant) and type(x.value) is int
+
+
+def _is_true(x) -> bool:
+    return isinstance(x, ast.Constant) and x.value is True
+
+
 class EmitAlgebra:
     """Emits statements into `self.out` (the block being built)."""
 
@@ -76,6 +84,11 @@ class EmitAlgebra:
         return self.bind(const(value, t))
 
     def binop(self, op, a, b, t):
+        if op == "&" and t == bool_:  # True & x is x (folded constant comparisons)
+            if _is_true(a):
+                return b
+            if _is_true(b):
+                return a
         e = ast.BinOp(a, _BINOPS[op](), b)
         if t == i32 or (t == bool_ and op not in ("&", "|", "^")):
             e = call(CAST_FN[t], e)  # Numba computes small ints in int64: wrap back
@@ -93,6 +106,10 @@ class EmitAlgebra:
         return self.bind(ast.UnaryOp(ast.Not(), a))
 
     def compare(self, op, a, b, t):
+        if _int_constant(a) and _int_constant(b):  # exact: folded (a random draw's checks)
+            return ast.Constant(bool({"<": a.value < b.value, "<=": a.value <= b.value,
+                                      ">": a.value > b.value, ">=": a.value >= b.value,
+                                      "==": a.value == b.value, "!=": a.value != b.value}[op]))
         return self.bind(ast.Compare(a, [_CMPOPS[op]()], [b]))
 
     def cast(self, a, src, dst):
@@ -108,6 +125,11 @@ class EmitAlgebra:
         if module is None:
             raise ValueError(f"no lowering for {fname}")
         return self.bind(call(f"{module}.{fname}", *args))
+
+    def draw(self, fname, args):
+        """A counter-based random draw: a call of `relsim.philox.<fname>` (register_jitable:
+        compiled into the kernel), imported by generated modules as `_philox`."""
+        return self.bind(call(f"_philox.{fname}", *args))
 
 
 def unparse(module: ast.Module) -> str:

@@ -82,6 +82,8 @@ class ExprLowerer:
 
     @staticmethod
     def flag_error(line: int) -> ast.stmt:
+        """`_err[0] = line`: an index out of range at that source line; -line: a builtin's
+        argument out of its range (a random draw's counter or seed)."""
         return ast.Assign([ast.Subscript(name(ERR), ast.Constant(0), ast.Store())],
                           ast.Constant(line))
 
@@ -221,7 +223,14 @@ class ExprLowerer:
 
     def e_Call(self, e):
         args = [self.expr(a) for a in e.args]
-        return semantics.call(self.alg, e.func, args, [a.type for a in e.args], e.type)
+
+        def check(ok):  # a failed run-time condition: flagged as -line (see `flag_error`)
+            if isinstance(ok, ast.Constant) and ok.value is True:
+                return
+            self.alg.out.append(ast.If(ast.UnaryOp(ast.Not(), ok),
+                                       [self.flag_error(-e.loc.line)], []))
+
+        return semantics.call(self.alg, e.func, args, [a.type for a in e.args], e.type, check)
 
     def e_Cast(self, e):
         return semantics.cast(self.alg, self.expr(e.value), e.value.type, e.type)
