@@ -1,6 +1,6 @@
 """The public API is explicit and stable."""
-import os
 import importlib
+import os
 import subprocess
 import sys
 
