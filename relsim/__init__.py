@@ -7,6 +7,7 @@ from .builtins import (
     delete,
     det,
     dot,
+    eye,
     insert,
     inverse,
     norm,
@@ -15,6 +16,7 @@ from .builtins import (
     reduce_argmin,
     reduce_max,
     reduce_min,
+    static,
     transpose,
 )
 from .config import Config, configure
@@ -51,7 +53,7 @@ __all__ = [
     "kernel", "func", "Kernel", "Func", "explain", "configure", "Config", "targets",
     "register_backend",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
-    "dot", "cross", "norm", "outer", "det", "inverse", "transpose",
+    "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",

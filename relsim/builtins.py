@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .types import as_scalar, f64
+
 
 def dot(a, b):
     """Dot product of two vectors (in a kernel: summed left to right)."""
@@ -42,6 +44,25 @@ def inverse(m):
 def transpose(m):
     """Transpose of a matrix."""
     return np.transpose(m)
+
+
+def eye(n: int, dtype=f64):
+    """The n x n identity matrix (f64, or `dtype`). In a kernel, n (and dtype) must be
+    compile-time constants and the result is a constant ``rs.mat(n, n, dtype)``; outside, a
+    NumPy array."""
+    if not (isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) and n >= 1):
+        raise ValueError(f"eye size must be a positive int, got {n!r}")
+    return np.eye(int(n), dtype=as_scalar(dtype).dtype)
+
+
+def static(iterable):
+    """``for i in rs.static(range(3)):`` in a kernel: a loop unrolled while compiling.
+
+    The iterable must be a compile-time constant (a literal tuple or list, ``range`` of
+    constants, a captured tuple, list or NumPy array); the body is repeated once per item with
+    the loop variable a constant, so ``c(dx, dy)`` inside is a constant grid offset. Outside a
+    kernel it returns `iterable` unchanged."""
+    return iterable
 
 
 def _kernel_only(name):

@@ -203,6 +203,40 @@ class OperatorTyping:
                                f"{b.type!r}", e.loc)
         return ir.IfExp(e.loc, test, self.cast(a, t), self.cast(b, t), type=t)
 
+    def construct(self, args, t, loc):
+        """`rs.vec(n[, e])(...)`: n components, or one for all of them, or one n-vector;
+        `rs.mat(n, m[, e])(...)`: n rows (tuples or m-vectors), or one n x m matrix. With the
+        element type e given the value is converted to it; without, it is typed as the tuple
+        of its components would be."""
+        what = _constructor(t)
+        xs = [self.expr(a) for a in args]
+        one = xs[0] if len(xs) == 1 else None
+        if one is not None and one.type == with_elem(t, elem_of(one.type)):
+            v = one  # a vector or matrix of the right shape: converted
+        elif isinstance(t, VecType):
+            if one is not None and isinstance(one.type, ScalarType):
+                c = self.cast(one, t.elem) if t.elem_given else one
+                v = ir.TupleExpr(loc, (c,) * t.n, type=VecType(t.n, c.type))
+            elif len(xs) != t.n:
+                raise self.err(f"{what}(...) takes {t.n} components (or one, for all of "
+                               f"them), got {len(xs)}", loc)
+            else:
+                v = self.e_TupleExpr(ir.TupleExpr(loc, tuple(args)))
+                if not isinstance(v.type, VecType):
+                    raise self.err(f"{what}(...) takes scalar components", loc)
+        else:
+            if len(xs) != t.n:
+                hint = (f"; write the rows as tuples, e.g. {what}" +
+                        "(" + ", ".join(["(" + ", ".join("..." for _ in range(t.m)) + ")"]
+                                        * t.n) + ")") if len(xs) == t.n * t.m else ""
+                raise self.err(f"{what}(...) takes {t.n} rows (tuples or vectors of {t.m} "
+                               f"components), got {len(xs)} argument(s){hint}", loc)
+            v = self.e_TupleExpr(ir.TupleExpr(loc, tuple(args)))
+            if v.type.shape != t.shape:
+                raise self.err(f"{what}(...) takes {t.n} rows of {t.m} components each, got "
+                               f"{_describe_shape(v.type)}", loc)
+        return self.cast(v, t) if t.elem_given else v
+
     def e_TupleExpr(self, e):
         elts = [self.expr(x) for x in e.elts]
         if not elts:
@@ -232,20 +266,26 @@ class OperatorTyping:
     def e_Cast(self, e):
         t = e.type
         if isinstance(e.value, ir.TupleExpr):  # rs.vec(3)(a, b, c) / mat constructor
-            v = self.expr(e.value)
-            if len(e.value.elts) == 1 and isinstance(v.type.elem, ScalarType) and \
-                    isinstance(t, VecType):
-                comp = self.cast(v.elts[0], t.elem)
-                return ir.TupleExpr(e.loc, (comp,) * t.n, type=t)
-            if v.type.shape != t.shape:
-                raise self.err(f"{t!r} needs {t.shape} components, got {v.type.shape}", e.loc)
-            return self.cast(v, t)
+            return self.construct(e.value.elts, t, e.loc)
         v = self.expr(e.value)
         if not isinstance(v.type, ScalarType):
             raise self.err(f"cannot convert {v.type!r} to {t!r}", e.loc)
         if t.is_bool:
             return self.truth(v)
         return self.cast(v, t)
+
+
+def _describe_shape(t) -> str:
+    if isinstance(t, MatType):
+        return f"{t.n} rows of {t.m}"
+    return f"{t.n} scalars"
+
+
+def _constructor(t) -> str:
+    """How the user spelled the constructor of vector / matrix type t."""
+    dims = f"{t.n}" if isinstance(t, VecType) else f"{t.n}, {t.m}"
+    kind = "vec" if isinstance(t, VecType) else "mat"
+    return f"rs.{kind}({dims}, {t.elem.name})" if t.elem_given else f"rs.{kind}({dims})"
 
 
 def _is_weak(x) -> bool:
