@@ -382,9 +382,10 @@ class Frontend:
         if e.keywords:
             raise self.syntax("keyword arguments are not supported in kernel calls", loc)
         if obj is None and self.is_kernel_value(e.func, scope):
-            # `c(1, 0)`: an affine (grid neighbour) key
+            # `c(1, 0)`: an affine (grid neighbour) key; offsets computed from constants
+            # (`c(dx + 1, 0)` in a static loop) are folded here
             return ir.Affine(loc, self.expr(e.func, scope, pre),
-                             tuple(self.expr(a, scope, pre) for a in e.args))
+                             tuple(self.offset(a, scope, pre) for a in e.args))
         if obj is None:
             self.expr_or_obj(e.func, scope, [])  # an unknown name or attribute: NameError
             raise self.error(KernelTypeError, "only known math/vector functions, relsim types "
@@ -415,6 +416,12 @@ class Frontend:
             if len(args) != 1:
                 raise self.error(KernelTypeError, f"{name}(x) takes one argument", loc)
         return ir.Call(loc, name, args)
+
+    def offset(self, a, scope, pre) -> ir.Expr:
+        v = static.constant(self, a, scope)
+        if v is static.NOT_STATIC:
+            return self.expr(a, scope, pre)
+        return self.obj_value(StaticObject(v, scope.src.loc(a)), scope)
 
     def is_kernel_value(self, e, scope) -> bool:
         """Whether `e` denotes a value computed in the kernel (the key, a local, a field)."""
@@ -453,15 +460,22 @@ class Frontend:
         prefix = f"_{func.__name__}{self.counter}_"
         # a parameter the body never changes, passed a local, names that local (no copy:
         # large kernels built from helpers compile much faster); any other gets a local
+        # a static loop variable passed to a parameter the body never changes stays a
+        # constant there (`c(dx, 0)` in the helper is a grid offset)
         changed = assigned_names(src.tree, subscripts=True)
-        aliases = {}
-        for p, a in zip(params, args):
-            if isinstance(a, ir.Local) and p not in changed:
+        aliases, consts = {}, {}
+        for p, a, node in zip(params, args, call.args):
+            if p in changed:
+                pre.append(ir.Assign(loc, prefix + p, a))
+            elif isinstance(node, ast.Name) and node.id in scope.static:
+                consts[p] = scope.static[node.id]
+            elif isinstance(a, ir.Local):
                 aliases[p] = a.name
             else:
                 pre.append(ir.Assign(loc, prefix + p, a))
         inner = Scope(src, visible_names(func.fn, func.scope), None,
                       assigned_names(src.tree) | set(params), rename=prefix, aliases=aliases)
+        inner.static.update(consts)
         self.func_stack.append(func)
         try:
             body, has_ret = self.func_body(src.tree.body, inner, prefix + "return")

@@ -217,24 +217,30 @@ class OperatorTyping:
             if one is not None and isinstance(one.type, ScalarType):
                 c = self.cast(one, t.elem) if t.elem_given else one
                 v = ir.TupleExpr(loc, (c,) * t.n, type=VecType(t.n, c.type))
+            elif one is not None and isinstance(one.type, (VecType, MatType)):
+                raise self.err(f"{what}(v) converts a vector of {t.n} components, not "
+                               f"{one.type!r}", one.loc)
             elif len(xs) != t.n:
                 raise self.err(f"{what}(...) takes {t.n} components (or one, for all of "
                                f"them), got {len(xs)}", loc)
             else:
+                for x in xs:
+                    if not isinstance(x.type, ScalarType):
+                        raise self.err(f"{what}(...) takes scalar components; this one is "
+                                       f"{x.type!r}", x.loc)
                 v = self.e_TupleExpr(ir.TupleExpr(loc, tuple(args)))
-                if not isinstance(v.type, VecType):
-                    raise self.err(f"{what}(...) takes scalar components", loc)
         else:
             if len(xs) != t.n:
-                hint = (f"; write the rows as tuples, e.g. {what}" +
-                        "(" + ", ".join(["(" + ", ".join("..." for _ in range(t.m)) + ")"]
-                                        * t.n) + ")") if len(xs) == t.n * t.m else ""
+                rows = ", ".join(["(" + ", ".join(["..."] * t.m) + ")"] * t.n)
+                hint = f"; write the rows as tuples: {what}({rows})" \
+                    if len(xs) == t.n * t.m else ""
                 raise self.err(f"{what}(...) takes {t.n} rows (tuples or vectors of {t.m} "
                                f"components), got {len(xs)} argument(s){hint}", loc)
+            for x in xs:
+                if not (isinstance(x.type, VecType) and x.type.n == t.m):
+                    raise self.err(f"{what}(...) takes {t.n} rows of {t.m} components each "
+                                   f"(tuples or vectors); this row is {x.type!r}", x.loc)
             v = self.e_TupleExpr(ir.TupleExpr(loc, tuple(args)))
-            if v.type.shape != t.shape:
-                raise self.err(f"{what}(...) takes {t.n} rows of {t.m} components each, got "
-                               f"{_describe_shape(v.type)}", loc)
         return self.cast(v, t) if t.elem_given else v
 
     def e_TupleExpr(self, e):
@@ -273,12 +279,6 @@ class OperatorTyping:
         if t.is_bool:
             return self.truth(v)
         return self.cast(v, t)
-
-
-def _describe_shape(t) -> str:
-    if isinstance(t, MatType):
-        return f"{t.n} rows of {t.m}"
-    return f"{t.n} scalars"
 
 
 def _constructor(t) -> str:

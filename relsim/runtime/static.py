@@ -54,6 +54,17 @@ def value(fe, node, scope, what: str):
                        scope.src.loc(ns.node)) from None
 
 
+NOT_STATIC = object()
+
+
+def constant(fe, node, scope):
+    """The value of `node` if it is a compile-time expression, else NOT_STATIC."""
+    try:
+        return _eval(fe, node, scope)
+    except _NotStatic:
+        return NOT_STATIC
+
+
 def call_value(fe, call, scope):
     """`rs.vec(3)`, `rs.eye(n, rs.f32)`...: a COMPILE_TIME function called while compiling."""
     name = ast.unparse(call.func)
@@ -66,7 +77,7 @@ def _eval(fe, node, scope):
     if isinstance(node, ast.Name):
         return _name(fe, node, scope)
     if isinstance(node, ast.Attribute):
-        base = _eval(fe, node.value, scope)
+        base = _path_base(fe, node, scope)
         try:
             return getattr(base, node.attr)
         except AttributeError:
@@ -80,7 +91,7 @@ def _eval(fe, node, scope):
         return _apply(fe, node, scope, _BINOPS[type(node.op)], _eval(fe, node.left, scope),
                       _eval(fe, node.right, scope))
     if isinstance(node, ast.Subscript):
-        return _apply(fe, node, scope, operator.getitem, _eval(fe, node.value, scope),
+        return _apply(fe, node, scope, operator.getitem, _path_base(fe, node, scope),
                       _eval(fe, node.slice, scope))
     if isinstance(node, ast.Slice):
         parts = (node.lower, node.upper, node.step)
@@ -97,13 +108,23 @@ def _eval(fe, node, scope):
     raise _NotStatic(node, f"{ast.unparse(node)!r} is not")
 
 
+def _path_base(fe, node, scope):
+    """The object `node` (an attribute or subscript) is taken from; a key path computed in
+    the kernel (`c.n`, `r.v[0]`) is refused as a whole."""
+    try:
+        return _eval(fe, node.value, scope)
+    except _NotStatic as ns:
+        if ns.node is not node.value or not isinstance(node.value, (ast.Name, ast.Attribute,
+                                                                     ast.Subscript)):
+            raise
+        raise _NotStatic(node, f"{ast.unparse(node)!r} is computed in the kernel") from None
+
+
 def _name(fe, node, scope):
     n = node.id
-    if n in scope.static:
-        return scope.static[n]
-    if n == scope.param or n in scope.aliases or n in scope.locals:
+    if not scope.is_static(n):
         raise _NotStatic(node, f"{n!r} is computed in the kernel")
-    if n in scope.captured or hasattr(_py_builtins, n):
+    if n in scope.static or n in scope.captured or hasattr(_py_builtins, n):
         v = scope.lookup(n)
         if isinstance(v, Global):
             raise _NotStatic(node, f"rs.Global {n!r} is read when the kernel runs")

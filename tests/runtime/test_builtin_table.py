@@ -8,7 +8,14 @@ import re
 import numpy as np
 
 import relsim as rs
-from relsim.runtime.builtin_table import MATH, REDUCE_STATEMENTS, VECTOR_FUNCTIONS, callables
+from relsim.runtime.builtin_table import (
+    COMPILE_TIME,
+    MATH,
+    REDUCE_STATEMENTS,
+    STATIC_LOOP,
+    VECTOR_FUNCTIONS,
+    callables,
+)
 from tests.conftest import TARGETS
 
 X = np.array([0.5, -0.75, 2.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, 3e38, 7.25])
@@ -86,3 +93,6 @@ def test_the_rs_builtins_are_public():
     for fn, op in REDUCE_STATEMENTS.items():
         assert fn.__name__ == "reduce_" + op and fn.__name__ in rs.__all__
     assert {"insert", "delete"} <= set(rs.__all__)
+    for name, fn in COMPILE_TIME.items():
+        assert name in rs.__all__ and getattr(rs, name) is fn
+    assert STATIC_LOOP is rs.static and "static" in rs.__all__
