@@ -459,9 +459,9 @@ class Frontend:
         self.counter += 1
         prefix = f"_{func.__name__}{self.counter}_"
         # a parameter the body never changes, passed a local, names that local (no copy:
-        # large kernels built from helpers compile much faster); any other gets a local
-        # a static loop variable passed to a parameter the body never changes stays a
-        # constant there (`c(dx, 0)` in the helper is a grid offset)
+        # large kernels built from helpers compile much faster), passed a static loop
+        # variable, is that constant (`c(dx, 0)` in the helper is a grid offset); any other
+        # gets a local
         changed = assigned_names(src.tree, subscripts=True)
         aliases, consts = {}, {}
         for p, a, node in zip(params, args, call.args):

@@ -228,7 +228,7 @@ class OperatorTyping:
                     if not isinstance(x.type, ScalarType):
                         raise self.err(f"{what}(...) takes scalar components; this one is "
                                        f"{x.type!r}", x.loc)
-                v = self.e_TupleExpr(ir.TupleExpr(loc, tuple(args)))
+                v = self.tuple_value(loc, xs)
         else:
             if len(xs) != t.n:
                 rows = ", ".join(["(" + ", ".join(["..."] * t.m) + ")"] * t.n)
@@ -240,13 +240,16 @@ class OperatorTyping:
                 if not (isinstance(x.type, VecType) and x.type.n == t.m):
                     raise self.err(f"{what}(...) takes {t.n} rows of {t.m} components each "
                                    f"(tuples or vectors); this row is {x.type!r}", x.loc)
-            v = self.e_TupleExpr(ir.TupleExpr(loc, tuple(args)))
+            v = self.tuple_value(loc, xs)
         return self.cast(v, t) if t.elem_given else v
 
     def e_TupleExpr(self, e):
-        elts = [self.expr(x) for x in e.elts]
+        return self.tuple_value(e.loc, [self.expr(x) for x in e.elts])
+
+    def tuple_value(self, loc, elts):
+        """A vector of typed scalars, or a matrix of typed equal-length vector rows."""
         if not elts:
-            raise self.err("empty tuples are not values", e.loc)
+            raise self.err("empty tuples are not values", loc)
         if all(isinstance(x.type, ScalarType) for x in elts):
             strong = [x.type for x in elts if not _is_weak(x)] or [x.type for x in elts]
             et = strong[0]
@@ -256,7 +259,7 @@ class OperatorTyping:
                 et = f64
             if et.is_bool:
                 et = bool_
-            return ir.TupleExpr(e.loc, tuple(self.cast(x, et) for x in elts),
+            return ir.TupleExpr(loc, tuple(self.cast(x, et) for x in elts),
                                 type=VecType(len(elts), et))
         if all(isinstance(x.type, VecType) for x in elts) and \
                 len({x.type.n for x in elts}) == 1:
@@ -264,10 +267,10 @@ class OperatorTyping:
             for x in elts[1:]:
                 et = promote(et, x.type.elem)
             t = MatType(len(elts), elts[0].type.n, et)
-            return ir.TupleExpr(e.loc, tuple(self.cast(x, VecType(t.m, et)) for x in elts),
+            return ir.TupleExpr(loc, tuple(self.cast(x, VecType(t.m, et)) for x in elts),
                                 type=t)
         raise self.err("a tuple in a kernel must be a vector of scalars or a matrix of equal "
-                       "length rows", e.loc)
+                       "length rows", loc)
 
     def e_Cast(self, e):
         t = e.type
