@@ -123,6 +123,27 @@ def test_stencil_width_and_bounded_axes_see_the_unrolled_offsets(target):
     assert not C.a.numpy().reshape(5, 8)[[0, 4]].any()
 
 
+@rs.kernel
+def first_larger(c):
+    for dx in rs.static((-1, 1, 2)):
+        if c(dx, 0).u > c.u:
+            c.a = dx
+            return  # ends the row, as in Python
+    c.a = 0.0
+
+
+def test_return_in_a_static_loop_ends_the_row(target):
+    C, ref = _grid((6, 3), True), _grid((6, 3), True)
+    C.foreach(first_larger, target)
+    ref.foreach(first_larger, rs.Config(target="interp"))
+    assert np.array_equal(_bits(C.a.numpy()), _bits(ref.a.numpy()))
+    u = C.u.numpy().reshape(3, 6)
+    want = np.zeros_like(u)
+    for dx in (2, 1, -1):  # the first larger neighbour wins: fill in reverse order
+        want = np.where(np.roll(u, -dx, 1) > u, dx, want)
+    assert np.array_equal(C.a.numpy(), want.reshape(-1))
+
+
 def test_loop_variables_are_weak_constants():
     """Each copy binds the item as a literal would be: `x * k` keeps an f32 x's type."""
     R = rs.Relation("R", 3)
