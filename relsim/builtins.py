@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from . import philox
+from .types import as_scalar, f64
 
 
 def dot(a, b):
@@ -85,6 +86,25 @@ def _draw(name, p, c0, c1, c2, seed):
         if not 0 <= a < philox.WORD:
             raise ValueError(f"rs.{name}(): {w} = {a} is outside [0, 2**32)")
     return float(philox.DRAWS[name](*(int(a) for a in args)))
+
+
+def eye(n: int, dtype=f64):
+    """The n x n identity matrix (f64, or `dtype`). In a kernel, n (and dtype) must be
+    compile-time constants and the result is a constant ``rs.mat(n, n, dtype)``; outside, a
+    NumPy array."""
+    if not (isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) and n >= 1):
+        raise ValueError(f"eye size must be a positive int, got {n!r}")
+    return np.eye(int(n), dtype=as_scalar(dtype).dtype)
+
+
+def static(iterable):
+    """``for i in rs.static(range(3)):`` in a kernel: a loop unrolled while compiling.
+
+    The iterable must be a compile-time constant (a literal tuple or list, ``range`` of
+    constants, a captured tuple, list or NumPy array); the body is repeated once per item with
+    the loop variable a constant, so ``c(dx, dy)`` inside is a constant grid offset. Outside a
+    kernel it returns `iterable` unchanged."""
+    return iterable
 
 
 def _kernel_only(name):

@@ -5,7 +5,7 @@ identity of the relation they point into).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -65,6 +65,9 @@ SCALARS = (bool_, i32, i64, f32, f64)
 class VecType:
     n: int
     elem: ScalarType
+    # False for `rs.vec(n)` (no element type): a field or Global of it holds f64, and in a
+    # kernel `rs.vec(n)(x, y, z)` takes its components' type, as a tuple does
+    elem_given: bool = field(default=True, compare=False, repr=False)
 
     @property
     def shape(self) -> tuple:
@@ -87,6 +90,7 @@ class MatType:
     n: int
     m: int
     elem: ScalarType
+    elem_given: bool = field(default=True, compare=False, repr=False)  # as VecType's
 
     @property
     def shape(self) -> tuple:
@@ -167,19 +171,30 @@ class GroupType(_KeyTarget):
         return f"group[{self.relation.name}]"
 
 
-def vec(n: int, dtype: ScalarType = f64) -> VecType:
-    """A fixed-length vector type, e.g. ``rs.vec(3, rs.f64)``."""
-    if not isinstance(n, int) or n < 1:
+def vec(n: int, dtype: ScalarType | None = None) -> VecType:
+    """A fixed-length vector type, e.g. ``rs.vec(3, rs.f64)``; without `dtype`, f64.
+
+    Called in a kernel it builds a value: ``rs.vec(3, rs.f32)(x, y, z)`` (components converted
+    to f32) or ``rs.vec(3)(x, y, z)`` (typed like the tuple ``(x, y, z)``); one argument
+    gives every component (``rs.vec(3)(0.0)``) or converts a vector of that length."""
+    if not _dim(n):
         raise ValueError(f"vec length must be a positive int, got {n!r}")
-    return VecType(n, as_scalar(dtype))
+    return VecType(int(n), f64 if dtype is None else as_scalar(dtype), dtype is not None)
 
 
-def mat(n: int, m: int, dtype: ScalarType = f64) -> MatType:
-    """A small matrix type, e.g. ``rs.mat(3, 3, rs.f64)``."""
-    for d in (n, m):
-        if not isinstance(d, int) or d < 1:
-            raise ValueError(f"mat dimensions must be positive ints, got {n!r}x{m!r}")
-    return MatType(n, m, as_scalar(dtype))
+def mat(n: int, m: int, dtype: ScalarType | None = None) -> MatType:
+    """A small matrix type, e.g. ``rs.mat(3, 3, rs.f64)``; without `dtype`, f64.
+
+    Called in a kernel it builds a value from its n rows, each a tuple or vector of m
+    components: ``rs.mat(2, 2)((a, b), (c, d))`` (typed like the nested tuple without `dtype`,
+    converted to `dtype` with it); one matrix argument of that shape is converted."""
+    if not (_dim(n) and _dim(m)):
+        raise ValueError(f"mat dimensions must be positive ints, got {n!r}x{m!r}")
+    return MatType(int(n), int(m), f64 if dtype is None else as_scalar(dtype), dtype is not None)
+
+
+def _dim(n) -> bool:
+    return isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) and n >= 1
 
 
 def as_scalar(t) -> ScalarType:

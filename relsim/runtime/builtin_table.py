@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import builtins as rsb
+from .. import types as rst
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,13 @@ RANDOM_KEYWORDS = ("seed",)
 # kernel statements `rs.reduce_<op>(target, value)`: the reduction operator of each
 REDUCE_STATEMENTS = {getattr(rsb, "reduce_" + op): op
                      for op in ("min", "max", "argmin", "argmax")}
+# rs functions a kernel calls while compiling, on compile-time constant arguments
+# (`runtime/static.py`): the type constructors, whose result a kernel then calls to build a
+# value (`rs.vec(3)(x, y, z)`), and rs.eye, a constant matrix. A compile-time expression (a
+# static loop's iterable) may also call range.
+COMPILE_TIME = {"vec": rst.vec, "mat": rst.mat, "eye": rsb.eye}
+# `for i in rs.static(<iterable>):` a loop unrolled while compiling (`runtime/static.py`)
+STATIC_LOOP = rsb.static
 
 
 def callables() -> dict:

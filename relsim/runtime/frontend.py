@@ -3,7 +3,8 @@
 The function is parsed, never executed (`source.py`: its text and scopes). Names resolve to the
 kernel parameter (the centred key), locals, captured relsim Globals, compile-time constants
 (Python/NumPy scalars and tuples of them), builtins (`builtin_table`), or `@rs.func` helpers,
-which are inlined here.
+which are inlined here. Compile-time calls (`rs.vec(3)`, `rs.eye(3)`) and `rs.static` loops are
+evaluated and unrolled by `static.py`.
 """
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from .. import builtins as rsb
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, PhaseError
 from ..relations.globals import Global
 from ..types import MatType, ScalarType, VecType
-from . import ir
+from . import ir, static
 from .builtin_table import (
+    COMPILE_TIME,
     RANDOM,
     RANDOM_KEYWORDS,
     REDUCE_STATEMENTS,
+    STATIC_LOOP,
     VECTOR_FUNCTIONS,
     callables,
 )
@@ -115,7 +118,7 @@ class Frontend:
                                   loc)
             res = [ir.While(loc, test, self.block(s.body, scope, in_func))]
         elif isinstance(s, ast.For):
-            res = [self.for_loop(s, scope, loc, pre, in_func)]
+            res = self.for_loop(s, scope, loc, pre, in_func)
         elif isinstance(s, ast.Break):
             res = [ir.Break(loc)]
         elif isinstance(s, ast.Continue):
@@ -146,14 +149,15 @@ class Frontend:
                                  loc)
             return [ir.Reduce(loc, scope.global_ref(target.id, loc), red[0], red[1])]
         if isinstance(target, ast.Name):
-            return [ir.Assign(loc, self.local_name(target.id, scope),
+            return [ir.Assign(loc, self.local_name(target.id, scope, loc),
                               self.expr(value, scope, pre))]
         if isinstance(target, (ast.Tuple, ast.List)):
             raise self.syntax("tuple unpacking is not supported in kernels; assign each "
                               "component", loc)
+        self.refuse_slice_target(target, scope)
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                 and target.value.id in scope.locals:
-            return [ir.AssignIndex(loc, self.local_name(target.value.id, scope),
+            return [ir.AssignIndex(loc, self.local_name(target.value.id, scope, loc),
                                    self.indices(target.slice, scope, pre),
                                    self.expr(value, scope, pre))]
         if isinstance(target, (ast.Attribute, ast.Subscript)):
@@ -185,6 +189,7 @@ class Frontend:
             raise self.syntax("unsupported augmented assignment", loc)
         value = self.expr(s.value, scope, pre)
         t = s.target
+        self.refuse_slice_target(t, scope)
         if isinstance(t, ast.Name) and scope.is_global_target(t.id):
             if op not in _REDUCING_AUG:
                 raise self.error(PhaseError, f"'{op}=' on Global '{t.id}' is not a reduction "
@@ -194,13 +199,13 @@ class Frontend:
                 value = ir.UnaryOp(loc, "-", value)
             return [ir.Reduce(loc, scope.global_ref(t.id, loc), _REDUCING_AUG[op], value)]
         if isinstance(t, ast.Name):
-            name = self.local_name(t.id, scope)
+            name = self.local_name(t.id, scope, loc)
             cur = self.expr(t, scope, pre)
             return [ir.Assign(loc, name, ir.BinOp(loc, op, cur, value))]
         if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
                 and t.value.id in scope.locals:
             cur = self.expr(t, scope, pre)
-            return [ir.AssignIndex(loc, self.local_name(t.value.id, scope),
+            return [ir.AssignIndex(loc, self.local_name(t.value.id, scope, loc),
                                    self.indices(t.slice, scope, pre),
                                    ir.BinOp(loc, op, cur, value))]
         if isinstance(t, (ast.Attribute, ast.Subscript)):
@@ -211,6 +216,16 @@ class Frontend:
                 return [ir.Reduce(loc, tgt, _REDUCING_AUG[op], value)]
             return [ir.Store(loc, tgt, ir.BinOp(loc, op, tgt, value))]
         raise self.syntax("unsupported augmented assignment target", loc)
+
+    def refuse_slice_target(self, target, scope):
+        """`m[:, j] = v`: a slice is read-only (a column or row value)."""
+        if isinstance(target, ast.Subscript):
+            sl = target.slice
+            for x in (sl.elts if isinstance(sl, ast.Tuple) else [sl]):
+                if isinstance(x, ast.Slice):
+                    raise self.syntax("cannot assign to a slice in a kernel (M[:, j] and "
+                                      "M[i, :] are values); assign the components",
+                                      scope.src.loc(x))
 
     def call_stmt(self, call, scope, loc, pre) -> list:
         obj = self.resolve_static(call.func, scope)
@@ -248,13 +263,15 @@ class Frontend:
         raise self.syntax("an expression statement must be an rs.reduce_* call or an @rs.func "
                           "call; its value would be lost", loc)
 
-    def for_loop(self, s, scope, loc, pre, in_func):
+    def for_loop(self, s, scope, loc, pre, in_func) -> list:
+        it = s.iter
+        if isinstance(it, ast.Call) and self.resolve_static(it.func, scope) is STATIC_LOOP:
+            return static.unroll(self, s, scope, in_func)
         if s.orelse:
             raise self.syntax("'for ... else' is not supported in kernels", loc)
         if not isinstance(s.target, ast.Name):
             raise self.syntax("a for loop variable must be a single name", loc)
-        var = self.local_name(s.target.id, scope)
-        it = s.iter
+        var = self.local_name(s.target.id, scope, loc)
         if isinstance(it, ast.Call) and self.resolve_static(it.func, scope) is range:
             if it.keywords or not 1 <= len(it.args) <= 3:
                 raise self.syntax("range() takes 1 to 3 positional arguments", loc)
@@ -262,9 +279,9 @@ class Frontend:
             one, zero = ir.Const(loc, 1, weak=True), ir.Const(loc, 0, weak=True)
             start, stop, step = ((zero, args[0], one) if len(args) == 1 else
                                  (args[0], args[1], one) if len(args) == 2 else args)
-            return ir.ForRange(loc, var, start, stop, step, self.block(s.body, scope, in_func))
+            return [ir.ForRange(loc, var, start, stop, step, self.block(s.body, scope, in_func))]
         seq = self.expr(it, scope, pre)
-        return ir.ForEach(loc, var, seq, self.block(s.body, scope, in_func))
+        return [ir.ForEach(loc, var, seq, self.block(s.body, scope, in_func))]
 
     # -- expressions ----------------------------------------------------------------------
     def expr(self, e, scope, pre) -> ir.Expr:
@@ -355,11 +372,18 @@ class Frontend:
         return parts[0] if len(parts) == 1 else ir.BoolOp(loc, "and", tuple(parts))
 
     def indices(self, sl, scope, pre) -> tuple:
-        if isinstance(sl, ast.Slice):
-            raise self.syntax("slices are not supported in kernels", scope.src.loc(sl))
-        if isinstance(sl, ast.Tuple):
-            return tuple(self.expr(x, scope, pre) for x in sl.elts)
-        return (self.expr(sl, scope, pre),)
+        """Index expressions; a full slice `:` (a matrix's column or row) is `ir.FullSlice`."""
+        out = []
+        for x in (sl.elts if isinstance(sl, ast.Tuple) else [sl]):
+            if not isinstance(x, ast.Slice):
+                out.append(self.expr(x, scope, pre))
+            elif x.lower is None and x.upper is None and x.step is None:
+                out.append(ir.FullSlice(scope.src.loc(x)))
+            else:
+                raise self.syntax("slices other than ':' are not supported in kernels "
+                                  "(':' takes a matrix's column M[:, j] or row M[i, :])",
+                                  scope.src.loc(x))
+        return tuple(out)
 
     def call(self, e, scope, loc, pre):
         obj = self.resolve_static(e.func, scope)
@@ -368,21 +392,27 @@ class Frontend:
         if e.keywords:
             raise self.syntax("keyword arguments are not supported in kernel calls", loc)
         if obj is None and self.is_kernel_value(e.func, scope):
-            # `c(1, 0)`: an affine (grid neighbour) key
+            # `c(1, 0)`: an affine (grid neighbour) key; offsets computed from constants
+            # (`c(dx + 1, 0)` in a static loop) are folded here
             return ir.Affine(loc, self.expr(e.func, scope, pre),
-                             tuple(self.expr(a, scope, pre) for a in e.args))
+                             tuple(self.offset(a, scope, pre) for a in e.args))
         if obj is None:
             self.expr_or_obj(e.func, scope, [])  # an unknown name or attribute: NameError
             raise self.error(KernelTypeError, "only known math/vector functions, relsim types "
                              "and @rs.func helpers can be called in kernels", loc)
         if _is_func(obj):
             return self.inline(obj, e, scope, loc, pre, want_value=True)
+        if any(obj is f for f in COMPILE_TIME.values()):  # rs.eye(3): a constant
+            return StaticObject(static.call_value(self, e, scope), loc)
+        if obj is STATIC_LOOP:
+            raise self.syntax("rs.static(...) is only the iterable of a for loop in a kernel "
+                              "(`for i in rs.static(range(3)):`)", loc)
         args = tuple(self.expr(a, scope, pre) for a in e.args)
         if isinstance(obj, ScalarType):
             if len(args) != 1:
                 raise self.error(KernelTypeError, f"{obj.name}(x) takes one argument", loc)
             return ir.Cast(loc, args[0], type=obj)
-        if isinstance(obj, (VecType, MatType)):
+        if isinstance(obj, (VecType, MatType)):  # rs.vec(3)(x, y, z): checked by the typing
             return ir.Cast(loc, ir.TupleExpr(loc, args), type=obj)
         name = KNOWN.get(id(obj))
         if name is None:
@@ -390,7 +420,7 @@ class Frontend:
             what = f"{what}()" if isinstance(what, str) else _short(obj)
             raise self.error(KernelTypeError, f"{what} cannot be called in a kernel; "
                              f"supported: math functions, min/max/abs/pow, int/float/bool, "
-                             f"rs types, {'/'.join(VECTOR_FUNCTIONS)}, "
+                             f"rs types, rs.eye, {'/'.join(VECTOR_FUNCTIONS)}, "
                              f"rs.{'/'.join(RANDOM)}, @rs.func",
                              loc)
         if name in ("int", "float", "bool"):
@@ -411,21 +441,30 @@ class Frontend:
         args = tuple(self.expr(a, scope, pre) for a in e.args)
         return ir.Call(loc, name, args + (seed,))
 
+    def offset(self, a, scope, pre) -> ir.Expr:
+        v = static.constant(self, a, scope)
+        if v is static.NOT_STATIC:
+            return self.expr(a, scope, pre)
+        return self.obj_value(StaticObject(v, scope.src.loc(a)), scope)
+
     def is_kernel_value(self, e, scope) -> bool:
         """Whether `e` denotes a value computed in the kernel (the key, a local, a field)."""
         while isinstance(e, (ast.Attribute, ast.Subscript, ast.Call)):
             e = e.value if not isinstance(e, ast.Call) else e.func
-        return isinstance(e, ast.Name) and (e.id in scope.locals or e.id == scope.param)
+        return isinstance(e, ast.Name) and not scope.is_static(e.id)
 
     def resolve_static(self, e, scope):
-        """The Python object a dotted name denotes, or None if it is a kernel value."""
+        """The Python object a dotted name (or a compile-time call: `rs.vec(3)`) denotes, or
+        None if it is a kernel value."""
         if isinstance(e, ast.Name):
-            if e.id in scope.locals or e.id == scope.param:
-                return None
-            return scope.lookup(e.id)
+            return scope.lookup(e.id) if scope.is_static(e.id) else None
         if isinstance(e, ast.Attribute):
             base = self.resolve_static(e.value, scope)
             return getattr(base, e.attr, None) if base is not None else None
+        if isinstance(e, ast.Call):
+            fn = self.resolve_static(e.func, scope)
+            if any(fn is f for f in COMPILE_TIME.values()):
+                return static.call_value(self, e, scope)
         return None
 
     # -- helpers (@rs.func) -----------------------------------------------------------------
@@ -444,16 +483,23 @@ class Frontend:
         self.counter += 1
         prefix = f"_{func.__name__}{self.counter}_"
         # a parameter the body never changes, passed a local, names that local (no copy:
-        # large kernels built from helpers compile much faster); any other gets a local
+        # large kernels built from helpers compile much faster), passed a static loop
+        # variable, is that constant (`c(dx, 0)` in the helper is a grid offset); any other
+        # gets a local
         changed = assigned_names(src.tree, subscripts=True)
-        aliases = {}
-        for p, a in zip(params, args):
-            if isinstance(a, ir.Local) and p not in changed:
+        aliases, consts = {}, {}
+        for p, a, node in zip(params, args, call.args):
+            if p in changed:
+                pre.append(ir.Assign(loc, prefix + p, a))
+            elif isinstance(node, ast.Name) and node.id in scope.static:
+                consts[p] = scope.static[node.id]
+            elif isinstance(a, ir.Local):
                 aliases[p] = a.name
             else:
                 pre.append(ir.Assign(loc, prefix + p, a))
         inner = Scope(src, visible_names(func.fn, func.scope), None,
                       assigned_names(src.tree) | set(params), rename=prefix, aliases=aliases)
+        inner.static.update(consts)
         self.func_stack.append(func)
         try:
             body, has_ret = self.func_body(src.tree.body, inner, prefix + "return")
@@ -493,10 +539,13 @@ class Frontend:
         out.extend(self.block([last], scope, in_func=True))
         return tuple(out), False
 
-    def local_name(self, name, scope) -> str:
+    def local_name(self, name, scope, loc) -> str:
         if name == scope.param:
             raise self.syntax(f"cannot assign to the kernel parameter {name!r}",
-                              None)
+                              loc)
+        if name in scope.static:
+            raise self.syntax(f"cannot assign to {name!r}, the variable of an rs.static loop "
+                              f"(a constant in each copy of the body)", loc)
         return scope.rename + name
 
 

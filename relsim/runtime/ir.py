@@ -119,6 +119,12 @@ class Index(Expr):
 
 
 @_node
+class FullSlice(Expr):
+    """`:` in an untyped index: `m[:, j]` (a column) or `m[i, :]` (a row); the type checker
+    rewrites it (a column is a row of the transpose)."""
+
+
+@_node
 class BinOp(Expr):
     op: str  # + - * / // % ** @ & | ^ << >>
     left: Expr
@@ -375,4 +381,6 @@ def show_expr(e: Expr) -> str:
         return f"{e.type!r}({show_expr(e.value)})"
     if isinstance(e, TupleExpr):
         return "(" + ", ".join(show_expr(x) for x in e.elts) + f"){t}"
+    if isinstance(e, FullSlice):
+        return ":"
     return type(e).__name__

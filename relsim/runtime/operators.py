@@ -203,10 +203,53 @@ class OperatorTyping:
                                f"{b.type!r}", e.loc)
         return ir.IfExp(e.loc, test, self.cast(a, t), self.cast(b, t), type=t)
 
+    def construct(self, args, t, loc):
+        """`rs.vec(n[, e])(...)`: n components, or one for all of them, or one n-vector;
+        `rs.mat(n, m[, e])(...)`: n rows (tuples or m-vectors), or one n x m matrix. With the
+        element type e given the value is converted to it; without, it is typed as the tuple
+        of its components would be."""
+        what = _constructor(t)
+        xs = [self.expr(a) for a in args]
+        one = xs[0] if len(xs) == 1 else None
+        if one is not None and one.type == with_elem(t, elem_of(one.type)):
+            v = one  # a vector or matrix of the right shape: converted
+        elif isinstance(t, VecType):
+            if one is not None and isinstance(one.type, ScalarType):
+                c = self.cast(one, t.elem) if t.elem_given else one
+                v = ir.TupleExpr(loc, (c,) * t.n, type=VecType(t.n, c.type))
+            elif one is not None and isinstance(one.type, (VecType, MatType)):
+                raise self.err(f"{what}(v) converts a vector of {t.n} components, not "
+                               f"{one.type!r}", one.loc)
+            elif len(xs) != t.n:
+                raise self.err(f"{what}(...) takes {t.n} components (or one, for all of "
+                               f"them), got {len(xs)}", loc)
+            else:
+                for x in xs:
+                    if not isinstance(x.type, ScalarType):
+                        raise self.err(f"{what}(...) takes scalar components; this one is "
+                                       f"{x.type!r}", x.loc)
+                v = self.tuple_value(loc, xs)
+        else:
+            if len(xs) != t.n:
+                rows = ", ".join(["(" + ", ".join(["..."] * t.m) + ")"] * t.n)
+                hint = f"; write the rows as tuples: {what}({rows})" \
+                    if len(xs) == t.n * t.m else ""
+                raise self.err(f"{what}(...) takes {t.n} rows (tuples or vectors of {t.m} "
+                               f"components), got {len(xs)} argument(s){hint}", loc)
+            for x in xs:
+                if not (isinstance(x.type, VecType) and x.type.n == t.m):
+                    raise self.err(f"{what}(...) takes {t.n} rows of {t.m} components each "
+                                   f"(tuples or vectors); this row is {x.type!r}", x.loc)
+            v = self.tuple_value(loc, xs)
+        return self.cast(v, t) if t.elem_given else v
+
     def e_TupleExpr(self, e):
-        elts = [self.expr(x) for x in e.elts]
+        return self.tuple_value(e.loc, [self.expr(x) for x in e.elts])
+
+    def tuple_value(self, loc, elts):
+        """A vector of typed scalars, or a matrix of typed equal-length vector rows."""
         if not elts:
-            raise self.err("empty tuples are not values", e.loc)
+            raise self.err("empty tuples are not values", loc)
         if all(isinstance(x.type, ScalarType) for x in elts):
             strong = [x.type for x in elts if not _is_weak(x)] or [x.type for x in elts]
             et = strong[0]
@@ -216,7 +259,7 @@ class OperatorTyping:
                 et = f64
             if et.is_bool:
                 et = bool_
-            return ir.TupleExpr(e.loc, tuple(self.cast(x, et) for x in elts),
+            return ir.TupleExpr(loc, tuple(self.cast(x, et) for x in elts),
                                 type=VecType(len(elts), et))
         if all(isinstance(x.type, VecType) for x in elts) and \
                 len({x.type.n for x in elts}) == 1:
@@ -224,28 +267,28 @@ class OperatorTyping:
             for x in elts[1:]:
                 et = promote(et, x.type.elem)
             t = MatType(len(elts), elts[0].type.n, et)
-            return ir.TupleExpr(e.loc, tuple(self.cast(x, VecType(t.m, et)) for x in elts),
+            return ir.TupleExpr(loc, tuple(self.cast(x, VecType(t.m, et)) for x in elts),
                                 type=t)
         raise self.err("a tuple in a kernel must be a vector of scalars or a matrix of equal "
-                       "length rows", e.loc)
+                       "length rows", loc)
 
     def e_Cast(self, e):
         t = e.type
         if isinstance(e.value, ir.TupleExpr):  # rs.vec(3)(a, b, c) / mat constructor
-            v = self.expr(e.value)
-            if len(e.value.elts) == 1 and isinstance(v.type.elem, ScalarType) and \
-                    isinstance(t, VecType):
-                comp = self.cast(v.elts[0], t.elem)
-                return ir.TupleExpr(e.loc, (comp,) * t.n, type=t)
-            if v.type.shape != t.shape:
-                raise self.err(f"{t!r} needs {t.shape} components, got {v.type.shape}", e.loc)
-            return self.cast(v, t)
+            return self.construct(e.value.elts, t, e.loc)
         v = self.expr(e.value)
         if not isinstance(v.type, ScalarType):
             raise self.err(f"cannot convert {v.type!r} to {t!r}", e.loc)
         if t.is_bool:
             return self.truth(v)
         return self.cast(v, t)
+
+
+def _constructor(t) -> str:
+    """How the user spelled the constructor of vector / matrix type t."""
+    dims = f"{t.n}" if isinstance(t, VecType) else f"{t.n}, {t.m}"
+    kind = "vec" if isinstance(t, VecType) else "mat"
+    return f"rs.{kind}({dims}, {t.elem.name})" if t.elem_given else f"rs.{kind}({dims})"
 
 
 def _is_weak(x) -> bool:

@@ -85,8 +85,17 @@ class Scope:
         # names assigned in the body are locals, except captured Globals (reduction targets)
         self.locals = {n for n in assigned
                        if not isinstance(captured.get(n), Global)}
+        self.static: dict = {}  # variables of the enclosing rs.static loops -> their item
+
+    def is_static(self, name) -> bool:
+        """Whether `name` is a compile-time object here (not the key, a local or a parameter)."""
+        if name in self.static:
+            return True
+        return not (name == self.param or name in self.aliases or name in self.locals)
 
     def lookup(self, name):
+        if name in self.static:
+            return self.static[name]
         if name in self.captured:
             return self.captured[name]
         return getattr(_py_builtins, name, None)
@@ -103,6 +112,8 @@ class Scope:
     def name(self, name, loc, fe):
         if name == self.param:
             return ir.Centred(loc, name)
+        if name in self.static:
+            return StaticObject(self.static[name], loc)
         if name in self.aliases:
             return ir.Local(loc, self.aliases[name])
         if name in self.locals:

@@ -321,6 +321,8 @@ class TypeChecker(OperatorTyping):
 
     def index(self, e, base):
         t = base.type
+        if any(isinstance(i, ir.FullSlice) for i in e.index):
+            return self.slice_index(e, base)
         idx = tuple(self.int_expr(i, "an index") for i in e.index)
         if isinstance(t, (VecType, KeyVecType)):
             if len(idx) != 1:
@@ -340,6 +342,23 @@ class TypeChecker(OperatorTyping):
         else:
             raise self.err(f"a value of type {t!r} cannot be indexed", e.loc)
         return ir.Index(e.loc, base, idx, type=rt)
+
+    def slice_index(self, e, base):
+        """`m[i, :]`: row i (as `m[i]`); `m[:, j]`: column j, row j of `transpose(m)` (no
+        arithmetic: the same components, picked by a constant or run-time j)."""
+        t = base.type
+        sl = next(i for i in e.index if isinstance(i, ir.FullSlice))
+        if not isinstance(t, MatType) or len(e.index) != 2 or \
+                all(isinstance(i, ir.FullSlice) for i in e.index):
+            what = "one ':' and one index" if isinstance(t, MatType) else \
+                f"this is {t!r}, not a matrix"
+            raise self.err(f"a slice in a kernel takes a matrix's column m[:, j] or row "
+                           f"m[i, :] ({what})", sl.loc)
+        i, j = e.index
+        if isinstance(j, ir.FullSlice):
+            return self.index(replace(e, index=(i,)), base)
+        tr = ir.Call(e.loc, "transpose", (base,), type=MatType(t.m, t.n, t.elem))
+        return self.index(replace(e, index=(j,)), tr)
 
     def check_bound(self, idx, n):
         if isinstance(idx, ir.Const) and not -n <= idx.value < n:

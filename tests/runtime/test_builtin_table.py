@@ -9,9 +9,11 @@ import numpy as np
 
 import relsim as rs
 from relsim.runtime.builtin_table import (
+    COMPILE_TIME,
     MATH,
     RANDOM,
     REDUCE_STATEMENTS,
+    STATIC_LOOP,
     VECTOR_FUNCTIONS,
     callables,
 )
@@ -92,3 +94,6 @@ def test_the_rs_builtins_are_public():
     for fn, op in REDUCE_STATEMENTS.items():
         assert fn.__name__ == "reduce_" + op and fn.__name__ in rs.__all__
     assert {"insert", "delete"} <= set(rs.__all__)
+    for name, fn in COMPILE_TIME.items():
+        assert name in rs.__all__ and getattr(rs, name) is fn
+    assert STATIC_LOOP is rs.static and "static" in rs.__all__
