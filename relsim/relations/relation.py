@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 
-from ..errors import DataError, SchemaError
+from ..errors import DataError, RelsimError, SchemaError, public
 from . import elastic, launch
 from .field import Field, KeyField
 from .grouping import Grouping
@@ -150,8 +150,13 @@ class Relation:
 
     # -- running kernels -------------------------------------------------------------------
     def foreach(self, kernel, config=None) -> None:
-        """Run `kernel` once for every row (in any order; results as if in row order)."""
-        launch.run(kernel, self, None, config)
+        """Run `kernel` once for every row (in any order; results as if in row order).
+        A RelsimError (a kernel that does not compile, or fails) comes out of here without
+        relsim's internal frames, unless RELSIM_TRACEBACK=full."""
+        try:
+            launch.run(kernel, self, None, config)
+        except RelsimError as exc:
+            raise public(exc)
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _schema_changed(self) -> None:
