@@ -29,6 +29,7 @@ from .errors import (
     KernelTypeError,
     PhaseError,
     RelsimError,
+    RelsimWarning,
     SchemaError,
 )
 from .kernel import Func, Kernel, func, kernel
@@ -55,5 +56,6 @@ __all__ = [
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",
+    "RelsimWarning",
     "write", "__version__",
 ]

@@ -82,6 +82,11 @@ class KernelRuntimeError(RelsimError, RuntimeError):
     """A kernel failed while running (e.g. a vector index out of range)."""
 
 
+class RelsimWarning(UserWarning):
+    """Something relsim does that is probably not what the script meant (e.g. a captured Python
+    value changed after the kernel was compiled: the kernel keeps the compile-time value)."""
+
+
 def full_traceback() -> bool:
     """Whether errors keep relsim's internal frames (``RELSIM_TRACEBACK=full``)."""
     return os.environ.get("RELSIM_TRACEBACK", "").strip().lower() == "full"
