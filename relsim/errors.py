@@ -108,5 +108,5 @@ def entry_point(fn):
         try:
             return fn(*args, **kwargs)
         except RelsimError as exc:
-            raise public(exc)
+            raise public(exc) from exc.__cause__
     return call

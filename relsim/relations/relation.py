@@ -164,7 +164,7 @@ class Relation:
         try:
             launch.run(kernel, self, None, config)
         except RelsimError as exc:
-            raise public(exc)
+            raise public(exc) from exc.__cause__
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _schema_changed(self) -> None:

@@ -30,7 +30,7 @@ class Subset:
         try:
             launch.run(kernel, self.relation, self, config)
         except RelsimError as exc:
-            raise public(exc)
+            raise public(exc) from exc.__cause__
 
     def __repr__(self) -> str:
         return f"<Subset {self.relation.name}.{self.name}: {len(self.rows)} rows>"

@@ -78,44 +78,56 @@ def _same(a, b) -> bool:
 
 
 class Watch:
-    """The captured constants of one compiled kernel, checked at each launch (about 0.1 us per
-    name: `tests/runtime/test_captures.py` measures it)."""
+    """The captured constants of one compiled kernel, checked at each launch (a few tenths of
+    a microsecond: `tests/runtime/test_captures.py` measures it)."""
 
-    __slots__ = ("kernel", "cells", "globs", "arrays")
+    __slots__ = ("kernel", "captures", "cells", "globs", "arrays")
 
     def __init__(self, kernel, captures):
         self.kernel = kernel
-        self.cells = [c for c in captures if not isinstance(c.holder, dict)]
-        self.globs = [c for c in captures if isinstance(c.holder, dict)]
-        self.arrays = [c for c in captures if isinstance(c.value, np.ndarray)]
+        self.captures = list(captures)
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        # flat tuples: the check reads no attributes
+        caps = self.captures
+        self.cells = tuple((c.holder, c.value, c) for c in caps if not isinstance(c.holder, dict))
+        self.globs = tuple((c.holder, c.name, c.value, c) for c in caps
+                           if isinstance(c.holder, dict))
+        self.arrays = tuple((c.value, c.saved[0], c) for c in caps
+                            if isinstance(c.value, np.ndarray))
 
     @classmethod
     def of(cls, kernel, captures):
         """A Watch over `captures` (Capture objects), or None when there is nothing to watch."""
-        return cls(kernel, list(captures)) if captures else None
+        return cls(kernel, captures) if captures else None
 
     def check(self) -> None:
         """Warn about any captured name whose value changed since the kernel was compiled."""
-        for c in self.cells:
-            try:
-                if c.holder.cell_contents is not c.value:
+        for d, name, value, c in self.globs:
+            if d.get(name, _MISSING) is not value:
+                self._changed(c)
+        if self.cells:
+            for cell, value, c in self.cells:
+                try:
+                    if cell.cell_contents is not value:
+                        self._changed(c)
+                except ValueError:  # the enclosing function deleted the name
                     self._changed(c)
-            except ValueError:  # the enclosing function deleted the name
-                self._changed(c)
-        for c in self.globs:
-            if c.holder.get(c.name, _MISSING) is not c.value:
-                self._changed(c)
-        for c in self.arrays:
-            if c.value.tobytes() != c.saved[0]:
-                self._changed(c)
+        if self.arrays:
+            for arr, saved, c in self.arrays:
+                if arr.tobytes() != saved:
+                    self._changed(c)
 
     def _changed(self, c: Capture) -> None:
         now = c.current()
         if now is not _MISSING and _same(now, c.value) and (
                 not isinstance(now, np.ndarray) or _contents(now) == c.saved):
             c.value = now  # an equal value rebound: nothing to say, and the fast path again
+            self._rebuild()
             return
-        self._forget(c)
+        self.captures.remove(c)
+        self._rebuild()
         warned = self.kernel._warned_captures
         if c.name in warned:
             return
@@ -129,11 +141,6 @@ class Watch:
             f"constant and keeps that value, but {c.name} is {new}; use an rs.Global for a value "
             f"that changes between launches (g = rs.Global(rs.f64, ...); g.value = ...)",
             RelsimWarning, stacklevel=_STACKLEVEL)
-
-    def _forget(self, c: Capture) -> None:
-        for group in (self.cells, self.globs, self.arrays):
-            if c in group:
-                group.remove(c)
 
 
 def _show(v) -> str:
