@@ -214,7 +214,8 @@ class KeyField(Field):
 
     def numpy(self, copy: bool = False) -> np.ndarray:
         """A read-only view of the key rows (or a writable copy); change them with `load` so
-        groupings stay valid. (A key field's view goes stale when it is loaded again.)"""
+        groupings stay valid. (For an elastic relation, the view also goes stale, and raises
+        when used, once the keys are loaded again.)"""
         return self.data.copy() if copy else self._handed_out(self.data)
 
     def load(self, values) -> KeyField:
