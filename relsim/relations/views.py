@@ -48,10 +48,13 @@ class ElasticView(np.ndarray):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         inputs = tuple(x._plain() if isinstance(x, ElasticView) else x for x in inputs)
-        if "out" in kwargs:
-            kwargs["out"] = tuple(x._plain() if isinstance(x, ElasticView) else x
-                                  for x in kwargs["out"])
-        return getattr(ufunc, method)(*inputs, **kwargs)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(x._plain() if isinstance(x, ElasticView) else x for x in out)
+        result = getattr(ufunc, method)(*inputs, **kwargs)
+        if out is not None and len(out) == 1 and isinstance(out[0], ElasticView):
+            return out[0]  # `view += 1` keeps the name bound to the (checking) view
+        return result
 
     def __array_function__(self, func, types, args, kwargs):
         self._check()

@@ -100,6 +100,7 @@ def test_elastic_views_are_current_until_rows_change_then_refuse():
     total = np.sum(view, axis=0)
     assert type(total) is np.ndarray and type(view + 1.0) is np.ndarray
     assert type(view[1:]) is np.ndarray and len(view) == 3
+    view += 0.0  # in place: `view` stays the checking view (used stale below)
     keys = P.cell.numpy()
     P.insert(1, pos=[[0.4, 0.4]])
     for use in (lambda: view[0], lambda: view.sum(), lambda: np.mean(view), lambda: view * 2,
