@@ -7,6 +7,8 @@ on the same arrays (the floor: what any Numba call costs from Python). Three ker
 * trivial:        ``r.x += 1.0``
 * Global read:    ``r.x += g``            (g a ``rs.Global``)
 * Global reduce:  ``s += r.x``            (a ``+`` reduction into a ``rs.Global``)
+* captured:       ``r.x += DX + DY + DZ``  (three captured Python floats: each launch checks
+                  that they were not rebound since the kernel compiled)
 
 All variants are warmed up (compiled) first, then timed interleaved in batches of ``--number``
 calls; the table shows the median and the minimum per-call time over ``--repeats`` batches.
@@ -27,6 +29,7 @@ import tempfile
 import _common as C
 
 GOAL_US = 3.0
+DX, DY, DZ = 0.25, 0.5, 0.25  # captured by the `captured` kernel
 
 
 def build():
@@ -51,6 +54,10 @@ def build():
     def global_reduce(r):
         s += r.x
 
+    @rs.kernel
+    def captured(r):
+        r.x += DX + DY + DZ
+
     @numba.njit
     def nb_trivial(x):
         for i in range(x.shape[0]):
@@ -74,6 +81,8 @@ def build():
         ("Global read (r.x += g)", lambda: foreach(global_read), lambda: nb_read(x, gd)),
         ("Global += reduction (s += r.x)", lambda: foreach(global_reduce),
          lambda: nb_reduce(x, sd)),
+        ("captured constants (r.x += DX + DY + DZ)", lambda: foreach(captured),
+         lambda: nb_trivial(x)),
     ]
     return R, trivial, cases
 

@@ -33,6 +33,7 @@ from .errors import (
     KernelTypeError,
     PhaseError,
     RelsimError,
+    RelsimWarning,
     SchemaError,
 )
 from .kernel import Func, Kernel, func, kernel
@@ -60,5 +61,6 @@ __all__ = [
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",
+    "RelsimWarning",
     "write", "__version__",
 ]

@@ -1,5 +1,13 @@
-"""Error classes by lifecycle stage. Each also subclasses the matching builtin exception."""
+"""Error classes by lifecycle stage. Each also subclasses the matching builtin exception.
+
+An error relsim raises on purpose leaves the public entry points (``foreach``, ``rs.explain``)
+without relsim's internal frames: the traceback shows the user's call and relsim's message
+(which, for a kernel, shows the kernel's line). ``RELSIM_TRACEBACK=full`` keeps every frame.
+"""
 from __future__ import annotations
+
+import functools
+import os
 
 
 class RelsimError(Exception):
@@ -72,3 +80,33 @@ class PhaseError(KernelError, ValueError):
 
 class KernelRuntimeError(RelsimError, RuntimeError):
     """A kernel failed while running (e.g. a vector index out of range)."""
+
+
+class RelsimWarning(UserWarning):
+    """Something relsim does that is probably not what the script meant (e.g. a captured Python
+    value changed after the kernel was compiled: the kernel keeps the compile-time value)."""
+
+
+def full_traceback() -> bool:
+    """Whether errors keep relsim's internal frames (``RELSIM_TRACEBACK=full``)."""
+    return os.environ.get("RELSIM_TRACEBACK", "").strip().lower() == "full"
+
+
+def public(exc: RelsimError) -> RelsimError:
+    """`exc` without the frames it gathered inside relsim, for ``raise public(exc)`` in the
+    handler of a public entry point: the traceback then starts at that entry point (the frame
+    of the raise) and continues with the user's frames. Unchanged under RELSIM_TRACEBACK=full."""
+    if full_traceback():
+        return exc
+    return exc.with_traceback(None)
+
+
+def entry_point(fn):
+    """Decorator for a public function: RelsimErrors leave it without relsim's frames."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RelsimError as exc:
+            raise public(exc) from exc.__cause__
+    return call

@@ -30,8 +30,11 @@ class Kernel:
         self.__wrapped__ = fn
         self.scope = scope or {}
         self._plans: dict = {}
-        # (relation, config, schema_version, executable) of the latest launch: its fast path
-        self._last = (None, None, -1, None)
+        self._watches: dict = {}  # plan key -> runtime.captures.Watch (or None): see _plans
+        self._warned_captures: set = set()  # captured names already reported as changed
+        # (relation, config, schema_version, executable, watch) of the latest launch: its
+        # fast path
+        self._last = (None, None, -1, None, None)
 
     @property
     def source_text(self) -> str:

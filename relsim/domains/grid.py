@@ -115,14 +115,19 @@ class Grid:
     def locate(self, particles, pos_field="pos", key_field="cell", group="particles"):
         """Point the key field `key_field` of `particles` at the cell containing each particle
         (creating the key field, and the cell -> particles grouping `group`, the first time).
-        The grouping rebuilds itself on its next use."""
-        rows = self.cell_of(particles.field(pos_field).numpy())
+        The grouping rebuilds itself on its next use. For an elastic `particles`, rows inserted
+        later are binned by their position when the keys or the grouping are next read
+        (`KeyField.derive`); particles that *moved* need another `locate()`."""
+        pos = particles.field(pos_field)
+        rows = self.cell_of(pos.numpy())
         if not particles.has_field(key_field):
             particles.new_key_field(key_field, self.cells)
             if group and group not in self.cells.groupings:
                 particles.group_by(key_field, group)
-        particles.field(key_field).load(rows)
-        return particles.field(key_field)
+        kf = particles.field(key_field).load(rows)
+        if particles.elastic:
+            kf.derive(lambda new_rows: self.cell_of(pos.numpy()[new_rows]))
+        return kf
 
 
 def _rows(coords, shape):

@@ -4,11 +4,15 @@ grid's cells.
     g = grid.Grid((32, 32), spacing=1 / 32)
     p = particles.Particles(g, positions, velocities)   # relation p.rel, fields pos, vel
     p.locate()               # key field `cell` (p.rel -> g.cells) and grouping g.cells.particles
-    # kernels: rs.insert(p.rel, pos=..., vel=...) / rs.delete(q) ; after them, locate() again
+    # kernels: rs.insert(p.rel, pos=..., vel=...) / rs.delete(q)
+    # after a kernel that *moves* particles, locate() again
 
 Cell lists for neighbour search: after `locate()`, a kernel over cells loops
 ``for q in c.particles:`` (ascending particle row), and over neighbour cells ``c(1, 0).particles``.
-Built with the public API only.
+Particles inserted later (``rs.insert`` in a kernel, ``p.rel.insert``) are binned by their
+position when the cell keys or the cell lists are next read, by a kernel or the host (the key
+field's rule, `relsim.KeyField.derive`); deleted ones leave their cells. Particles that moved
+stay in their old cells until `locate()` is called again. Built with the public API only.
 """
 from __future__ import annotations
 
@@ -20,6 +24,15 @@ from .. import output
 
 
 class Particles:
+    """Particles in the cells of `grid` (a `grid.Grid`, 2-D or 3-D).
+
+    * ``rel``: the elastic relation (named `name`, one row per particle) with fields ``pos`` and
+      ``vel`` (``rs.vec(d, rs.f64)``; `vel` zero if not given) and one field per entry
+      ``name: (type, init)`` of `fields`; kernels run over it and insert/delete its rows;
+    * ``size``: its row count; ``locate()``: bin by position (see the method);
+    * ``counts()``: particles per grid cell, from the cell lists.
+    """
+
     def __init__(self, grid, pos, vel=None, name="particles", fields=None):
         pos = np.asarray(pos, dtype=np.float64)
         d = grid.dim
@@ -40,9 +53,11 @@ class Particles:
         return self.rel.size
 
     def locate(self):
-        """Point each particle's `cell` key at the grid cell containing it (and rebuild the
-        cell -> particles grouping lazily). Particles outside a bounded axis are an error:
-        delete them first (e.g. in a kernel with rs.delete)."""
+        """Point each particle's `cell` key at the grid cell containing it: the first call adds
+        the key field ``rel.cell`` (into ``grid.cells``) and the grouping ``cells.particles``
+        (the cell lists, rebuilt lazily). Call it again after particles moved; inserted
+        particles are binned without it. Particles outside a bounded axis are an error: delete
+        them first (e.g. in a kernel with rs.delete). Returns the key field."""
         return self.grid.locate(self.rel, "pos", "cell", "particles")
 
     def counts(self) -> np.ndarray:

@@ -14,7 +14,10 @@ Relations (built with the public relsim API only):
   file's cell data as fields;
 * ``edges``: unique edges, key fields ``tail`` < ``head`` and key vector ``v`` = (tail, head);
 * ``boundary``: boundary triangles with outward normals (``(v1-v0) x (v2-v0)`` points out),
-  key vector ``v``, key ``elem`` (the tet) and ``side`` (the local face, opposite vertex side).
+  key vector ``v``, key ``elem`` (the tet) and field ``side`` (i32: the local face, the one
+  opposite vertex ``side`` of the tet).
+
+``mesh.relations`` maps the names above to the relations.
 
 Named sets become subsets: physical volumes / cell sets of tets on ``tets``; physical surfaces
 / cell sets of triangles on ``boundary`` and (their vertices) on ``vertices``; point sets on
@@ -83,7 +86,8 @@ def box_arrays(nx: int, ny: int, nz: int, size=(1.0, 1.0, 1.0), origin=(0.0, 0.0
 def box(nx: int = 4, ny: int | None = None, nz: int | None = None, size=1.0,
         origin=0.0) -> TetMesh:
     """A box [origin, origin + size] of nx x ny x nz cubes, 6 tets each; side subsets
-    ``xmin xmax ymin ymax zmin zmax`` on ``boundary`` and ``vertices``."""
+    ``xmin xmax ymin ymax zmin zmax`` on ``boundary`` and ``vertices``. ``box(n)`` is n cubes
+    per side of the unit cube [0, 1]^3: (n+1)^3 vertices, 6 n^3 tets."""
     ny = nx if ny is None else ny
     nz = nx if nz is None else nz
     size = np.broadcast_to(np.asarray(size, dtype=float), (3,))

@@ -14,7 +14,10 @@ Relations (built with the public relsim API only):
   order (0,1) (1,2) (2,0)), the file's cell data as fields;
 * ``edges``: unique edges, key fields ``tail`` < ``head`` and key vector ``v`` = (tail, head);
 * ``boundary``: boundary edges in their triangle's direction (so the outward normal is to
-  their right), key vector ``v``, key ``elem`` (the triangle) and ``side`` (its local edge).
+  their right), key vector ``v``, key ``elem`` (the triangle) and field ``side`` (i32: its
+  local edge, (side, side+1 mod 3)).
+
+``mesh.relations`` maps the names above to the relations.
 
 Named sets become subsets: physical surfaces / cell sets of triangles on ``triangles``;
 physical curves / cell sets of lines on ``boundary`` and (their vertices) on ``vertices``;
@@ -77,7 +80,8 @@ def plane_arrays(nx: int, ny: int, size=(1.0, 1.0), origin=(0.0, 0.0)):
 
 def plane(nx: int = 8, ny: int | None = None, size=1.0, origin=0.0) -> TriMesh:
     """The rectangle [origin, origin + size] in z = 0, nx x ny squares of 2 triangles; side
-    subsets ``xmin xmax ymin ymax`` on ``boundary`` and ``vertices``."""
+    subsets ``xmin xmax ymin ymax`` on ``boundary`` and ``vertices``. ``plane(n)`` is n
+    squares per side of the unit square [0, 1]^2."""
     ny = nx if ny is None else ny
     size = np.broadcast_to(np.asarray(size, dtype=float), (2,))
     origin = np.broadcast_to(np.asarray(origin, dtype=float), (2,))

@@ -10,7 +10,9 @@ elements ``C`` over vertices ``V`` it makes:
 * ``edges``: the unique edges, key fields ``tail < head`` and the key vector ``v = (tail,
   head)``; sorted by (tail, head);
 * ``boundary``: facets that belong to one element, outward, key vector ``v``, key ``elem``
-  (the element) and ``side`` (the element's local face index); in the order of their elements;
+  (the element) and field ``side`` (i32, the element's local face index: for a tet the face
+  opposite vertex ``side``, for a triangle the edge (side, side+1 mod 3)); in the order of
+  their elements;
 * groupings on ``V``: ``edges`` (incident edges) and one named after ``C`` (incident elements,
   ascending), so kernels can write ``for e in v.edges:``;
 * subsets: named vertex sets on ``V``, element sets on ``C``, facet sets on ``boundary`` (and
@@ -39,7 +41,9 @@ class Names:
 
 
 class Mesh:
-    """A built mesh: its relations as attributes (``mesh.vertices``, ``mesh.edges`` ...)."""
+    """A built mesh: its relations as attributes (``mesh.vertices``, ``mesh.edges`` ...) and
+    as the dict ``mesh.relations`` (name -> Relation, in build order: vertices, edges,
+    elements, boundary; `hexmesh` adds corners); ``path``: the file, or what built it."""
 
     def __init__(self, where: str, relations: dict):
         self.path = where

@@ -47,13 +47,16 @@ def append_rows(rel, count: int, values: dict) -> None:
     for name, arr in staged.items():
         f = rel._fields[name]
         if f.is_key:
-            data = f.data.copy()
+            data = f._stored().copy()
             data[old:] = arr
             data.flags.writeable = False
             f.data = data
         else:
             f.data[old:] = arr
         f.version += 1
+    for f in rel._fields.values():  # keys not given: derived later, if the field has a rule
+        if f.is_key and f.name not in staged:
+            f._mark_unset(old)
 
 
 def delete_rows(rel, mask) -> None:
@@ -76,10 +79,10 @@ def delete_rows(rel, mask) -> None:
                             f"{int(bad)} still points at deleted row(s) "
                             f"{np.asarray(keys[bad]).tolist()}; update or delete it first")
     for f in rel._fields.values():
-        data = f.data[keep].copy() if not f.is_key else np.array(f.data[keep])
-        if f.is_key:
-            data.flags.writeable = False
-        f.data = data
+        if f.is_key:  # keys still to derive stay so (a deleted particle is never binned)
+            f._keep_rows(keep)
+        else:
+            f.data = f.data[keep].copy()
         f.version += 1
     rel.size = int(keep.sum())
     for kf in incoming:

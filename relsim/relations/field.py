@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..types import KeyType, KeyVecType, MatType, ScalarType, VecType, as_value_type
+from .views import ElasticView
 
 
 class Field:
@@ -59,11 +60,22 @@ class Field:
     def numpy(self, copy: bool = False) -> np.ndarray:
         """The field's storage as a NumPy array (a view: no copy; writes go to the field). The
         array stays current: the runtime brings it up to date after every launch.
-        With ``copy=True``, a copy of the current values instead (the field is not affected)."""
+        With ``copy=True``, a copy of the current values instead (the field is not affected).
+
+        The rows of an elastic relation move to a new array when rows are inserted or deleted:
+        its fields' views are `views.ElasticView` objects, which raise a DataError when used after
+        that (call ``numpy()`` again) rather than show the old rows."""
         if copy:
             return self.data.copy()
         self.exposed = True
-        return self.data
+        return self._handed_out(self.data)
+
+    def _handed_out(self, arr: np.ndarray) -> np.ndarray:
+        return ElasticView.of(self, arr) if self.relation.elastic else arr
+
+    def _stored(self) -> np.ndarray:
+        """The storage array as it is (no update from the runtime, no derived keys)."""
+        return self._data
 
     def load(self, values) -> Field:
         """Copy `values` (an array of shape (rows,)+value shape, or one value) into the field."""
@@ -122,9 +134,72 @@ class Field:
 
 
 class KeyField(Field):
-    """A field whose values are rows of another relation (scalar or fixed-arity vector)."""
+    """A field whose values are rows of another relation (scalar or fixed-arity vector).
+
+    Rows inserted into an elastic relation without a value for a key field get key 0, unless
+    the key field has a rule (`derive`): then their keys are computed by it when the keys are
+    next read (by a kernel, a grouping over the key field, or the host)."""
 
     is_key = True
+    _derive = None  # fn(rows) -> keys of rows inserted without one (see derive)
+    _unset = None  # bool mask of the rows whose keys `_derive` has yet to compute
+
+    @property
+    def _data(self) -> np.ndarray:
+        if self._unset is not None:
+            self._derive_unset()
+        return self._keys
+
+    @_data.setter
+    def _data(self, arr) -> None:
+        self._keys = arr
+
+    def _stored(self) -> np.ndarray:
+        return self._keys
+
+    def derive(self, fn) -> KeyField:
+        """Compute the keys of rows inserted without one (``R.insert`` or ``rs.insert`` in a
+        kernel that does not set this field) with ``fn(rows)``: an int array of the new rows,
+        returning their keys. It runs lazily, once, when the keys are next read; a grouping over
+        the field then includes the new rows. (`particles.Particles.locate` sets one: new
+        particles are binned into their cells.)"""
+        self._derive = fn
+        return self
+
+    def _mark_unset(self, start: int) -> None:
+        """Rows from `start` on were inserted without keys: `_derive` computes them later."""
+        if self._derive is None or start >= self.relation.size:
+            return
+        unset = np.zeros(self.relation.size, dtype=bool)
+        if self._unset is not None:
+            unset[:len(self._unset)] = self._unset[:self.relation.size]
+        unset[start:] = True
+        self._unset = unset
+
+    def _keep_rows(self, keep) -> None:
+        """Compact the storage (and the rows still to derive) to the rows where `keep`."""
+        data = np.array(self._keys[keep])
+        data.flags.writeable = False
+        if self._unset is not None:
+            unset = self._unset[keep]
+            self._unset = unset if unset.any() else None
+        self.data = data
+
+    def _derive_unset(self) -> None:
+        rows = np.flatnonzero(self._unset)
+        unset, self._unset = self._unset, None
+        try:
+            keys = np.asarray(self._derive(rows))
+            self._check_keys(keys, (len(rows),) + self.type.shape, rows)
+        except BaseException:
+            self._unset = unset  # still to do: the next read tries again
+            raise
+        data = self._keys.copy()
+        data[rows] = keys
+        data.flags.writeable = False
+        self.data = data
+        self.version += 1
+        self.relation._storage_changed()
 
     def __init__(self, relation, name: str, target, arity: int | None = None):
         self.target = target
@@ -139,12 +214,25 @@ class KeyField(Field):
 
     def numpy(self, copy: bool = False) -> np.ndarray:
         """A read-only view of the key rows (or a writable copy); change them with `load` so
-        groupings stay valid."""
-        return self.data.copy() if copy else self.data
+        groupings stay valid. (For an elastic relation, the view also goes stale, and raises
+        when used, once the keys are loaded again.)"""
+        return self.data.copy() if copy else self._handed_out(self.data)
 
     def load(self, values) -> KeyField:
         arr = np.asarray(values)
-        want = (self.relation.size,) + self.type.shape
+        self._check_keys(arr, (self.relation.size,) + self.type.shape)
+        data = np.array(arr, dtype=np.int64)
+        data.flags.writeable = False
+        self._unset = None  # every key given
+        self.data = data
+        self.version += 1
+        self.relation._storage_changed()
+        return self
+
+    def _check_keys(self, arr, want, rows=None) -> None:
+        """Refuse keys of the wrong shape or outside the target; `rows`: the rows `arr` is for,
+        when its keys were derived (see `derive`) rather than loaded."""
+        how = "" if rows is None else " (inserted; its key derived by the field's rule)"
         if arr.shape != want:
             raise DataError(f"cannot load an array of shape {arr.shape} into key field "
                             f"{self.qualname} of shape {want}")
@@ -153,22 +241,24 @@ class KeyField(Field):
         if arr.size and (arr.min() < 0 or arr.max() >= self.target.size):
             bad = np.flatnonzero(((arr < 0) | (arr >= self.target.size)).reshape(len(arr), -1)
                                  .any(axis=1))
-            raise DataError(f"key field {self.qualname}: row {int(bad[0])} holds "
+            row = int(bad[0] if rows is None else rows[bad[0]])
+            raise DataError(f"key field {self.qualname}: row {row}{how} holds "
                             f"{arr[bad[0]].tolist()}, outside {self.target.name} "
                             f"(size {self.target.size}); {len(bad)} bad row(s) in all")
-        data = np.array(arr, dtype=np.int64)
-        data.flags.writeable = False
-        self.data = data
-        self.version += 1
-        self.relation._storage_changed()
-        return self
 
     def fill(self, value):
         return self.load(np.full((self.relation.size,) + self.type.shape, value))
 
     def _resize(self, size: int) -> None:
-        super()._resize(size)
-        self.data.flags.writeable = False
+        new = np.zeros((size,) + self.type.shape, dtype=np.int64)
+        n = min(size, self._keys.shape[0])
+        new[:n] = self._keys[:n]
+        new.flags.writeable = False
+        if self._unset is not None:
+            unset = np.zeros(size, dtype=bool)
+            unset[:n] = self._unset[:n]
+            self._unset = unset if unset.any() else None
+        self.data = new
 
 
 def is_value_type(t) -> bool:

@@ -18,8 +18,13 @@ class Grouping:
         self._rows = None
 
     def arrays(self):
-        """(offsets, rows), rebuilt when the key field was reloaded."""
-        if self._version != (self.key_field.version, self.target.size):
+        """(offsets, rows), rebuilt when the key field was reloaded or rows were inserted or
+        deleted; keys still to derive for inserted rows (`KeyField.derive`) are derived first,
+        so inserted rows are in their groups."""
+        kf = self.key_field
+        if kf._unset is not None:
+            kf._derive_unset()
+        if self._version != (kf.version, self.target.size, self.source.size):
             self._build()
         return self._offsets, self._rows
 
@@ -33,7 +38,7 @@ class Grouping:
         offsets = np.zeros(self.target.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         self._offsets, self._rows = offsets, src[order]
-        self._version = (self.key_field.version, self.target.size)
+        self._version = (self.key_field.version, self.target.size, self.source.size)
 
     def offsets(self) -> np.ndarray:
         return self.arrays()[0]

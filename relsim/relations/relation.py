@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 
-from ..errors import DataError, SchemaError
+from ..errors import DataError, RelsimError, SchemaError, public
 from . import elastic, launch
 from .field import Field, KeyField
 from .grouping import Grouping
@@ -51,15 +51,21 @@ class Relation:
             raise SchemaError(f"{self.name}: {name!r} is reserved")
 
     def new_field(self, name: str, dtype, init=0) -> Field:
-        """Add a field of `dtype` (rs.f64, rs.vec(3, rs.f64), ...) filled with `init`."""
+        """Add a field of `dtype` (rs.f64, rs.vec(3, rs.f64), ...) filled with `init` (one
+        value, or an array of one per row). Bad `init` values raise before the field is added:
+        the relation is then unchanged."""
         self._check_new_name(name)
         f = Field(self, name, dtype, init)
         self._fields[name] = f
         self._schema_changed()
         return f
 
-    def new_key_field(self, name: str, target: Relation, arity: int | None = None) -> KeyField:
-        """Add a field whose values are rows of `target` (`arity` keys per row if given)."""
+    def new_key_field(self, name: str, target: Relation, arity: int | None = None,
+                      values=None) -> KeyField:
+        """Add a field whose values are rows of `target` (`arity` keys per row if given),
+        loaded with `values` if given (else every key is row 0). Bad `values` raise before the
+        field is added: the relation is then unchanged (``new_key_field(...).load(bad)`` would
+        leave the field behind, its keys all 0)."""
         self._check_new_name(name)
         if not isinstance(target, Relation):
             raise SchemaError(f"{self.name}.{name}: key target must be a Relation, "
@@ -67,6 +73,8 @@ class Relation:
         if arity is not None and (not isinstance(arity, int) or arity < 1):
             raise SchemaError(f"{self.name}.{name}: arity must be a positive int")
         f = KeyField(self, name, target, arity)
+        if values is not None:
+            f.load(values)
         target._keys_in.append(weakref.ref(f))
         self._fields[name] = f
         self._schema_changed()
@@ -150,8 +158,13 @@ class Relation:
 
     # -- running kernels -------------------------------------------------------------------
     def foreach(self, kernel, config=None) -> None:
-        """Run `kernel` once for every row (in any order; results as if in row order)."""
-        launch.run(kernel, self, None, config)
+        """Run `kernel` once for every row (in any order; results as if in row order).
+        A RelsimError (a kernel that does not compile, or fails) comes out of here without
+        relsim's internal frames, unless RELSIM_TRACEBACK=full."""
+        try:
+            launch.run(kernel, self, None, config)
+        except RelsimError as exc:
+            raise public(exc) from exc.__cause__
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _schema_changed(self) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import DataError, RelsimError, public
 from . import launch
 
 
@@ -25,8 +25,12 @@ class Subset:
         return self.rows
 
     def foreach(self, kernel, config=None) -> None:
-        """Run `kernel` once for each row of the subset (ascending row order semantics)."""
-        launch.run(kernel, self.relation, self, config)
+        """Run `kernel` once for each row of the subset (ascending row order semantics);
+        errors as `Relation.foreach`."""
+        try:
+            launch.run(kernel, self.relation, self, config)
+        except RelsimError as exc:
+            raise public(exc) from exc.__cause__
 
     def __repr__(self) -> str:
         return f"<Subset {self.relation.name}.{self.name}: {len(self.rows)} rows>"

@@ -4,6 +4,7 @@ This is the launcher `relsim/__init__` installs into the relations package."""
 from __future__ import annotations
 
 from .. import config as _config
+from .captures import Watch
 from .pipeline import analyse
 
 
@@ -17,6 +18,8 @@ def executable(kernel, relation, cfg):
         analysed = analyse(kernel, relation)
         exe = cfg.backend.compile(analysed, cfg)
         kernel._plans[key] = exe
+        # the captured values compiled into exe, checked before each of its launches
+        kernel._watches[key] = Watch.of(kernel, analysed.captures)
     return exe
 
 
@@ -28,8 +31,11 @@ def run(kernel, relation, subset, config) -> None:
         raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}") from None
     # fast path: the same relation (unchanged schema) and the same Config object as last time
     if last[0] is relation and last[1] is cfg and last[2] == relation.schema_version:
-        exe = last[3]
+        exe, watch = last[3], last[4]
     else:
         exe = executable(kernel, relation, cfg)
-        kernel._last = (relation, cfg, relation.schema_version, exe)
+        watch = kernel._watches[(id(relation), relation.schema_version, cfg)]
+        kernel._last = (relation, cfg, relation.schema_version, exe, watch)
+    if watch is not None:  # captured Python values changed since compiled? RelsimWarning
+        watch.check()
     exe.launch(relation, subset)

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from .. import config as _config
+from ..errors import entry_point
 from . import ir
 from .execute import executable
 
 
+@entry_point
 def explain(kernel, relation, config=None, file=None) -> str:
     cfg = config or _config.current()
     exe = executable(kernel, relation, cfg)

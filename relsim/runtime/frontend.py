@@ -17,7 +17,7 @@ from .. import builtins as rsb
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, PhaseError
 from ..relations.globals import Global
 from ..types import MatType, ScalarType, VecType
-from . import ir, static
+from . import captures, ir, static
 from .builtin_table import (
     COMPILE_TIME,
     RANDOM,
@@ -61,6 +61,7 @@ class Frontend:
         self.kernel_name = kernel_name
         self.counter = 0
         self.func_stack = []
+        self.captures = {}  # (id of holder, name) -> captures.Capture: constants to watch
 
     # -- entry points ---------------------------------------------------------------------
     def kernel(self, kernel) -> tuple[str, tuple]:
@@ -295,9 +296,11 @@ class Frontend:
         if isinstance(v, Global):
             return ir.GlobalRead(r.loc, v)
         if isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)):
+            self.capture(r)
             return ir.Const(r.loc, v, weak=isinstance(v, (bool, int, float)))
         if isinstance(v, (tuple, np.ndarray)) and np.asarray(v).dtype.kind in "biuf" \
                 and 1 <= np.asarray(v).ndim <= 2:
+            self.capture(r)
             arr = np.asarray(v)
             if arr.ndim == 1:
                 return ir.TupleExpr(r.loc, tuple(ir.Const(r.loc, x) for x in arr))
@@ -307,6 +310,14 @@ class Frontend:
         raise self.error(KernelTypeError, f"{type(v).__name__} object {_short(v)} cannot be "
                          f"used as a value in a kernel (captured values must be numbers, tuples "
                          f"of numbers, small NumPy arrays or rs.Global)", r.loc)
+
+    def capture(self, r: StaticObject) -> None:
+        """Record a captured name that became a constant, to warn if it changes later."""
+        if r.name is None:
+            return
+        holder = captures.origin(r.fn, r.name, r.value)
+        if holder is not None and (id(holder), r.name) not in self.captures:
+            self.captures[id(holder), r.name] = captures.Capture(r.name, holder, r.value, r.loc)
 
     def expr_or_obj(self, e, scope, pre):
         loc = scope.src.loc(e)

@@ -26,11 +26,13 @@ class Analysed:
     deletes: bool  # the kernel may delete its own rows
     stencil: tuple  # (offsets, loc) of affine accesses from the kernel's own key
     source_key: str  # what the compiled code depends on, for caches
+    captures: tuple = ()  # captures.Capture: Python values compiled in as constants
 
 
 def analyse(kernel, relation) -> Analysed:
     name = kernel.name
-    param, untyped = Frontend(name).kernel(kernel)
+    fe = Frontend(name)
+    param, untyped = fe.kernel(kernel)
     tc = TypeChecker(name, relation, param)
     body = tc.check(untyped)
     summary = access.summarize(relation, body)
@@ -40,4 +42,4 @@ def analyse(kernel, relation) -> Analysed:
     deletes = any(isinstance(s, ir.Delete) for s in ir.walk_stmts(body))
     stencil = tuple(affine.centred_stencil(body))
     return Analysed(name, relation, param, untyped, body, dict(tc.env), summary, info, layouts,
-                    inserts, deletes, stencil, kernel.source_text)
+                    inserts, deletes, stencil, kernel.source_text, tuple(fe.captures.values()))

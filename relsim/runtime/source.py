@@ -54,10 +54,11 @@ class Source:
 
 
 class StaticObject:
-    """A compile-time Python object met while resolving a name (module, function, type...)."""
+    """A compile-time Python object met while resolving a name (module, function, type...);
+    `name` and `fn` when it is a name `fn` captured (watched if it becomes a constant)."""
 
-    def __init__(self, value, loc):
-        self.value, self.loc = value, loc
+    def __init__(self, value, loc, name=None, fn=None):
+        self.value, self.loc, self.name, self.fn = value, loc, name, fn
 
 
 def visible_names(fn, scope) -> dict:
@@ -122,6 +123,8 @@ class Scope:
             obj = self.lookup(name)
             if isinstance(obj, Global) and obj.name is None:
                 obj.name = name
+            if name in self.captured:
+                return StaticObject(obj, loc, name, self.src.fn)
             return StaticObject(obj, loc)
         raise fe.error(KernelNameError, f"name {name!r} is not defined", loc)
 
