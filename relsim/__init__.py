@@ -23,6 +23,7 @@ from .errors import (
     DataError,
     DomainError,
     KernelError,
+    KernelCheckError,
     KernelNameError,
     KernelRuntimeError,
     KernelSyntaxError,
@@ -54,6 +55,7 @@ __all__ = [
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose",
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
-    "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",
+    "PhaseError", "KernelRuntimeError", "KernelCheckError", "DataError", "SchemaError",
+    "ConfigError", "DomainError",
     "write", "__version__",
 ]
