@@ -17,8 +17,8 @@ from ...errors import KernelRuntimeError
 from ...relations.globals import Global
 from ...types import KeyType, KeyVecType, ScalarType, elem_of
 from .. import affine, exact_sum, ir, row_changes, semantics
-from ..debug_checks import DIVISIONS, DivisionChecks, Site, contributed, float_code, written
 from ..builtin_table import MATH
+from ..debug_checks import DIVISIONS, DivisionChecks, Site, contributed, float_code, written
 from .base import Backend, Launch
 
 _libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
