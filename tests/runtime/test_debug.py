@@ -2,17 +2,21 @@
 with its caret), the lowest failing row and its first failed check whatever the thread count,
 today's results with debug off, and no check in the code generated with debug off."""
 import math
+import os
 from dataclasses import replace
 
 import numba
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import relsim as rs
 from relsim import config as rs_config
 from relsim.runtime import execute
 from tests.conftest import chain_mesh
 from tests.fails.helpers import HERE, check_site
+from tests.runtime import test_differential as diff
 
 THREADS = sorted({1, 2, numba.config.NUMBA_NUM_THREADS} & set(
     range(1, numba.config.NUMBA_NUM_THREADS + 1)))
@@ -271,6 +275,42 @@ def test_non_finite_inserted_value(target):
     assert P.size == 0
 
 
+def test_kernels_absorbing_pending_folds(target):
+    """A debug kernel folding another launch's pending reductions as it goes (cpu: a variant
+    lowered with the same sites) computes what the plain one does, and reports alike."""
+    def run(cfg, w):
+        V, E = chain_mesh(9)
+        E.new_field("w", rs.f64).load(w)
+        V.new_field("acc", rs.f64, init=0.5)
+        V.new_field("out", rs.f64)
+
+        @rs.kernel
+        def scatter(e):
+            e.head.acc += e.w
+            e.tail.acc -= 1.0
+
+        @rs.kernel
+        def consume(v):
+            v.out = 1.0 / v.acc
+            v.acc = 0.0
+
+        E.foreach(scatter, cfg)
+        V.foreach(consume, cfg)
+        return V, consume
+
+    cfg = replace(target, scatter="slots")
+    w = np.arange(2.0, 10.0)
+    V, consume = run(debug(cfg), w)
+    assert V.out.numpy().tolist() == run(cfg, w)[0].out.numpy().tolist()
+    if target.target == "cpu":
+        assert len(consume._last[3].absorbing_fns) == 1
+    w[3] = 0.5  # acc[4] = 0.5 + 0.5 - 1.0
+    with pytest.raises(rs.KernelCheckError) as info:
+        run(debug(cfg), w)
+    assert (info.value.row, info.value.check) == (4, "division")
+    assert "v.out = 1.0 / v.acc" in str(info.value)
+
+
 def test_lowest_row_and_first_check_in_it(target):
     """Rows fail at random places; the lowest failing row is reported, with the first check
     it failed in program order, on every target and thread count (cpu: parallel)."""
@@ -412,3 +452,43 @@ def test_grid_loops_report_the_row(target):
     with pytest.raises(rs.KernelCheckError) as info:
         C.top.foreach(ratio, debug(target))
     assert info.value.row == 5  # c(0, 1) of row 5 is row 9
+
+
+@settings(max_examples=int(os.environ.get("RELSIM_DIFF_EXAMPLES", "6")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(body=diff.kernel_source(), seed=st.integers(0, 2**16))
+def test_random_kernels_fail_alike_or_compute_as_without_debug(tmp_path, body, seed):
+    """The differential test's random kernels, on data with zeros: in debug mode every target
+    raises the same error (row, check, line, caret), or none does and the results are those of
+    the kernel without debug, bit for bit."""
+    make = diff._load_kernel(tmp_path, body)
+    outcomes = {}
+    for target, dbg in (("interp", False), ("interp", True), ("cpu-serial", True),
+                        ("cpu", True)):
+        V, E = diff._data(seed)
+        rng = np.random.default_rng(seed)
+        for f in (V.a, V.b, E.w, E.n, V.i):
+            vals = f.numpy().copy()
+            vals[rng.random(len(vals)) < 0.3] = 0
+            f.load(vals)
+        total, lo, g_in = rs.Global(rs.f64, 0.125), rs.Global(rs.f64, 1e300), \
+            rs.Global(rs.f64, 0.75)
+        k = make(total, lo, g_in)
+        try:
+            E.foreach(k, rs.Config(target=target, parallel_threshold=1, debug=dbg))
+            outcomes[target, dbg] = [f.numpy().copy() for f in list(V.fields.values()) +
+                                     list(E.fields.values())] + [np.array([total.value,
+                                                                           lo.value])]
+        except rs.KernelCheckError as exc:
+            assert dbg
+            outcomes[target, dbg] = str(exc)
+    want = outcomes["interp", True]
+    for target in ("cpu-serial", "cpu"):
+        got = outcomes[target, True]
+        if isinstance(want, str):
+            assert got == want, f"{target} reports differently for kernel:\n{body}"
+        else:
+            assert not isinstance(got, str), f"{target} raised {got}, interp did not:\n{body}"
+            assert all(diff._same(a, b) for a, b in zip(want, got)), body
+    if not isinstance(want, str):
+        assert all(diff._same(a, b) for a, b in zip(want, outcomes["interp", False])), body
