@@ -413,6 +413,10 @@ def test_generated_code_without_debug_has_no_checks():
     assert "with debug checks" in checked.source.splitlines()[0]
     assert plain.path != checked.path
     assert plain.source == execute.executable(k, E, rs.Config(target="cpu", debug=False)).source
+    text = rs.explain(k, E, rs.Config(target="cpu", debug=True))
+    assert "(target cpu, debug)" in text and "-- debug checks" in text
+    assert "  1: key-range, line " in text and "division" in text
+    assert "-- debug checks" not in rs.explain(k, E, rs.Config(target="cpu"))
 
 
 def test_config_and_environment(monkeypatch):
