@@ -26,6 +26,7 @@ from .errors import (
     ConfigError,
     DataError,
     DomainError,
+    KernelCheckError,
     KernelError,
     KernelNameError,
     KernelRuntimeError,
@@ -60,7 +61,7 @@ __all__ = [
     "uniform", "normal",
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
-    "PhaseError", "KernelRuntimeError", "DataError", "SchemaError", "ConfigError", "DomainError",
-    "RelsimWarning",
+    "PhaseError", "KernelRuntimeError", "KernelCheckError", "DataError", "SchemaError",
+    "ConfigError", "DomainError", "RelsimWarning",
     "write", "__version__",
 ]

@@ -1,8 +1,9 @@
 """Configuration as an object: which target runs kernels, with how many threads, where the
-compile cache lives. `rs.configure(...)` sets the process default; `foreach(k, config=...)`
-overrides it for one launch. The environment variable RELSIM_TARGET picks the default target; it
-is read, and checked, when the default is first needed (a bad value is a ConfigError then, never
-a failed ``import relsim``). Targets come from the registry (`relsim.target_registry`)."""
+compile cache lives, whether kernels run with debug checks. `rs.configure(...)` sets the process
+default; `foreach(k, config=...)` overrides it for one launch. The environment variables
+RELSIM_TARGET and RELSIM_DEBUG (``1``/``0``) pick the default target and debug mode; they are
+read, and checked, when the default is first needed (a bad value is a ConfigError then, never a
+failed ``import relsim``). Targets come from the registry (`relsim.target_registry`)."""
 from __future__ import annotations
 
 import os
@@ -25,6 +26,10 @@ class Config:
     # "auto" chooses; "direct" (serial, straight into the field), "split" (parallel blocks,
     # direct to the targets a block owns), "slots" (every contribution parked, then folded)
     scatter: str = "auto"
+    # run-time checks in kernels (NaN/inf produced, integer division by zero, keys and indices
+    # out of range), each a KernelCheckError naming the row and the source line; a separately
+    # compiled variant: with False the generated code has none of them
+    debug: bool = False
 
     def __post_init__(self):
         _targets.get(self.target)  # a ConfigError naming the registered targets if unknown
@@ -33,6 +38,8 @@ class Config:
         if self.scatter not in SCATTER_SCHEMES:
             raise ConfigError(f"scatter must be one of {', '.join(SCATTER_SCHEMES)}, got "
                               f"{self.scatter!r}")
+        if not isinstance(self.debug, bool):
+            raise ConfigError(f"debug must be True or False, got {self.debug!r}")
 
     @property
     def backend(self):
@@ -49,14 +56,34 @@ class Config:
         return Path(d)
 
 
-_current: Config | None = None  # built from RELSIM_TARGET on first use
+_current: Config | None = None  # built from RELSIM_TARGET and RELSIM_DEBUG on first use
+
+_DEBUG_VALUES = {"1": True, "true": True, "yes": True, "on": True,
+                 "0": False, "false": False, "no": False, "off": False, "": False}
+
+
+def env_debug() -> bool:
+    """RELSIM_DEBUG as a bool (unset: False)."""
+    text = os.environ.get("RELSIM_DEBUG", "")
+    value = _DEBUG_VALUES.get(text.strip().lower())
+    if value is None:
+        raise ConfigError(f"RELSIM_DEBUG must be 1 or 0 (or true/false), got {text!r}")
+    return value
+
+
+def _from_environment(given) -> Config:
+    """The default configuration: RELSIM_TARGET and RELSIM_DEBUG, except what `given` sets (so a
+    bad variable never stands in the way of the value that replaces it)."""
+    target = given["target"] if "target" in given else os.environ.get("RELSIM_TARGET", "cpu")
+    debug = given["debug"] if "debug" in given else env_debug()
+    return Config(target=target, debug=debug)
 
 
 def current() -> Config:
     """The process-wide default configuration."""
     global _current
     if _current is None:
-        _current = Config(target=os.environ.get("RELSIM_TARGET", "cpu"))
+        _current = _from_environment({})
     return _current
 
 
@@ -69,8 +96,7 @@ def configure(**changes) -> Config:
     if unknown:
         raise ConfigError(f"unknown configuration option(s): {', '.join(sorted(unknown))}")
     # choosing a target first never needs RELSIM_TARGET's (possibly bad) default
-    base = Config(target=changes["target"]) if _current is None and "target" in changes \
-        else current()
+    base = _current if _current is not None else _from_environment(changes)
     new = replace(base, **changes)
     new.backend.configure(new)
     _current = new

@@ -82,6 +82,31 @@ class KernelRuntimeError(RelsimError, RuntimeError):
     """A kernel failed while running (e.g. a vector index out of range)."""
 
 
+class KernelCheckError(KernelRuntimeError):
+    """A debug-mode check failed while a kernel ran (``rs.configure(debug=True)``): a NaN or
+    inf produced, an integer division by zero, a key or index out of range. Names the kernel,
+    the check (`check`: ``"non-finite"``, ``"division"``, ``"int-division"``, ``"key-range"``,
+    ``"index-range"``, ``"neighbour"``), the relation and the row the kernel ran for, and shows
+    the source line (`loc`) with a caret. Every target reports the same row and site."""
+
+    def __init__(self, message: str, loc=None, kernel: str | None = None, check: str = "",
+                 relation: str | None = None, row: int | None = None):
+        self.message = message
+        self.loc = loc
+        self.kernel = kernel
+        self.check = check
+        self.relation = relation
+        self.row = row
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = f"in kernel '{self.kernel}', row {self.row} of {self.relation}: {self.message}"
+        return head if self.loc is None else f"{head}\n{self.loc.render()}"
+
+    def __str__(self) -> str:
+        return self._render()
+
+
 class RelsimWarning(UserWarning):
     """Something relsim does that is probably not what the script meant (e.g. a captured Python
     value changed after the kernel was compiled: the kernel keeps the compile-time value)."""

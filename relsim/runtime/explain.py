@@ -12,7 +12,8 @@ def explain(kernel, relation, config=None, file=None) -> str:
     cfg = config or _config.current()
     exe = executable(kernel, relation, cfg)
     a = exe.analysed
-    parts = [f"== kernel {a.kernel_name} over {relation.name} (target {cfg.target})",
+    mode = ", debug" if cfg.debug else ""
+    parts = [f"== kernel {a.kernel_name} over {relation.name} (target {cfg.target}{mode})",
              "-- IR (typed)", ir.dump(a.body),
              "-- locals", "\n".join(f"  {n}: {t!r}" for n, t in a.locals.items()) or "  none",
              "-- access summary", a.summary.render() or "  none"]
@@ -28,6 +29,11 @@ def explain(kernel, relation, config=None, file=None) -> str:
                 if negated:
                     parts.append(f"    line {site.stmt.loc.line} stores nothing: it reuses "
                                  f"slot {stored} of its row, negated in the fold")
+    sites = getattr(exe, "sites", None)  # a compiled debug variant's checks
+    if sites is not None:
+        parts.append("-- debug checks (number: check, line)")
+        parts += [f"  {n}: {site.check}, line {site.loc.line}"
+                  for n, site in enumerate(sites.items, 1)] or ["  none"]
     source = getattr(exe, "source", None)
     if source:
         parts += [f"-- generated Python ({exe.path})", source]

@@ -10,6 +10,10 @@ Launch path (kept lean: no analysis, no argument rebuilding unless storage chang
      absorbs them (folding each row first, in a compiled variant) when it touches the field
      only at its own key over the whole relation, and otherwise folds them before it runs
      (`settle`); the host and relsim internals fold them on access (the field's residency).
+
+With `Config(debug=True)` the kernel is lowered with its debug checks (another module: the
+normal one is unchanged); each row records its first failed check, and the first post-step
+raises the lowest row's (`check_debug`), before any fold or row change.
 """
 from __future__ import annotations
 
@@ -21,9 +25,11 @@ from ...errors import ConfigError, KernelRuntimeError
 from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import elem_of
-from .. import affine, cache, epoch, exact_sum, pending, row_changes
+from .. import affine, cache, debug_checks, epoch, exact_sum, pending, row_changes
 from ..lowering import (
     CpuLowerer,
+    DebugFirst,
+    DebugValues,
     DeleteFlags,
     FieldStorage,
     GlobalStorage,
@@ -32,6 +38,7 @@ from ..lowering import (
     InsertFlags,
     InsertValues,
     ReductionSlots,
+    RelationSize,
     SlotPlaces,
 )
 from ..lowering.emit import unparse
@@ -61,12 +68,15 @@ class CpuBackend(Backend):
         return 1 if self.serial else config.threads or numba.get_num_threads()
 
     def compile(self, analysed, options):
-        lowerer = CpuLowerer(analysed)
+        sites = debug_checks.Sites() if options.debug else None
+        lowerer = CpuLowerer(analysed, debug=sites)
         module_ast = lowerer.module()
-        source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}\n" + \
+        source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
+            (", with debug checks" if sites is not None else "") + "\n" + \
             unparse(module_ast) + "\n"
         mod = cache.module_for(source, options.cache_path(), _safe(analysed.kernel_name))
-        return CpuExecutable(analysed, lowerer.params.items, mod, source, options, self.serial)
+        return CpuExecutable(analysed, lowerer.params.items, mod, source, options, self.serial,
+                             sites)
 
 
 def _check_threads(threads: int) -> None:
@@ -100,12 +110,13 @@ class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
-                 "row_args")
+                 "row_args", "debug")
 
 
 class CpuExecutable(Launch):
-    def __init__(self, analysed, params, mod, source, options, serial):
+    def __init__(self, analysed, params, mod, source, options, serial, sites=None):
         self.analysed = analysed
+        self.sites = sites  # debug_checks.Sites of the debug variant (None: no checks)
         self.params = params
         self.source = source
         self.path = mod.__file__
@@ -146,6 +157,8 @@ class CpuExecutable(Launch):
                 case GroupOffsets(grouping=g) | GroupRows(grouping=g):
                     rels[id(g.source)] = g.source
                     rels[id(g.target)] = g.target
+                case RelationSize(relation=r):  # its size is bound: re-bind when it changes
+                    rels[id(r)] = r
         self.relations = tuple(rels.values())
         self.options = options
         self.absorbing_fns: dict = {}
@@ -229,7 +242,7 @@ class CpuExecutable(Launch):
         key = (tuple((f.name, op, has_ids) for f, op, has_ids in folds), parallel)
         fn = self.absorbing_fns.get(key)
         if fn is None:
-            lowerer = CpuLowerer(self.analysed, absorb=folds)
+            lowerer = CpuLowerer(self.analysed, absorb=folds, debug=self.sites)
             source = f"# relsim kernel {self.analysed.kernel_name!r} over " \
                 f"{self.analysed.relation.name}, folding pending reductions first\n" + \
                 unparse(lowerer.module()) + "\n"
@@ -270,6 +283,19 @@ class CpuExecutable(Launch):
         raise KernelRuntimeError(f"in kernel {self.analysed.kernel_name!r}: {what} "
                                  f"at line {abs(line)} (for at least one row)")
 
+    def check_debug(self, b, relation, subset):
+        """Debug mode, after the kernel: raise the lowest failed row's first failed check (the
+        binding is dropped: the launch stopped before its folds and row changes)."""
+        first, values = b.debug
+        failed = np.flatnonzero(first)
+        if not len(failed):
+            return
+        self.bindings.pop(subset, None)
+        pos = int(failed[0])
+        row = int(b.rows[pos]) if b.has_rows else pos
+        raise self.sites[int(first[pos])].error(self.analysed.kernel_name, relation, row,
+                                                int(values[pos]))
+
     def bind(self, relation, subset, versions) -> _Binding:
         b = _Binding()
         b.versions = versions
@@ -277,6 +303,7 @@ class CpuExecutable(Launch):
         b.rows = _EMPTY_ROWS if subset is None else subset.rows
         b.has_rows = subset is not None
         args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
+        debug = [None, None]
         for p in self.params:
             match p:
                 case FieldStorage(field=f):  # the storage: pending reductions stay pending
@@ -303,6 +330,14 @@ class CpuExecutable(Launch):
                 case InsertValues(index=k, layout=lay, field=f):
                     args.append(np.zeros((b.n * lay.per_row, f.type.ncomp), dtype=f.data.dtype))
                     inserts.setdefault(k, (lay.target, None, {}))[2][f] = args[-1]
+                case RelationSize(relation=r):
+                    args.append(np.array([r.size], dtype=np.int64))
+                case DebugFirst():
+                    args.append(np.zeros(b.n, dtype=np.int32))
+                    debug[0] = args[-1]
+                case DebugValues():
+                    args.append(np.zeros(b.n, dtype=np.int64))
+                    debug[1] = args[-1]
                 case _:
                     raise TypeError(f"cpu backend: no binding for parameter {p!r}")
         affine.check_launch_space(self.analysed, relation, None if subset is None else b.rows)
@@ -373,6 +408,10 @@ class CpuExecutable(Launch):
             b.call_args += (sps[0].bounds, mixed) + tuple(split_args)
         b.parallel = parallel
         b.post, b.deferred, b.outstanding = [], [], 0
+        b.debug = tuple(debug) if debug[0] is not None else None
+        if b.debug is not None:  # checked first; the targets_<k> runs above recorded too
+            b.debug[0].fill(0)
+            b.post.append((self.check_debug, (b, relation, subset)))
         row_changes = deleted is not None or bool(inserts)
         for f, F, off, ids, vals, op, is_bool, split_lay in gathers:
             if is_bool:

@@ -3,6 +3,8 @@ ascending row order. Slow and obvious; the oracle the compiled backends are test
 
 Scalars are NumPy scalars of the exact type; math goes through the C library (as compiled code
 does); reductions fold each contribution immediately, which is the serial meaning by definition.
+With `Config(debug=True)` it runs the debug checks (`debug_checks`) and raises at the first that
+fails: that row is the lowest failing one, since rows run in ascending order.
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from ... import philox
 from ...errors import KernelRuntimeError
 from ...relations.globals import Global
 from ...types import KeyType, KeyVecType, ScalarType, elem_of
-from .. import affine, exact_sum, row_changes, semantics
+from .. import affine, exact_sum, ir, row_changes, semantics
 from ..builtin_table import MATH
+from ..debug_checks import DIVISIONS, DivisionChecks, Site, contributed, float_code, written
 from .base import Backend, Launch
 
 _libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
@@ -115,11 +118,13 @@ class _Return(Exception):
 class InterpExecutable(Launch):
     """Runs the typed IR row by row (generates nothing: `source` and `path` are None)."""
 
-    def __init__(self, analysed):
+    def __init__(self, analysed, debug: bool = False):
         self.a = self.analysed = analysed
         self.alg = NumpyAlgebra()
+        self.debug = debug
 
     def launch(self, relation, subset) -> None:
+        self.relation = relation
         rows = range(relation.size) if subset is None else subset.rows
         affine.check_launch_space(self.a, relation, None if subset is None else subset.rows)
         self.deleted = np.zeros(relation.size, dtype=bool) if self.a.deletes else None
@@ -149,16 +154,55 @@ class InterpExecutable(Launch):
         self.deleted[self.row] = True
 
     def s_Insert(self, s, env):
+        vals = [self.expr(v, env) for v in s.values]
+        if self.debug:
+            for f, val in zip(s.names, vals):
+                if not isinstance(f.type, (KeyType, KeyVecType)):
+                    self.check_finite(val, f.type, s.loc, written("inserted into", f))
         values = {}
-        for f, v in zip(s.names, s.values):
-            val = self.expr(v, env)
+        for f, val in zip(s.names, vals):
             values[f.name] = val if isinstance(f.type, (KeyType, KeyVecType)) else \
                 np.array(val, dtype=f.type.dtype).reshape(f.type.shape)
         self.inserted[s.relation].append(values)
 
     def e_Affine(self, e, env):
-        return affine.neighbour_row(self.expr(e.key, env), e.offsets, e.type.relation.grid,
-                                    e.loc)
+        key = self.expr(e.key, env)
+        try:
+            return affine.neighbour_row(key, e.offsets, e.type.relation.grid, e.loc)
+        except KernelRuntimeError:
+            if not self.debug:
+                raise
+            self.fail(Site("neighbour", e.loc, str(tuple(e.offsets)), e.type.relation), key)
+
+    # -- debug checks (`debug_checks`; only with debug) -----------------------------------
+    def fail(self, site, value):
+        raise site.error(self.a.kernel_name, self.relation, self.row, value)
+
+    def check_finite(self, vals, t, loc, what):
+        if not elem_of(t).is_float:
+            return
+        for v in vals:
+            if not np.isfinite(v):
+                self.fail(Site("non-finite", loc, what), float_code(v))
+
+    def check_key(self, k: int, field, loc) -> None:
+        rel = field.type.relation
+        if not 0 <= k < rel.size:
+            self.fail(Site("key-range", loc, field.qualname, rel), k)
+
+    def checked_alg(self, loc):
+        """The algebra for an operation at `loc`: with debug, divisions are checked."""
+        if not self.debug:
+            return self.alg
+
+        def check(op, a, b, r, t):
+            if t.is_float:
+                if not np.isfinite(r) and np.isfinite(a) and np.isfinite(b):
+                    self.fail(Site("division", loc, op), float_code(r))
+            elif b == 0:
+                self.fail(Site("int-division", loc, op), 0)
+
+        return DivisionChecks(self.alg, check)
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body, env):
@@ -170,8 +214,8 @@ class InterpExecutable(Launch):
 
     def s_AssignIndex(self, s, env):
         cur = list(env[s.name])
+        val = self.expr(s.value, env)  # before the index, as the compiled code
         pos = self.flat_positions(s.index, env, self.a.locals[s.name])
-        val = self.expr(s.value, env)
         for p, v in zip(pos, val):
             cur[p] = v
         env[s.name] = cur
@@ -179,6 +223,8 @@ class InterpExecutable(Launch):
     def s_FieldStore(self, s, env):
         key = self.expr(s.key, env)
         val = self.expr(s.value, env)
+        if self.debug:
+            self.check_finite(val, s.field.type, s.loc, written("stored into", s.field))
         data = s.field.data
         if s.index:
             idx = tuple(self.index_value(i, n, env) for i, n in zip(s.index, s.field.type.shape))
@@ -194,6 +240,8 @@ class InterpExecutable(Launch):
     def s_FieldReduce(self, s, env):
         key = self.expr(s.key, env)
         val = self.expr(s.value, env)
+        if self.debug:
+            self.check_finite(val, s.field.type, s.loc, contributed(s.op, field=s.field))
         data = s.field.data
         idx = tuple(self.index_value(i, n, env) for i, n in zip(s.index, s.field.type.shape))
         view = data[(key,) + idx]
@@ -208,6 +256,8 @@ class InterpExecutable(Launch):
     def s_GlobalReduce(self, s, env):
         g = s.ref
         val = self.expr(s.value, env)
+        if self.debug:
+            self.check_finite(val, g.type, s.loc, contributed(s.op, glob=g))
         et = elem_of(g.type)
         flat = g.data.reshape(-1)
         if s.op in ("argmin", "argmax"):
@@ -290,12 +340,17 @@ class InterpExecutable(Launch):
     def e_GlobalRead(self, e, env):
         return list(e.ref.data.reshape(-1))
 
-    def e_FieldRead(self, e, env):
+    def e_FieldRead(self, e, env, check=True):
         key = self.expr(e.key, env)
         v = e.field.data[key]
         if isinstance(e.type, KeyType):
+            if self.debug and check:
+                self.check_key(int(v), e.field, e.loc)
             return int(v)
         if isinstance(e.type, KeyVecType):
+            if self.debug and check:
+                for x in v:
+                    self.check_key(int(x), e.field, e.loc)
             return tuple(int(x) for x in v)
         return [v] if isinstance(e.type, ScalarType) else list(np.asarray(v).reshape(-1))
 
@@ -304,6 +359,8 @@ class InterpExecutable(Launch):
 
     def index_value(self, i, n, env):
         k = int(self.expr(i, env)[0])
+        if self.debug and not -n <= k < n:
+            self.fail(Site("index-range", i.loc, extent=n), k)
         if k < 0:
             k += n
         if not 0 <= k < n:
@@ -323,14 +380,21 @@ class InterpExecutable(Launch):
         return [pos]
 
     def e_Index(self, e, env):
-        base = self.expr(e.base, env)
         bt = e.base.type
+        if isinstance(bt, KeyVecType) and isinstance(e.base, ir.FieldRead) and self.debug:
+            # the compiled code reads (and checks) only the indexed key
+            base = self.e_FieldRead(e.base, env, check=False)
+            k = base[self.index_value(e.index[0], bt.n, env)]
+            self.check_key(k, e.base.field, e.loc)
+            return k
+        base = self.expr(e.base, env)
         if isinstance(bt, KeyVecType):
             return base[self.index_value(e.index[0], bt.n, env)]
         return [base[p] for p in self.flat_positions(e.index, env, bt)]
 
     def e_BinOp(self, e, env):
-        return semantics.binop(self.alg, e.op, self.expr(e.left, env), self.expr(e.right, env),
+        alg = self.checked_alg(e.loc) if e.op in DIVISIONS else self.alg
+        return semantics.binop(alg, e.op, self.expr(e.left, env), self.expr(e.right, env),
                                e.left.type, e.right.type, e.type)
 
     def e_UnaryOp(self, e, env):
@@ -363,7 +427,8 @@ class InterpExecutable(Launch):
                     f"rs.{e.func}(): a counter or the seed is outside [0, 2**32): "
                     f"{', '.join(str(int(a[0])) for a in args[1:])}\n{e.loc.render()}")
 
-        return semantics.call(self.alg, e.func, args, [a.type for a in e.args], e.type, check)
+        return semantics.call(self.checked_alg(e.loc), e.func, args, [a.type for a in e.args],
+                              e.type, check)
 
     def e_Cast(self, e, env):
         return semantics.cast(self.alg, self.expr(e.value, env), e.value.type, e.type)
@@ -390,5 +455,5 @@ class InterpBackend(Backend):
     name = "interp"
 
     def compile(self, analysed, config):
-        return InterpExecutable(analysed)
+        return InterpExecutable(analysed, config.debug)
 

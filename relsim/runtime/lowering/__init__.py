@@ -9,6 +9,8 @@ The CPU's driver: `cpu_loops.py` (row loops, `targets_<k>`, absorbed folds), wit
 from .body import BodyLowerer
 from .cpu_loops import CpuLowerer
 from .params import (
+    DebugFirst,
+    DebugValues,
     DeleteFlags,
     FieldStorage,
     GlobalStorage,
@@ -19,9 +21,10 @@ from .params import (
     Param,
     Params,
     ReductionSlots,
+    RelationSize,
     SlotPlaces,
 )
 
-__all__ = ["BodyLowerer", "CpuLowerer", "DeleteFlags", "FieldStorage", "GlobalStorage",
-           "GroupOffsets", "GroupRows", "InsertFlags", "InsertValues", "Param", "Params",
-           "ReductionSlots", "SlotPlaces"]
+__all__ = ["BodyLowerer", "CpuLowerer", "DebugFirst", "DebugValues", "DeleteFlags",
+           "FieldStorage", "GlobalStorage", "GroupOffsets", "GroupRows", "InsertFlags",
+           "InsertValues", "Param", "Params", "ReductionSlots", "RelationSize", "SlotPlaces"]

@@ -9,6 +9,7 @@ import ast
 
 from ...types import KeyType, KeyVecType, elem_of, i64
 from .. import ir, semantics
+from ..debug_checks import contributed, written
 from ..slots import identity, static_trip
 from .emit import call, const, name, store
 from .expr import POS, ROW, ExprLowerer
@@ -28,8 +29,8 @@ class BodyLowerer(ExprLowerer):
       CPU's direct scatter adds a field's straight to the field instead).
     """
 
-    def __init__(self, analysed):
-        super().__init__(analysed)
+    def __init__(self, analysed, debug=None):
+        super().__init__(analysed, debug)
         self.loop_counters: dict = {}  # id(static loop stmt) -> counter variable name
         self.layout_of: dict = {}  # id(reduce stmt) -> (layout index, site)
         for k, lay in enumerate(analysed.layouts):
@@ -164,10 +165,13 @@ class BodyLowerer(ExprLowerer):
     def s_FieldStore(self, s):
         key = self.expr(s.key)[0]
         vals = self.expr(s.value)
+        self.check_finite(vals, s.field.type, s.loc, written("stored into", s.field))
         for (arr, sl), v in zip(self.field_slots(s.field, key, s.index), vals):
             self.alg.out.append(ast.Assign([ast.Subscript(name(arr), sl, ast.Store())], v))
 
     def s_FieldReduce(self, s):
+        if self.debug is not None:
+            return self.checked_reduce(s)
         if id(s) in self.layout_of:
             k, site = self.layout_of[id(s)]
             stores = self.a.layouts[k].stores
@@ -176,6 +180,24 @@ class BodyLowerer(ExprLowerer):
             return self.slot_write(s, self.expr(s.value))
         vals = self.expr(s.value)
         self.reduce_in_place(s, self.expr(s.key)[0], vals)
+
+    def reduce_operands(self, s):
+        """Debug: the target key and the contribution, in the oracle's order (the key's checks
+        run even where the key is not needed: a parked slot), and the contribution's check."""
+        key = self.expr(s.key)[0]
+        vals = self.expr(s.value)
+        self.check_finite(vals, s.field.type, s.loc, contributed(s.op, field=s.field))
+        return key, vals
+
+    def checked_reduce(self, s):
+        """`s_FieldReduce` in debug mode (the same writes, after the checks)."""
+        key, vals = self.reduce_operands(s)
+        if id(s) not in self.layout_of:
+            return self.reduce_in_place(s, key, vals)
+        k, site = self.layout_of[id(s)]
+        stores = self.a.layouts[k].stores
+        if not (stores and stores[site.offset][1]):  # else a shared slot holds its value
+            self.slot_write(s, vals)
 
     def reduce_in_place(self, s, key, vals):
         """field[key] = field[key] op value, component by component (the fold rule)."""
@@ -186,7 +208,9 @@ class BodyLowerer(ExprLowerer):
             self.alg.out.append(ast.Assign([ast.Subscript(name(arr), sl, ast.Store())], new))
 
     def s_GlobalReduce(self, s):
-        self.slot_write(s, self.expr(s.value))
+        vals = self.expr(s.value)
+        self.check_finite(vals, s.ref.type, s.loc, contributed(s.op, glob=s.ref))
+        self.slot_write(s, vals)
 
     def s_If(self, s):
         test = self.expr(s.test)[0]
@@ -282,6 +306,8 @@ class BodyLowerer(ExprLowerer):
         k, site = self.insert_of[id(s)]
         lay = self.a.inserts[k]
         vals = [self.expr(v) for v in s.values]
+        for f, comps in zip(s.names, vals):
+            self.check_finite(comps, f.type, s.loc, written("inserted into", f))
         slot = self.alg.bind(self.slot_index(lay, site))
         flags = self.params.insert_flags(k, lay).name
         for f, comps in zip(s.names, vals):

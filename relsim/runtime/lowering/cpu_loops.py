@@ -55,8 +55,8 @@ _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
 
 
 class CpuLowerer(BodyLowerer):
-    def __init__(self, analysed, absorb=()):
-        super().__init__(analysed)
+    def __init__(self, analysed, absorb=(), debug=None):
+        super().__init__(analysed, debug)
         # (field, operator, has slot ids) of each pending key reduction this variant folds at
         # the start of each row; their arrays are extra arguments (offsets, slot ids or None
         # when the slots are stored in fold order, slot values)
@@ -92,8 +92,11 @@ class CpuLowerer(BodyLowerer):
     def s_FieldReduce(self, s):
         if self.scatter == "slots" or id(s) not in self.layout_of:
             return super().s_FieldReduce(s)
-        vals = self.expr(s.value)
-        key = self.expr(s.key)[0]
+        if self.debug is not None:
+            key, vals = self.reduce_operands(s)
+        else:
+            vals = self.expr(s.value)
+            key = self.expr(s.key)[0]
         if self.scatter == "direct":
             return self.reduce_in_place(s, key, vals)
         # split: in a row reaching no shared target (most rows) directly; in a mixed row an

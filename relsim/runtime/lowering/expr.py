@@ -6,13 +6,18 @@ result gets a temporary (`emit.EmitAlgebra`). Each `e_<Node>` returns a list of 
 component. The code refers to three names a driver binds: `ROW` (the relation row being run),
 `POS` (its position in the iteration space, int64: reduction and insert slots are numbered by
 it) and `ERR` (the error line array a failed index check sets).
+
+Lowered with `debug` (a `debug_checks.Sites`), the code also runs the debug mode's checks: a
+failed check records its site number and a value for the row (`record`) and goes on with a
+harmless value; without it, none of that code exists.
 """
 from __future__ import annotations
 
 import ast
 
-from ...types import KeyType, KeyVecType, MatType, ScalarType, VecType, i64
+from ...types import KeyType, KeyVecType, MatType, ScalarType, VecType, elem_of, i64
 from .. import ir, semantics
+from ..debug_checks import DIVISIONS, DivisionChecks, Site
 from .emit import EmitAlgebra, call, name, store
 from .params import Params
 
@@ -24,11 +29,12 @@ ERR = "_err"  # int64[1]: set to the source line by a failed index check (no rai
 class ExprLowerer:
     """Expressions, indexing and scalarised locals; emits into `self.alg.out`."""
 
-    def __init__(self, analysed):
+    def __init__(self, analysed, debug=None):
         self.a = analysed
         self.params = Params()
         self.alg = EmitAlgebra()
         self.static_ranges: dict = {}  # loop variable -> (min, max + 1) of a static range
+        self.debug = debug  # debug_checks.Sites: lowering the debug variant (else None)
 
     def local_names(self, lname, t) -> list:
         if isinstance(t, KeyType):
@@ -66,17 +72,18 @@ class ExprLowerer:
             lo, hi = self.static_ranges[i.name]
             if 0 <= lo and hi <= n:  # a static loop variable known to be in range
                 return self.expr(i)[0]
-        a = self.expr(i)[0]
-        a = self.alg.bind(ast.IfExp(ast.Compare(a, [ast.Lt()], [ast.Constant(0)]),
-                                    ast.BinOp(a, ast.Add(), ast.Constant(n)), a))
+        given = self.expr(i)[0]
+        a = self.alg.bind(ast.IfExp(ast.Compare(given, [ast.Lt()], [ast.Constant(0)]),
+                                    ast.BinOp(given, ast.Add(), ast.Constant(n)), given))
         # no `raise` inside prange (it would serialise the loop): flag the line, use index 0,
         # and let the launcher raise after the kernel
         fixed = self.alg.fresh()
         self.alg.out.append(ast.Assign([store(fixed)], a))
+        failed = self.record(Site("index-range", i.loc, extent=n), given) \
+            if self.debug is not None else [self.flag_error(i.loc.line)]
         check = ast.If(ast.BoolOp(ast.Or(), [ast.Compare(a, [ast.Lt()], [ast.Constant(0)]),
                                              ast.Compare(a, [ast.GtE()], [ast.Constant(n)])]),
-                       [self.flag_error(i.loc.line), ast.Assign([store(fixed)], ast.Constant(0))],
-                       [])
+                       failed + [ast.Assign([store(fixed)], ast.Constant(0))], [])
         self.alg.out.append(check)
         return name(fixed)
 
@@ -86,6 +93,65 @@ class ExprLowerer:
         argument out of its range (a random draw's counter or seed)."""
         return ast.Assign([ast.Subscript(name(ERR), ast.Constant(0), ast.Store())],
                           ast.Constant(line))
+
+    # -- debug checks (only with `debug`) -------------------------------------------------
+    def record(self, site: Site, value: ast.expr) -> list:
+        """Statements recording a failed check for this row, unless an earlier one did: the
+        site's number and `value` at the row's position (each row writes only its own entry:
+        no race in a parallel loop)."""
+        first = self.params.debug_first().name
+        values = self.params.debug_values().name
+
+        def at(arr, ctx):
+            return ast.Subscript(name(arr), name(POS), ctx)
+
+        return [ast.If(ast.Compare(at(first, ast.Load()), [ast.Eq()], [ast.Constant(0)]), [
+            ast.Assign([at(first, ast.Store())], ast.Constant(self.debug.number(site))),
+            ast.Assign([at(values, ast.Store())], value)], [])]
+
+    def check_finite(self, vals, t, loc, what: str) -> None:
+        """Debug: each float value in `vals` must be finite (a field write, a contribution)."""
+        if self.debug is None or not elem_of(t).is_float:
+            return
+        site = Site("non-finite", loc, what)
+        for v in vals:
+            self.alg.out.append(ast.If(ast.UnaryOp(ast.Not(), call("math.isfinite", v)),
+                                       self.record(site, _float_code(v)), []))
+
+    def checked_key(self, atom, field, loc):
+        """Debug: a key read from key field `field` lies in [0, size) of its relation; else
+        the check fails and the row goes on with key 0."""
+        rel = field.type.relation
+        size = ast.Subscript(name(self.params.relation_size(rel).name), ast.Constant(0),
+                             ast.Load())
+        fixed = self.alg.fresh()
+        self.alg.out.append(ast.Assign([store(fixed)], atom))
+        bad = ast.BoolOp(ast.Or(), [ast.Compare(atom, [ast.Lt()], [ast.Constant(0)]),
+                                    ast.Compare(atom, [ast.GtE()], [size])])
+        site = Site("key-range", loc, field.qualname, rel)
+        self.alg.out.append(ast.If(bad, self.record(site, atom) +
+                                   [ast.Assign([store(fixed)], ast.Constant(0))], []))
+        return name(fixed)
+
+    def checked_alg(self, loc):
+        """The algebra for an operation at `loc`: in debug mode, each division it performs is
+        followed by its check (`debug_checks`: float result not finite from finite operands,
+        integer divisor zero)."""
+        if self.debug is None:
+            return self.alg
+
+        def check(op, a, b, r, t):
+            if t.is_float:
+                fin = lambda x: call("math.isfinite", x)  # noqa: E731
+                test = ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), fin(r)), fin(a), fin(b)])
+                self.alg.out.append(ast.If(test, self.record(Site("division", loc, op),
+                                                             _float_code(r)), []))
+            elif not (isinstance(b, ast.Constant) and b.value != 0):
+                self.alg.out.append(ast.If(ast.Compare(b, [ast.Eq()], [ast.Constant(0)]),
+                                           self.record(Site("int-division", loc, op),
+                                                       ast.Constant(0)), []))
+
+        return DivisionChecks(self.alg, check)
 
     def field_slots(self, field, key_atom, index):
         """Subscript expressions (as (array name, index tuple)) for the addressed components."""
@@ -131,15 +197,21 @@ class ExprLowerer:
 
     def e_FieldRead(self, e):
         key = self.expr(e.key)[0]
-        return [self.alg.bind(ast.Subscript(name(arr), sl, ast.Load()))
-                for arr, sl in self.field_slots(e.field, key, ())]
+        out = [self.alg.bind(ast.Subscript(name(arr), sl, ast.Load()))
+               for arr, sl in self.field_slots(e.field, key, ())]
+        if self.debug is not None and isinstance(e.type, (KeyType, KeyVecType)):
+            out = [self.checked_key(k, e.field, e.loc) for k in out]
+        return out
 
     def e_Index(self, e):
         bt = e.base.type
         if isinstance(e.base, ir.FieldRead) and not isinstance(bt, ScalarType):
             key = self.expr(e.base.key)[0]
-            return [self.alg.bind(ast.Subscript(name(arr), sl, ast.Load()))
-                    for arr, sl in self.field_slots(e.base.field, key, e.index)]
+            out = [self.alg.bind(ast.Subscript(name(arr), sl, ast.Load()))
+                   for arr, sl in self.field_slots(e.base.field, key, e.index)]
+            if self.debug is not None and isinstance(e.type, KeyType):
+                out = [self.checked_key(k, e.base.field, e.loc) for k in out]
+            return out
         base = self.expr(e.base)
         pos = self.positions(bt, e.index)
         if isinstance(pos[0], int):
@@ -168,10 +240,12 @@ class ExprLowerer:
                 c2 = self.alg.bind(ast.BinOp(moved, ast.Mod(), ast.Constant(n)))
             else:
                 c2 = self.alg.bind(moved)
+                failed = [self.flag_error(e.loc.line)] if self.debug is None else self.record(
+                    Site("neighbour", e.loc, str(tuple(e.offsets)), e.type.relation), k)
                 self.alg.out.append(ast.If(ast.BoolOp(ast.Or(), [
                     ast.Compare(c2, [ast.Lt()], [ast.Constant(0)]),
                     ast.Compare(c2, [ast.GtE()], [ast.Constant(n)])]),
-                    [self.flag_error(e.loc.line), ast.Assign([store(c2.id)], c)], []))
+                    failed + [ast.Assign([store(c2.id)], c)], []))
             out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.BinOp(
                 ast.BinOp(c2, ast.Sub(), c), ast.Mult(), ast.Constant(st))))
         if delta:
@@ -179,7 +253,8 @@ class ExprLowerer:
         return [out]
 
     def e_BinOp(self, e):
-        return semantics.binop(self.alg, e.op, self.expr(e.left), self.expr(e.right),
+        alg = self.checked_alg(e.loc) if e.op in DIVISIONS else self.alg
+        return semantics.binop(alg, e.op, self.expr(e.left), self.expr(e.right),
                                e.left.type, e.right.type, e.type)
 
     def e_UnaryOp(self, e):
@@ -230,7 +305,8 @@ class ExprLowerer:
             self.alg.out.append(ast.If(ast.UnaryOp(ast.Not(), ok),
                                        [self.flag_error(-e.loc.line)], []))
 
-        return semantics.call(self.alg, e.func, args, [a.type for a in e.args], e.type, check)
+        return semantics.call(self.checked_alg(e.loc), e.func, args, [a.type for a in e.args],
+                              e.type, check)
 
     def e_Cast(self, e):
         return semantics.cast(self.alg, self.expr(e.value), e.value.type, e.type)
@@ -240,6 +316,13 @@ class ExprLowerer:
         for x in e.elts:
             out.extend(self.expr(x))
         return out
+
+
+def _float_code(v) -> ast.expr:
+    """`debug_checks.float_code` of a non-finite float: 0 NaN, 1 +inf, -1 -inf."""
+    return ast.IfExp(ast.Compare(v, [ast.NotEq()], [v]), ast.Constant(0),
+                     ast.IfExp(ast.Compare(v, [ast.Gt()], [ast.Constant(0)]), ast.Constant(1),
+                               ast.Constant(-1)))
 
 
 def _all_index_tuples(shape):

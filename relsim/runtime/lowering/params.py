@@ -72,6 +72,23 @@ class InsertValues(Param):
     field: object
 
 
+@dataclass(frozen=True, eq=False)
+class RelationSize(Param):
+    """`relation`'s row count, shape (1,) (debug mode: the range a key read must lie in)."""
+    relation: object
+
+
+@dataclass(frozen=True, eq=False)
+class DebugFirst(Param):
+    """Debug mode: per position of the iteration space, the number of the first check that
+    failed in that row (`debug_checks.Sites`; 0: none), int32."""
+
+
+@dataclass(frozen=True, eq=False)
+class DebugValues(Param):
+    """Debug mode: per position, the value the first failed check recorded, int64."""
+
+
 class Params:
     """The parameters of a kernel's generated functions, in order (`items`)."""
 
@@ -115,3 +132,12 @@ class Params:
     def insert_values(self, k: int, layout, field) -> InsertValues:
         return self._get(InsertValues, f"ins{k}val", field, field.name, index=k, layout=layout,
                          field=field)
+
+    def relation_size(self, relation) -> RelationSize:
+        return self._get(RelationSize, "size", relation, relation.name, relation=relation)
+
+    def debug_first(self) -> DebugFirst:
+        return self._get(DebugFirst, "dbgsite", None, "row")
+
+    def debug_values(self) -> DebugValues:
+        return self._get(DebugValues, "dbgvalue", None, "row")
