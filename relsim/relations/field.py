@@ -219,8 +219,17 @@ class KeyField(Field):
         return self.data.copy() if copy else self._handed_out(self.data)
 
     def load(self, values) -> KeyField:
+        """Replace every key. Bad values change nothing; if the field never held loaded keys
+        (``R.new_key_field(name, target).load(bad)``) it is removed from its relation again,
+        so that nothing half-built stays behind."""
         arr = np.asarray(values)
-        self._check_keys(arr, (self.relation.size,) + self.type.shape)
+        try:
+            self._check_keys(arr, (self.relation.size,) + self.type.shape)
+        except DataError as exc:
+            if self.version == 0 and self.relation._drop_field(self):
+                raise DataError(f"{exc}; {self.qualname} never held keys, so it was removed "
+                                f"again (add it with new_key_field(..., values=...))") from None
+            raise
         data = np.array(arr, dtype=np.int64)
         data.flags.writeable = False
         self._unset = None  # every key given

@@ -64,8 +64,8 @@ class Relation:
                       values=None) -> KeyField:
         """Add a field whose values are rows of `target` (`arity` keys per row if given),
         loaded with `values` if given (else every key is row 0). Bad `values` raise before the
-        field is added: the relation is then unchanged (``new_key_field(...).load(bad)`` would
-        leave the field behind, its keys all 0)."""
+        field is added: the relation is then unchanged (as after ``new_key_field(...).load(bad)``,
+        which removes the field again)."""
         self._check_new_name(name)
         if not isinstance(target, Relation):
             raise SchemaError(f"{self.name}.{name}: key target must be a Relation, "
@@ -151,6 +151,14 @@ class Relation:
             mask[as_rows(self, rows, f"{self.name}.delete")] = True
             rows = mask
         elastic.delete_rows(self, rows)
+
+    def _drop_field(self, f) -> bool:
+        """Remove field `f` (a key field whose first load failed); whether it was here."""
+        if self._fields.get(f.name) is not f:
+            return False
+        del self._fields[f.name]
+        self._schema_changed()
+        return True
 
     def _incoming(self) -> list:
         alive = [r() for r in self._keys_in]

@@ -31,6 +31,22 @@ def test_new_key_field_with_bad_values_adds_nothing(bad):
     assert V._incoming() == [head]
 
 
+@pytest.mark.parametrize("bad", [[0, 1, 7], [0, 1], [0.0, 1.0, 2.0]])
+def test_a_failed_first_load_removes_the_new_key_field(bad):
+    V, E = rs.Relation("V", 4), rs.Relation("E", 3)
+    before = snapshot(E, V)
+    with pytest.raises(rs.DataError, match="E.head never held keys, so it was removed"):
+        E.new_key_field("head", V).load(bad)
+    after = snapshot(E, V)  # (the schema changed twice: its version moved on)
+    assert after[0] == before[0] and after[2:] == before[2:] and not E.has_field("head")
+    head = E.new_key_field("head", V).load([1, 2, 3])  # the name is free
+    assert head.numpy().tolist() == [1, 2, 3] and V._incoming() == [head]
+    with pytest.raises(rs.DataError) as err:  # a field that held keys keeps them
+        head.load(bad)
+    assert "removed" not in str(err.value)
+    assert E.head is head and head.numpy().tolist() == [1, 2, 3]
+
+
 def test_new_key_field_with_values_and_arity():
     V, T = rs.Relation("V", 5), rs.Relation("T", 2)
     with pytest.raises(rs.DataError, match="T.v"):
