@@ -43,6 +43,7 @@ from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_
 from .relations import launch as _launch
 from .runtime import epoch as _epoch
 from .runtime import run as _run
+from .runtime.compile_ahead import precompile
 from .runtime.explain import explain
 from .target_registry import register_backend, targets
 from .types import bool_, f32, f64, i32, i64, mat, vec
@@ -54,7 +55,7 @@ _launch.install(_run, _epoch.bump)
 
 __all__ = [
     "Relation", "new_relation", "Field", "KeyField", "Subset", "Grouping", "Global",
-    "kernel", "func", "Kernel", "Func", "explain", "configure", "Config", "targets",
+    "kernel", "func", "Kernel", "Func", "explain", "precompile", "configure", "Config", "targets",
     "register_backend",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",

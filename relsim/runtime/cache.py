@@ -18,6 +18,10 @@ from pathlib import Path
 
 CACHE_FORMAT = "1"
 
+# the generated modules this process wrote (not found in the cache directory): their machine
+# code is not in Numba's cache either (compile_ahead compiles these ahead)
+written: set = set()
+
 
 def module_for(source: str, cache_dir: Path, stem: str):
     """Import (writing first if needed) the module whose text is `source`."""
@@ -31,9 +35,24 @@ def module_for(source: str, cache_dir: Path, stem: str):
     if not path.exists() or path.read_text() != source:
         _write(path, source.encode())
         code_path.unlink(missing_ok=True)
+        written.add(str(path))
+    return _execute(modname, path, code_path, source)
+
+
+def module_at(path: Path):
+    """Import the generated module `module_for` wrote to file `path` (e.g. in another process:
+    `compile_ahead`'s workers), as `module_for` would."""
+    modname = path.stem
+    if modname in sys.modules:
+        return sys.modules[modname]
+    code_path = path.with_name(f"{modname}.{sys.implementation.cache_tag}.code")
+    return _execute(modname, path, code_path, None)
+
+
+def _execute(modname: str, path: Path, code_path: Path, source: str | None):
     code = _load_code(code_path)
     if code is None:
-        code = compile(source, str(path), "exec")
+        code = compile(path.read_text() if source is None else source, str(path), "exec")
         _write(code_path, marshal.dumps(code))
     mod = types.ModuleType(modname)
     mod.__file__ = str(path)

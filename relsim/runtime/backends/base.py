@@ -18,7 +18,9 @@ A **launch** (the compiled form) offers:
   (a `Subset` of it) when not None, with the serial meaning (rows in ascending order, program
   order within a row) — results may not depend on how the rows are scheduled;
 * ``analysed``, and ``source`` / ``path``: the generated module's text and file, or None when
-  nothing is generated (what `rs.explain` prints).
+  nothing is generated (what `rs.explain` prints);
+* optionally ``compile_jobs(relation, subset)``: the compilations the next such launch needs, as
+  `runtime.compile_ahead.CompileJob`s, so that `rs.precompile` can run them on other cores.
 
 **Where data lives.** Fields and Globals keep a host array (``field._data``, ``g._data``): the
 data model's view. A backend that keeps newer values elsewhere — reductions whose fold it left

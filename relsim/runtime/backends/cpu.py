@@ -26,6 +26,7 @@ from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import elem_of
 from .. import affine, cache, debug_checks, epoch, exact_sum, pending, row_changes
+from ..compile_ahead import CompileJob
 from ..lowering import (
     CpuLowerer,
     DebugFirst,
@@ -120,7 +121,7 @@ class CpuExecutable(Launch):
         self.params = params
         self.source = source
         self.path = mod.__file__
-        flags = dict(cache=True, error_model="numpy", boundscheck=False)
+        self.flags = flags = dict(cache=True, error_model="numpy", boundscheck=False)
         # keyed by "is the launch over a subset": dispatchers compile on first call only
         self.serial = {False: njit(**flags)(mod.kernel_serial),
                        True: njit(**flags)(mod.kernel_serial_rows)}
@@ -255,6 +256,24 @@ class CpuExecutable(Launch):
                 mod.kernel_parallel if parallel else mod.kernel_serial)
             self.absorbing_fns[key] = fn
         return fn
+
+    def compile_jobs(self, relation, subset) -> list:
+        """The compilation the next launch over `relation` (or `subset`) needs, if any, as
+        `compile_ahead.CompileJob`s: the function its binding calls, for its arguments' types
+        (binding now, as that launch would; the launch then reuses the binding)."""
+        b = self.bindings.get(subset)
+        if b is None or b.epoch != epoch.value or b.size != relation.size:
+            b = self.refresh(relation, subset, b)
+        fn = b.fn
+        if fn.signatures:  # compiled (or loaded) already
+            return []
+        parallel = bool(fn.targetoptions.get("parallel", False))
+        options = tuple(sorted(dict(self.flags, parallel=parallel).items()))
+        signature = tuple(fn.typeof_pyval(a) for a in b.call_args)
+        # the module's size estimates the time (a parallel function costs ~2.5 serial ones)
+        cost = len(self.source) * (5 if parallel else 2) // 2
+        return [CompileJob(self.path, fn.py_func.__name__, options, signature, cost,
+                           lambda: fn.compile(signature))]
 
     def launch_with_threads(self, relation, subset) -> None:
         """A launch under a Config with its own thread count (restored afterwards)."""
