@@ -82,11 +82,17 @@ def precompile(launches, config=None, workers: int | None = None) -> int:
     n = min(workers if workers is not None else (os.cpu_count() or 1) - 1, len(jobs) - 1)
     if n < 1:  # nothing to share: the launches compile as they come
         return 0
+    # one function's signatures all go to one process: Numba's cache index of a function is
+    # read, extended and written back, so two processes saving different signatures of it at
+    # once could pair one's index entry with the other's machine code
+    groups: dict = {}
+    for job in jobs.values():
+        groups.setdefault((job.path, job.function), []).append(job)
     shares, loads = [[] for _ in range(n + 1)], [0] * (n + 1)  # shares[0]: this process
-    for job in sorted(jobs.values(), key=lambda j: -j.cost):
+    for group in sorted(groups.values(), key=lambda g: -sum(j.cost for j in g)):
         i = loads.index(min(loads))
-        shares[i].append(job)
-        loads[i] += job.cost
+        shares[i].extend(group)
+        loads[i] += sum(j.cost for j in group)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
                                         [p for p in sys.path if p])
