@@ -116,8 +116,9 @@ class CudaExecutable(Launch):
                     rels[id(g.target)] = g.target
         self.relations = tuple(rels.values())
         # fields the kernel writes on the device: its stores, and its key reductions (gathers)
-        self.written = tuple({id(t): t for t in analysed.summary.targets()
-                              if isinstance(t, Field)}.values())
+        summary = analysed.summary
+        self.written = tuple(t for t in summary.targets() if isinstance(t, Field) and
+                             any(a.mode != "read" for a in summary.for_target(t)))
         self.device_globals = {}  # id(Global) -> cuda_memory.DeviceGlobal
         self.bindings: dict = {}
         self.err = np.zeros(1, dtype=np.int64)

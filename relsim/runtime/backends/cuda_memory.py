@@ -60,7 +60,12 @@ class DeviceCopy:
 
     def before_host_read(self, field) -> None:
         if self.device_newer:
+            locked = not self.host.flags.writeable  # key fields' arrays are read-only
+            if locked:
+                self.host.flags.writeable = True
             download(self.dev, "field", self.host)
+            if locked:
+                self.host.flags.writeable = False
             self.device_newer = False
 
     def after_host_write(self, field) -> None:
