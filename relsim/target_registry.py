@@ -95,4 +95,5 @@ def _load_plugins() -> None:
                           f"{exc}", RuntimeWarning, stacklevel=3)
 
 
-__all__ = ["register_backend", "unregister_backend", "mark_unavailable", "targets", "get", "ENTRY_POINT_GROUP"]
+__all__ = ["register_backend", "unregister_backend", "mark_unavailable", "targets", "get",
+           "ENTRY_POINT_GROUP"]

@@ -26,9 +26,15 @@ def pytest_configure(config):
 def pytest_generate_tests(metafunc):
     """The `target` fixture's targets: every registered one for tests marked device_sized,
     else all but SLOW_TARGETS."""
-    if "target" in metafunc.fixturenames:
+    explicit = any("target" in _names(m.args[0])
+                   for m in metafunc.definition.iter_markers("parametrize"))
+    if "target" in metafunc.fixturenames and not explicit:
         sized = metafunc.definition.get_closest_marker("device_sized") is not None
         metafunc.parametrize("target", ALL_TARGETS if sized else TARGETS, indirect=True)
+
+
+def _names(argnames):
+    return [n.strip() for n in argnames.split(",")] if isinstance(argnames, str) else argnames
 
 
 @pytest.fixture
