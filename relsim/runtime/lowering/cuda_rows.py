@@ -17,7 +17,8 @@ them through the slot ids. Every kernel function takes `_n, _rows, _has_rows, _e
 field's storage and the index (`_absorb0_off`, `_absorb0_ids`, `_absorb0_vals`).
 
 Math functions that the device lacks under their NumPy or C-library name (floor, ceil, trunc,
-round, cbrt) are called from `cuda_libm` (`_dev.<name>`, `_f32` suffix in single precision).
+round, cbrt) are called from `cuda_libm` (`_dev.<name>`, `_f32` suffix in single precision), and
+so are float products (`_dev.mul`: never fused into a multiply-add, see `CudaEmitAlgebra`).
 """
 from __future__ import annotations
 
@@ -40,7 +41,14 @@ _HEADER = ("import math\nimport numpy as np\nfrom numba import cuda\n"
 
 class CudaEmitAlgebra(EmitAlgebra):
     """The emitting algebra, with math calls the device has no `math.<name>` for mapped to
-    `cuda_libm`."""
+    `cuda_libm`, and float products as `cuda_libm.mul` (CUDA's ``__dmul_rn``): NVVM contracts
+    a product and a sum into one fused multiply-add (one rounding instead of two) even without
+    fast-math, which the host never does; a product rounded on its own is never fused."""
+
+    def binop(self, op, a, b, t):
+        if op == "*" and t.is_float:
+            return self.bind(call("_dev.mul_f32" if t == f32 else "_dev.mul", a, b))
+        return super().binop(op, a, b, t)
 
     def math(self, fname, args, t):
         fn = MATH.get(fname)
