@@ -311,3 +311,20 @@ def test_unavailable_target_says_how_to_install():
                          check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert "target 'cuda' is not available" in out.stdout
     assert 'pip install "relsim[cuda]"' in out.stdout
+
+
+@needs_cuda
+def test_a_failed_import_or_debug_mode_is_a_config_error(monkeypatch):
+    from relsim.runtime.backends import cuda_runtime
+    V, _ = chain()
+
+    @rs.kernel
+    def k(v):
+        v.x = 1.0
+
+    with pytest.raises(rs.ConfigError, match="target 'cuda' has no debug checks yet"):
+        V.foreach(k, rs.Config(target="cuda", debug=True))
+    monkeypatch.setattr(cuda_runtime, "_state", {"error": "ImportError: a broken install"})
+    with pytest.raises(rs.ConfigError, match=r"a broken install\); install it: "
+                                             r"pip install \"relsim\[cuda\]\""):
+        V.foreach(k, CUDA)

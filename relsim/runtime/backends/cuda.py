@@ -53,11 +53,15 @@ MAX_BLOCKS = 1 << 16  # the grid-stride loop covers any row count
 
 
 def unavailable_reason() -> str | None:
-    """Why target ``cuda`` cannot run here (None when it can be registered)."""
-    err = cuda_runtime.import_error()
-    if err is not None:
-        return f"numba.cuda cannot be imported ({err}); install it: pip install \"relsim[cuda]\""
-    return None
+    """Why target ``cuda`` cannot be offered here (None when `numba.cuda` can be found; it is
+    imported when a kernel is first compiled for it)."""
+    return _install_hint(cuda_runtime.missing())
+
+
+def _install_hint(err: str | None) -> str | None:
+    if err is None:
+        return None
+    return f"numba.cuda cannot be imported ({err}); install it: pip install \"relsim[cuda]\""
 
 
 class CudaBackend(Backend):
@@ -69,6 +73,9 @@ class CudaBackend(Backend):
         if options.debug:
             raise ConfigError("target 'cuda' has no debug checks yet (Config(debug=True)): "
                               "debug on target 'cpu' or 'interp'")
+        err = cuda_runtime.import_error()
+        if err is not None:
+            raise ConfigError(f"target 'cuda' is not available: {_install_hint(err)}")
         cuda = cuda_runtime.cuda()
         if not cuda_runtime.simulated() and not cuda.is_available():
             raise ConfigError("target 'cuda': no CUDA GPU is available here "
