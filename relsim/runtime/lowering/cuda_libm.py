@@ -1,41 +1,63 @@
-"""Math functions for generated CUDA kernels (`cuda_rows.py`) that kernels on the cpu call from
-NumPy or the C library (`builtin_table.MATH`: ``lowered="np"`` or ``"_libm"``), under the same
-names: ``floor``, ``ceil``, ``trunc``, ``round`` (to nearest, ties to even) and ``cbrt`` in double
-precision, and ``<name>_f32`` in single precision (cbrt is computed in double by `semantics`);
-``mul`` / ``mul_f32``: the product of two floats, rounded on its own (see below).
+"""The math of generated CUDA kernels (`cuda_rows.py`): every function of `builtin_table.MATH`
+that the lowering calls, as ``_dev.<name>`` in double precision and ``_dev.<name>_f32`` in
+single precision, and ``mul`` / ``mul_f32``, the product of two floats rounded on its own.
 
-On a GPU they are CUDA's libdevice functions (floor, ceil, trunc and rint are exact, as NumPy's;
-cbrt is libdevice's, correctly rounded or within one ulp like the C library's, not guaranteed to
-be the same bits). Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), where kernels run as
-Python and libdevice has no implementation, they are the functions `interp` calls (NumPy's, and
-the C library's cbrt through `math.cbrt`).
+On a GPU (numba.cuda compiling the kernels):
+
+* the functions kernels on the cpu call as ``math.<name>`` are ``math.<name>`` here too, which
+  numba.cuda compiles to CUDA's libdevice (not the C library `interp` calls: the last bit may
+  differ);
+* floor, ceil, trunc, round (to nearest, ties to even) and cbrt, which the cpu takes from NumPy
+  or calls in the C library directly, are libdevice's (the first four exact, as NumPy's);
+* ``mul`` is ``__dmul_rn`` / ``__fmul_rn``: NVVM contracts a plain product and a sum into one
+  fused multiply-add (one rounding instead of two), also without fast-math; these products it
+  never contracts.
+
+Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) kernels run as Python: every function
+is then the one `interp` evaluates (NumPy, or the C library through ctypes), so the simulator
+computes what the oracle computes (Python's own `math` would raise on a domain error where the
+C library returns NaN), and ``mul`` is the plain product.
 """
 from __future__ import annotations
 
 import math
 import operator
 
-import numpy as np
 from numba import config
 
+from ...types import f32, f64
+from ..builtin_table import MATH
+
+_NAMES = [name for name, fn in MATH.items() if fn.lowered is not None]
+
 if config.ENABLE_CUDASIM:
+    from ..backends.interp import NumpyAlgebra
+
+    _oracle = NumpyAlgebra()
+
+    def _simulated(name, t):
+        def fn(*args):
+            return _oracle.math(name, list(args), t)
+        fn.__name__ = name
+        return fn
+
+    _FUNCTIONS = {name + suffix: _simulated(name, t) for name in _NAMES
+                  for suffix, t in (("", f64), ("_f32", f32))}
     mul = mul_f32 = operator.mul
-    floor = floor_f32 = np.floor
-    ceil = ceil_f32 = np.ceil
-    trunc = trunc_f32 = np.trunc
-    round = round_f32 = np.rint  # noqa: A001 (the kernel language's name)
-    cbrt = math.cbrt
 else:
     from numba.cuda import libdevice
 
-    floor, floor_f32 = libdevice.floor, libdevice.floorf
-    ceil, ceil_f32 = libdevice.ceil, libdevice.ceilf
-    trunc, trunc_f32 = libdevice.trunc, libdevice.truncf
-    round, round_f32 = libdevice.rint, libdevice.rintf  # noqa: A001
-    cbrt = libdevice.cbrt
-    # a product rounded to nearest that the compiler never contracts with an addition into a
-    # fused multiply-add (NVVM fuses plain products and sums by default, also without fast-math)
+    _FUNCTIONS = {}
+    for _name in _NAMES:
+        if MATH[_name].lowered == "math":  # the same for both widths: typed by the argument
+            _FUNCTIONS[_name] = _FUNCTIONS[_name + "_f32"] = getattr(math, _name)
+    _FUNCTIONS.update(floor=libdevice.floor, floor_f32=libdevice.floorf,
+                      ceil=libdevice.ceil, ceil_f32=libdevice.ceilf,
+                      trunc=libdevice.trunc, trunc_f32=libdevice.truncf,
+                      round=libdevice.rint, round_f32=libdevice.rintf,
+                      cbrt=libdevice.cbrt, cbrt_f32=libdevice.cbrtf)
     mul, mul_f32 = libdevice.dmul_rn, libdevice.fmul_rn
 
-__all__ = ["mul", "mul_f32", "floor", "floor_f32", "ceil", "ceil_f32", "trunc", "trunc_f32",
-           "round", "round_f32", "cbrt"]
+globals().update(_FUNCTIONS)  # `_dev.sin`, `_dev.sin_f32`, ... in generated modules
+
+__all__ = ["mul", "mul_f32", *sorted(_FUNCTIONS)]

@@ -16,9 +16,8 @@ them through the slot ids. Every kernel function takes `_n, _rows, _has_rows, _e
 `params.items` in order (then `_tgt` for `targets_<k>`); a gather takes `_n` (target rows), the
 field's storage and the index (`_absorb0_off`, `_absorb0_ids`, `_absorb0_vals`).
 
-Math functions that the device lacks under their NumPy or C-library name (floor, ceil, trunc,
-round, cbrt) are called from `cuda_libm` (`_dev.<name>`, `_f32` suffix in single precision), and
-so are float products (`_dev.mul`: never fused into a multiply-add, see `CudaEmitAlgebra`).
+Math functions are called from `cuda_libm` (`_dev.<name>`, `_f32` suffix in single precision),
+and so are float products (`_dev.mul`: never fused into a multiply-add, see `CudaEmitAlgebra`).
 """
 from __future__ import annotations
 
@@ -40,10 +39,11 @@ _HEADER = ("import math\nimport numpy as np\nfrom numba import cuda\n"
 
 
 class CudaEmitAlgebra(EmitAlgebra):
-    """The emitting algebra, with math calls the device has no `math.<name>` for mapped to
-    `cuda_libm`, and float products as `cuda_libm.mul` (CUDA's ``__dmul_rn``): NVVM contracts
-    a product and a sum into one fused multiply-add (one rounding instead of two) even without
-    fast-math, which the host never does; a product rounded on its own is never fused."""
+    """The emitting algebra, with math calls and float products through `cuda_libm` (`_dev`):
+    libdevice on a GPU, the oracle's functions in the simulator; products as CUDA's
+    ``__dmul_rn`` / ``__fmul_rn``: NVVM contracts a product and a sum into one fused
+    multiply-add (one rounding instead of two) even without fast-math, which the host never
+    does; a product rounded on its own is never fused."""
 
     def binop(self, op, a, b, t):
         if op == "*" and t.is_float:
@@ -52,10 +52,9 @@ class CudaEmitAlgebra(EmitAlgebra):
 
     def math(self, fname, args, t):
         fn = MATH.get(fname)
-        if fn is not None and fn.lowered in ("np", "_libm"):
-            suffix = "_f32" if t == f32 and fn.lowered == "np" else ""
-            return self.bind(call(f"_dev.{fname}{suffix}", *args))
-        return super().math(fname, args, t)
+        if fn is None or fn.lowered is None:
+            return super().math(fname, args, t)  # not lowered (semantics expands it): an error
+        return self.bind(call(f"_dev.{fname}{'_f32' if t == f32 else ''}", *args))
 
 
 class CudaLowerer(BodyLowerer):
