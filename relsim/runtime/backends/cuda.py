@@ -123,8 +123,9 @@ class CudaExecutable(Launch):
                     rels[id(g.target)] = g.target
         self.relations = tuple(rels.values())
         # fields the kernel writes on the device: its stores, and its key reductions (gathers)
-        summary = analysed.summary
-        self.written = tuple(t for t in summary.targets() if isinstance(t, Field) and
+        summary, passed = analysed.summary, {id(p.field) for p in params
+                                             if isinstance(p, FieldStorage)}
+        self.written = tuple(t for t in summary.targets() if id(t) in passed and
                              any(a.mode != "read" for a in summary.for_target(t)))
         self.device_globals = {}  # id(Global) -> cuda_memory.DeviceGlobal
         self.bindings: dict = {}
