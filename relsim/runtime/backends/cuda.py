@@ -19,8 +19,9 @@ Launch path:
      changed on the host, as on the cpu (a host round trip: the fields' device copies are
      downloaded first and are stale afterwards, uploaded again by the next launch).
 
-Not yet on this target: debug checks (`Config(debug=True)`), nested grid loops, the cpu's
-direct/split scatter (every key reduction parks its contributions in slots).
+Each launch downloads its error word (index checks), a synchronisation per launch. Not yet on
+this target: debug checks (`Config(debug=True)`), nested grid loops, the cpu's direct/split
+scatter (every key reduction parks its contributions in slots), streams.
 """
 from __future__ import annotations
 
