@@ -22,6 +22,7 @@ ENTRY_POINT_GROUP = "relsim.backends"
 
 _registry: dict = {}  # target name -> backend object
 _broken: dict = {}  # plugin target name -> why it failed to load
+_unavailable: dict = {}  # built-in target name -> why it cannot run here (a missing package)
 _plugins_loaded = False
 
 
@@ -39,6 +40,12 @@ def register_backend(name: str, backend, *, replace: bool = False) -> None:
                           f"({_registry[name]!r}); pass replace=True to replace it")
     _registry[name] = backend
     _broken.pop(name, None)
+
+
+def mark_unavailable(name: str, reason: str) -> None:
+    """Target `name` exists but cannot run here (e.g. its package is not installed): it is not
+    listed, and selecting it is a ConfigError giving `reason`."""
+    _unavailable[name] = reason
 
 
 def unregister_backend(name: str) -> None:
@@ -60,6 +67,8 @@ def get(name: str):
         _load_plugins()
         backend = _registry.get(name)
     if backend is None:
+        if name in _unavailable:
+            raise ConfigError(f"target {name!r} is not available: {_unavailable[name]}")
         if name in _broken:
             raise ConfigError(f"target {name!r} is installed but failed to load: "
                               f"{_broken[name]}")
@@ -86,4 +95,5 @@ def _load_plugins() -> None:
                           f"{exc}", RuntimeWarning, stacklevel=3)
 
 
-__all__ = ["register_backend", "unregister_backend", "targets", "get", "ENTRY_POINT_GROUP"]
+__all__ = ["register_backend", "unregister_backend", "mark_unavailable", "targets", "get",
+           "ENTRY_POINT_GROUP"]

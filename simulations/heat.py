@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     p.add_argument("--ny", type=int, default=200)
     p.add_argument("--steps", type=int, default=500)
     p.add_argument("--dt", type=float, default=0.1)
-    p.add_argument("--target", default=None, help="backend: interp, cpu, cpu-serial")
+    p.add_argument("--target", default=None, help="backend: a registered target (rs.targets())")
     p.add_argument("--threads", type=int, default=None)
     a = p.parse_args(argv)
     changes = {k: v for k, v in (("target", a.target), ("threads", a.threads)) if v is not None}

@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     p.add_argument("--cfl", type=float, default=0.5, help="dt as a fraction of the stable dt")
     p.add_argument("--output", default=None, help="directory for VTU (.pvd) and XDMF output")
     p.add_argument("--every", type=int, default=10, help="output every N steps")
-    p.add_argument("--target", default=None, help="backend: interp, cpu, cpu-serial")
+    p.add_argument("--target", default=None, help="backend: a registered target (rs.targets())")
     p.add_argument("--threads", type=int, default=None)
     a = p.parse_args(argv)
     changes = {k: v for k, v in (("target", a.target), ("threads", a.threads)) if v is not None}

@@ -6,13 +6,38 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("RELSIM_CACHE_DIR", os.path.join(tempfile.gettempdir(), "relsim-test-cache"))
+# the cuda target runs in numba's CUDA simulator unless NUMBA_ENABLE_CUDASIM=0 (a GPU machine)
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import relsim as rs  # noqa: E402
 
-TARGETS = rs.targets()  # every registered target runs the backend tests
+# targets whose launches are too slow for every backend test (the CUDA simulator runs each
+# thread as a Python thread): they run only the tests marked `device_sized` (tiny relations)
+SLOW_TARGETS = ("cuda",)
+ALL_TARGETS = rs.targets()
+TARGETS = [t for t in ALL_TARGETS if t not in SLOW_TARGETS]  # every other target, every test
 
 
-@pytest.fixture(params=TARGETS)
+def pytest_configure(config):
+    config.addinivalue_line("markers", "device_sized: tiny enough for the slow targets too "
+                                       "(SLOW_TARGETS: cuda in the simulator)")
+
+
+def pytest_generate_tests(metafunc):
+    """The `target` fixture's targets: every registered one for tests marked device_sized,
+    else all but SLOW_TARGETS."""
+    explicit = any("target" in _names(m.args[0])
+                   for m in metafunc.definition.iter_markers("parametrize"))
+    if "target" in metafunc.fixturenames and not explicit:
+        sized = metafunc.definition.get_closest_marker("device_sized") is not None
+        metafunc.parametrize("target", ALL_TARGETS if sized else TARGETS, indirect=True)
+
+
+def _names(argnames):
+    return [n.strip() for n in argnames.split(",")] if isinstance(argnames, str) else argnames
+
+
+@pytest.fixture
 def target(request):
     """A Config for each backend; tests pass it to foreach or install it with rs.configure."""
     return rs.Config(target=request.param, parallel_threshold=1 if request.param == "cpu" else 2048)

@@ -1,7 +1,8 @@
 """The runtime: analyses kernels, lowers them, and runs them on a backend. Importing it
 registers relsim's own targets (`relsim.target_registry`)."""
-from ..target_registry import register_backend
+from ..target_registry import mark_unavailable, register_backend
 from . import epoch
+from .backends import cuda
 from .backends.cpu import CpuBackend
 from .backends.interp import InterpBackend
 from .execute import run
@@ -9,5 +10,9 @@ from .execute import run
 register_backend("interp", InterpBackend())
 register_backend("cpu", CpuBackend())
 register_backend("cpu-serial", CpuBackend(serial=True))
+if cuda.unavailable_reason() is None:  # numba-cuda imports: pip install "relsim[cuda]"
+    register_backend("cuda", cuda.CudaBackend())
+else:
+    mark_unavailable("cuda", cuda.unavailable_reason())
 
 __all__ = ["run", "epoch"]

@@ -5,6 +5,9 @@ import pytest
 import relsim as rs
 from relsim.domains import grid
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 
 def test_counts_centres_vertices_and_subsets():
     g = grid.Grid((4, 3), spacing=(0.5, 1.0), origin=(1.0, -1.0))

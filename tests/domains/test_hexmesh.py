@@ -6,6 +6,9 @@ import pytest
 import relsim as rs
 from relsim.domains import cells, hexmesh
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 
 def reference(n):
     """The reference's definitions, written as its loops (one element/node at a time)."""

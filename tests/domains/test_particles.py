@@ -7,6 +7,9 @@ import pytest
 import relsim as rs
 from relsim.domains import grid, particles
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 
 def setup(n_cells=4):
     g = grid.Grid((n_cells, n_cells), spacing=1.0 / n_cells)

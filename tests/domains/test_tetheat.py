@@ -5,6 +5,7 @@ import sys
 
 import meshio
 import numpy as np
+import pytest
 from meshio.xdmf import TimeSeriesReader
 
 from relsim.domains import cells, tetmesh
@@ -28,6 +29,7 @@ def p1_conductances(mesh):
     return k
 
 
+@pytest.mark.device_sized
 def test_kernels_compute_p1_conductances_and_capacity(use_target):
     mesh = tetmesh.box(2, 2, 1, size=(1.0, 2.0, 0.5))
     setup, *_ = tetheat.build(mesh)

@@ -87,6 +87,7 @@ def test_box_side_subsets():
     assert n == {"xmin": 24, "xmax": 24, "ymin": 16, "ymax": 16, "zmin": 12, "zmax": 12}
 
 
+@pytest.mark.device_sized
 def test_kernel_loops_over_groupings(use_target):
     m = tetmesh.box(2)
     V = m.vertices

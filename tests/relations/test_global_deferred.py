@@ -4,6 +4,7 @@ contributions, rounded once (math.fsum's value), whatever the order of the rows.
 import math
 
 import numpy as np
+import pytest
 
 import relsim as rs
 from relsim.runtime import pending
@@ -17,6 +18,7 @@ def _setup():
     return R
 
 
+@pytest.mark.device_sized
 def test_pending_sum_is_folded_before_a_reading_launch_and_the_host(target):
     R = _setup()
     total = rs.Global(rs.f64, 0.0)
@@ -37,6 +39,7 @@ def test_pending_sum_is_folded_before_a_reading_launch_and_the_host(target):
     assert total.value == exact
 
 
+@pytest.mark.device_sized
 def test_two_launches_reduce_in_launch_order(target):
     R = _setup()
     total = rs.Global(rs.f64, 0.5)

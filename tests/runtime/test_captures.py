@@ -9,6 +9,9 @@ import pytest
 import relsim as rs
 from relsim.runtime.captures import origin
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 SCALE = 2.0
 OFFSETS = np.array([1.0, 2.0, 3.0])
 SHIFT = 1

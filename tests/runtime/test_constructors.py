@@ -7,6 +7,9 @@ import pytest
 import relsim as rs
 from relsim.runtime.pipeline import analyse
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 N = 3  # captured: a compile-time length
 V3 = rs.vec(3)  # a captured constructor without element type
 M = np.arange(36.0).reshape(4, 3, 3) / 7 - 2

@@ -60,6 +60,7 @@ def _consume(acc):
     return acc[:, 0] * 3.0 + acc[:, 1]
 
 
+@pytest.mark.device_sized
 def test_consumer_absorbs_pending_reductions(target):
     V, E = _mesh()
     scatter, consume, _ = _kernels()
@@ -74,6 +75,7 @@ def test_consumer_absorbs_pending_reductions(target):
         assert [len(k[0]) for k in exe.absorbing_fns] == [1]
 
 
+@pytest.mark.device_sized
 def test_reading_through_keys_or_over_a_subset_folds_first(target):
     V, E = _mesh()
     scatter, consume, neighbour = _kernels()
@@ -91,6 +93,7 @@ def test_reading_through_keys_or_over_a_subset_folds_first(target):
     assert np.array_equal(V.acc.numpy(), acc)
 
 
+@pytest.mark.device_sized
 def test_a_held_array_is_current_after_every_launch(target):
     V, E = _mesh()
     scatter, _, _ = _kernels()

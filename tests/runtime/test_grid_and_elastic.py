@@ -4,6 +4,9 @@ import pytest
 
 import relsim as rs
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 
 def _grid(periodic):
     C = rs.Relation("C", 12)

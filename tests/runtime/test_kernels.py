@@ -9,6 +9,9 @@ import pytest
 import relsim as rs
 from tests.conftest import chain_mesh
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 
 def test_design_heat_example_conserves_heat(target):
     V, E = chain_mesh(7)

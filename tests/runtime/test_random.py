@@ -11,6 +11,9 @@ import relsim as rs
 from relsim import philox
 from tests.conftest import TARGETS
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 # Random123's kat_vectors for philox4x32 (ctr[4], key[2] -> out[4]), 7 and 10 rounds
 KAT = [
     (7, (0, 0, 0, 0), (0, 0), (0x5f6fb709, 0x0d893f64, 0x4f121f81, 0x4f730a48)),

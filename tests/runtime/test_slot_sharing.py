@@ -8,6 +8,9 @@ import pytest
 import relsim as rs
 from tests.conftest import chain_mesh
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 
 @pytest.fixture
 def target(target):

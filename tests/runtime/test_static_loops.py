@@ -7,6 +7,9 @@ import pytest
 import relsim as rs
 from relsim.runtime.pipeline import analyse
 
+# the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
+pytestmark = pytest.mark.device_sized
+
 R1 = 1  # captured: the box filter's radius
 DYS = np.array([-1, 1])  # a captured NumPy array: its items are np.int64 constants
 WEIGHTS = ((0.25, -1, 0), (0.5, 0, 0), (0.25, 1, 0), (0.125, 0, 1), (-0.125, 0, -1))

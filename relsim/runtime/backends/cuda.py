@@ -1,0 +1,262 @@
+"""The `cuda` target: kernels compiled by numba-cuda (``pip install "relsim[cuda]"``), one thread
+per row (a grid-stride loop), the same statement and expression lowering as the cpu
+(`lowering/cuda_rows.py`), so the same meaning as `interp`, bit for bit, where the device
+computes the operations as the host does (see the README: math functions and FMA contraction).
+
+Launch path:
+  1. bind once per iteration space and storage version: subset rows, groupings, slot arrays,
+     insert/delete flags and the inverse index of every key reduction (slot targets computed on
+     the device by `targets_<k>`, the index built on the host by `cpu_folds.build_inverse` and
+     uploaded once per key version);
+  2. the fields' device copies (`cuda_memory`: uploaded only when the host copy is newer) and
+     Globals (uploaded when their value changed); run `kernel` / `kernel_rows`;
+  3. key reductions into fields: `gather_<k>`, one thread per target row folding its slots in
+     slot order (no atomics); written fields are marked device-newer (downloaded when the host
+     reads them, or at once when `numpy()` handed their array out);
+  4. Global reductions: the slots are downloaded and folded **on the host** by the cpu
+     backend's folds (exact float sums `exact_sum.fold_of`, ordered folds for min/max/arg);
+  5. rows inserted or deleted by the kernel: the flags and values are downloaded and the rows
+     changed on the host, as on the cpu (a host round trip: the fields' device copies are
+     downloaded first and are stale afterwards, uploaded again by the next launch).
+
+Each launch downloads its error word (index checks), a synchronisation per launch. Not yet on
+this target: debug checks (`Config(debug=True)`), nested grid loops, the cpu's direct/split
+scatter (every key reduction parks its contributions in slots), streams.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ConfigError
+from ...relations.field import Field
+from ...types import elem_of
+from .. import affine, cache
+from ..lowering import (
+    DeleteFlags,
+    FieldStorage,
+    GlobalStorage,
+    GroupOffsets,
+    GroupRows,
+    InsertFlags,
+    InsertValues,
+    ReductionSlots,
+)
+from ..lowering.cuda_rows import CudaLowerer
+from ..lowering.emit import unparse
+from ..slots import identity
+from . import cpu_folds, cuda_memory, cuda_runtime
+from .base import Backend, Launch
+from .cpu import CpuExecutable, _apply_row_changes, _safe
+
+THREADS_PER_BLOCK = 256  # on a GPU; the simulator runs each thread as a Python thread
+SIM_THREADS = 8
+MAX_BLOCKS = 1 << 16  # the grid-stride loop covers any row count
+
+
+def unavailable_reason() -> str | None:
+    """Why target ``cuda`` cannot be offered here (None when `numba.cuda` can be found; it is
+    imported when a kernel is first compiled for it)."""
+    return _install_hint(cuda_runtime.missing())
+
+
+def _install_hint(err: str | None) -> str | None:
+    if err is None:
+        return None
+    return f"numba.cuda cannot be imported ({err}); install it: pip install \"relsim[cuda]\""
+
+
+class CudaBackend(Backend):
+    """Target ``cuda`` (registered when `numba.cuda` imports)."""
+
+    name = "cuda"
+
+    def compile(self, analysed, options):
+        if options.debug:
+            raise ConfigError("target 'cuda' has no debug checks yet (Config(debug=True)): "
+                              "debug on target 'cpu' or 'interp'")
+        err = cuda_runtime.import_error()
+        if err is not None:
+            raise ConfigError(f"target 'cuda' is not available: {_install_hint(err)}")
+        cuda = cuda_runtime.cuda()
+        if not cuda_runtime.simulated() and not cuda.is_available():
+            raise ConfigError("target 'cuda': no CUDA GPU is available here "
+                              "(numba.cuda.is_available() is False); NUMBA_ENABLE_CUDASIM=1 "
+                              "runs kernels in numba's CUDA simulator (slow: for tests)")
+        lowerer = CudaLowerer(analysed)
+        source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
+            f"for numba.cuda\n" + unparse(lowerer.module()) + "\n"
+        mod = cache.module_for(source, options.cache_path(),
+                               _safe(analysed.kernel_name) + "_cuda")
+        return CudaExecutable(analysed, lowerer.params.items, mod, source)
+
+
+class _Binding:
+    __slots__ = ("versions", "n", "rows", "has_rows", "rows_dev", "args", "gathers", "folds",
+                 "deleted", "inserts")
+
+
+def _shape(n: int):
+    """(blocks, threads per block) of a launch over n positions."""
+    tpb = SIM_THREADS if cuda_runtime.simulated() else THREADS_PER_BLOCK
+    return max(1, min(-(-n // tpb), MAX_BLOCKS)), tpb
+
+
+class CudaExecutable(Launch):
+    def __init__(self, analysed, params, mod, source):
+        cuda = cuda_runtime.cuda()
+        self.analysed = analysed
+        self.params = params
+        self.source = source
+        self.path = mod.__file__
+        self.kernels = {False: cuda.jit(mod.kernel), True: cuda.jit(mod.kernel_rows)}
+        self.targets, self.gathers = {}, {}
+        for k, lay in enumerate(analysed.layouts):
+            if lay.on_field:
+                self.targets[k] = cuda.jit(getattr(mod, f"targets_{k}"))
+                self.gathers[k] = cuda.jit(getattr(mod, f"gather_{k}"))
+        rels = {id(analysed.relation): analysed.relation}
+        for p in params:
+            match p:
+                case FieldStorage(field=f):
+                    rels[id(f.relation)] = f.relation
+                case GroupOffsets(grouping=g) | GroupRows(grouping=g):
+                    rels[id(g.source)] = g.source
+                    rels[id(g.target)] = g.target
+        self.relations = tuple(rels.values())
+        # fields the kernel writes on the device: its stores, and its key reductions (gathers)
+        summary, passed = analysed.summary, {id(p.field) for p in params
+                                             if isinstance(p, FieldStorage)}
+        self.written = tuple(t for t in summary.targets() if id(t) in passed and
+                             any(a.mode != "read" for a in summary.for_target(t)))
+        self.device_globals = {}  # id(Global) -> cuda_memory.DeviceGlobal
+        self.bindings: dict = {}
+        self.err = np.zeros(1, dtype=np.int64)
+        self.err_dev = cuda.to_device(self.err)
+
+    # -- launching ------------------------------------------------------------------------
+    def launch(self, relation, subset) -> None:
+        versions = tuple(r.storage_version for r in self.relations) + (relation.size,)
+        b = self.bindings.get(subset)
+        if b is None or b.versions != versions:
+            b = self.bind(relation, subset, versions)
+        if b.n == 0:
+            return
+        args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
+        devs = {id(p.field): a for p, a in zip(self.params, args) if isinstance(p, FieldStorage)}
+        self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev, *args)
+        cuda_memory.download(self.err_dev, "error", self.err)
+        if self.err[0]:
+            self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
+            CpuExecutable.raise_flagged(self, self.err)
+        for k, f, off, ids, vals in b.gathers:
+            F = devs[id(f)]  # the copy the kernel saw (written since, if it stored to f)
+            self.gathers[k][_shape(f.relation.size)](f.relation.size, F, off, ids, vals)
+        for f in self.written:
+            cuda_memory.written(f)
+        for g, dev, host, fold in b.folds:  # on the host, by the cpu backend's folds
+            cuda_memory.download(dev, "slots", host)
+            g.data  # noqa: B018 (settles anything pending on the Global first)
+            fold()
+        if b.deleted is not None or b.inserts:
+            self.change_rows(relation, b)
+
+    def argument(self, p, bound):
+        """The device array of parameter p (bound: what the binding holds for it, or None)."""
+        if bound is not None:
+            return bound
+        if isinstance(p, FieldStorage):
+            return cuda_memory.device_field(p.field)
+        dg = self.device_globals.get(id(p.glob))
+        if dg is None:
+            dg = self.device_globals[id(p.glob)] = cuda_memory.DeviceGlobal()
+        return dg.current(p.glob)
+
+    def change_rows(self, relation, b) -> None:
+        """The kernel's rs.delete / rs.insert, applied on the host (see the module docstring)."""
+        deleted = None
+        if b.deleted is not None:
+            deleted = cuda_memory.download(b.deleted, "rows")
+        inserts = []
+        for rel, flags_dev, values_dev in b.inserts:
+            flags = cuda_memory.download(flags_dev, "rows")
+            values = {f: cuda_memory.download(v, "rows") for f, v in values_dev.items()}
+            inserts.append((rel, flags, values))
+        changed = (deleted is not None and deleted.any()) or any(f.any() for _, f, _ in inserts)
+        if not changed:
+            return
+        _apply_row_changes(relation, deleted, tuple(inserts))  # also clears the host flags
+        if b.deleted is not None:
+            b.deleted.copy_to_device(deleted)
+        for (_, flags_dev, _), (_, flags, _) in zip(b.inserts, inserts):
+            flags_dev.copy_to_device(flags)
+
+    # -- binding --------------------------------------------------------------------------
+    def bind(self, relation, subset, versions) -> _Binding:
+        cuda = cuda_runtime.cuda()
+        b = _Binding()
+        b.versions = versions
+        b.n = relation.size if subset is None else len(subset.rows)
+        b.has_rows = subset is not None
+        b.rows = subset.rows if b.has_rows else np.zeros(0, dtype=np.int64)
+        b.rows_dev = cuda_memory.upload(b.rows, "rows")
+        affine.check_launch_space(self.analysed, relation, b.rows if b.has_rows else None)
+        args, slots, b.deleted, inserts = [], {}, None, {}
+        for p in self.params:
+            match p:
+                case FieldStorage() | GlobalStorage():  # current at each launch
+                    args.append(None)
+                case GroupOffsets(grouping=g):
+                    args.append(cuda_memory.upload(g.arrays()[0], "grouping"))
+                case GroupRows(grouping=g):
+                    args.append(cuda_memory.upload(g.arrays()[1], "grouping"))
+                case ReductionSlots(layout=lay):
+                    host = _slot_array(lay, b.n)
+                    slots[id(lay)] = host
+                    args.append(cuda_memory.upload(host, "slots"))
+                case DeleteFlags():
+                    b.deleted = cuda_memory.upload(np.zeros(relation.size, dtype=bool), "rows")
+                    args.append(b.deleted)
+                case InsertFlags(index=k, layout=lay):
+                    flags = cuda_memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
+                    inserts.setdefault(k, [lay.target, None, {}])[1] = flags
+                    args.append(flags)
+                case InsertValues(index=k, layout=lay, field=f):
+                    vals = cuda_memory.upload(np.zeros((b.n * lay.per_row, f.type.ncomp),
+                                                       dtype=f.type.dtype), "rows")
+                    inserts.setdefault(k, [lay.target, None, {}])[2][f] = vals
+                    args.append(vals)
+                case _:
+                    raise TypeError(f"cuda backend: no binding for parameter {p!r}")
+        b.args = tuple(args)
+        b.inserts = tuple(tuple(v) for v in inserts.values())
+        b.gathers, b.folds = [], []
+        for k, lay in enumerate(self.analysed.layouts):
+            host = slots.get(id(lay))
+            if host is None:  # the kernel never reaches this reduction
+                continue
+            vals = args[[i for i, p in enumerate(self.params)
+                         if isinstance(p, ReductionSlots) and p.layout is lay][0]]
+            if not isinstance(lay.target, Field):
+                b.folds.append((lay.target, vals, host,
+                                CpuExecutable.make_fold(lay, host, b)))
+                continue
+            tgt = cuda.to_device(np.full(b.n * lay.per_row, -1, dtype=np.int64))
+            launch_args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
+            self.targets[k][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev,
+                                         *launch_args, tgt)
+            tgt = cuda_memory.download(tgt, "index")
+            off, ids = cpu_folds.build_inverse(tgt, lay.target.relation.size)
+            if lay.stores:  # slots share stored values: index those (~stored: negated)
+                ids = cpu_folds.shared_ids(ids, lay.per_row, lay.stored_per_row, lay.stores)
+            b.gathers.append((k, lay.target, cuda_memory.upload(off, "index"),
+                              cuda_memory.upload(ids, "index"), vals))
+        self.bindings[subset] = b
+        return b
+
+
+def _slot_array(lay, n: int) -> np.ndarray:
+    t = lay.target.type
+    et = elem_of(t)
+    arr = np.empty((n * lay.stored_per_row, t.ncomp), dtype=et.dtype)
+    arr.fill(identity(lay.op, et))
+    return arr
