@@ -122,6 +122,35 @@ def test_key_reductions_sum_min_max_vectors():
 
 
 @needs_cuda
+@pytest.mark.parametrize("other", ["cpu", "interp"])
+def test_targets_mixed_on_the_same_fields(other):
+    """cuda, then a host target, then cuda again on the same fields (with key reductions left
+    pending by cpu in between): the bits of interp alone."""
+    @rs.kernel
+    def k(e):
+        d = e.head.x - e.tail.x
+        e.tail.acc += d
+        e.head.acc -= d * 0.5
+
+    @rs.kernel
+    def step(v):
+        v.x += 0.25 * v.acc
+
+    def run(cfgs):
+        V, E = chain()
+        V.new_field("acc", rs.f64)
+        for cfg in cfgs:
+            E.foreach(k, cfg)
+            V.foreach(step, cfg)
+        return [V.x.numpy(copy=True), V.acc.numpy(copy=True)]
+
+    host = rs.Config(target=other, parallel_threshold=1)
+    want = run([INTERP] * 4)
+    got = run([CUDA, host, host, CUDA])
+    assert [bits(w) for w in want] == [bits(g) for g in got]
+
+
+@needs_cuda
 def test_global_sum_min_argmax():
     def build():
         V, _ = chain(9)

@@ -32,6 +32,7 @@ and detaches its residency when the host array is current again.
 """
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from typing import Protocol
 
@@ -63,6 +64,25 @@ class Backend(ABC):
     def threads(self, config) -> int:
         """Threads a launch under `config` uses (default: 1)."""
         return 1
+
+
+# Fields whose residency is (or was) a device copy, which says so with a true `on_device`
+# attribute (a backend that keeps values on another device adds them). A backend computing on
+# the host arrays brings such fields to the host before its launch (`host_side`), so that
+# mixing targets on the same fields stays correct.
+device_resident = weakref.WeakSet()
+
+
+def host_side(fields) -> None:
+    """Before a host-side launch touching `fields`: download those a device holds newer, and
+    drop their device copies (the launch may write the host arrays; the device backend makes
+    a new copy at its next launch)."""
+    for f in fields:
+        r = f.residency
+        if getattr(r, "on_device", False):  # (it may have been replaced since it was added)
+            r.before_host_read(f)
+            f.residency = None
+            device_resident.discard(f)
 
 
 class Residency(Protocol):

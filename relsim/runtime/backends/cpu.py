@@ -44,7 +44,7 @@ from ..lowering import (
 )
 from ..lowering.emit import unparse
 from ..slots import identity
-from . import cpu_folds, cpu_scatter, threading_layer
+from . import base, cpu_folds, cpu_scatter, threading_layer
 from .base import Backend, Launch
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
@@ -161,6 +161,8 @@ class CpuExecutable(Launch):
                 case RelationSize(relation=r):  # its size is bound: re-bind when it changes
                     rels[id(r)] = r
         self.relations = tuple(rels.values())
+        self.host_fields = tuple({id(p.field): p.field for p in params
+                                  if isinstance(p, FieldStorage)}.values())
         self.options = options
         self.absorbing_fns: dict = {}
         # fields whose key reductions this kernel folds; fields it reads or writes, and whether
@@ -183,6 +185,8 @@ class CpuExecutable(Launch):
 
     # -- launching ------------------------------------------------------------------------
     def launch(self, relation, subset) -> None:
+        if base.device_resident:  # some fields live on a device: bring those it uses here
+            base.host_side(self.host_fields)
         if self.threads is not None and numba.get_num_threads() != self.threads:
             return self.launch_with_threads(relation, subset)
         b = self.bindings.get(subset)

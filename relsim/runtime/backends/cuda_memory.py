@@ -21,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 
-from . import cuda_runtime
+from . import base, cuda_runtime
 
 TRANSFERS: Counter = Counter()  # ("up" | "down", kind) -> number of copies
 
@@ -51,6 +51,7 @@ class DeviceCopy:
     """The residency of a field with a device copy (see the module docstring)."""
 
     __slots__ = ("dev", "host", "host_newer", "device_newer")
+    on_device = True  # host-side launches bring the field back first (`base.host_side`)
 
     def __init__(self):
         self.dev = None  # the device array
@@ -80,6 +81,7 @@ def device_field(field):
         if r is not None:  # another target's residency (cpu pending folds): settle it first
             r.before_host_read(field)
         r = field.residency = DeviceCopy()
+        base.device_resident.add(field)
     if r.device_newer and not field.exposed:
         return r.dev
     host = field._data  # a key field with a rule computes its derived keys here

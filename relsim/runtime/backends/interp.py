@@ -15,11 +15,13 @@ import numpy as np
 
 from ... import philox
 from ...errors import KernelRuntimeError
+from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import KeyType, KeyVecType, ScalarType, elem_of
 from .. import affine, exact_sum, ir, row_changes, semantics
 from ..builtin_table import MATH
 from ..debug_checks import DIVISIONS, DivisionChecks, Site, contributed, float_code, written
+from . import base
 from .base import Backend, Launch
 
 _libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
@@ -124,6 +126,8 @@ class InterpExecutable(Launch):
         self.debug = debug
 
     def launch(self, relation, subset) -> None:
+        if base.device_resident:
+            base.host_side(t for t in self.a.summary.targets() if isinstance(t, Field))
         self.relation = relation
         rows = range(relation.size) if subset is None else subset.rows
         affine.check_launch_space(self.a, relation, None if subset is None else subset.rows)
