@@ -62,8 +62,15 @@ def cmd_list(_args) -> int:
 
 
 def cmd_run(args) -> int:
+    from .errors import ConfigError, RelsimError, full_traceback
     mod = _load(args.name)
-    return int(mod.main(args.args) or 0)
+    try:
+        return int(mod.main(args.args) or 0)
+    except RelsimError as exc:  # bad input or a failed run: relsim's message, not its frames
+        if full_traceback() or isinstance(exc, ConfigError):  # (a bad option: main says it)
+            raise
+        print(f"relsim run {args.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
 
 def cmd_explain(args) -> int:

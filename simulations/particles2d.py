@@ -111,6 +111,8 @@ def main(argv=None) -> int:
     p.add_argument("--output", default=None, help="directory for a ParaView .pvd series")
     p.add_argument("--target", default=None)
     a = p.parse_args(argv)
+    if a.cells < 6:
+        p.error("--cells must be at least 6 (the second source is cell (3, 5))")
     if a.target:
         rs.configure(target=a.target)
     t0 = time.perf_counter()

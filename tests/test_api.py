@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import relsim as rs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(rs.__file__)))
@@ -85,3 +87,22 @@ def test_cli_explain_one_kernel(capsys):
     assert cli.main(["explain", "heat", "--kernel", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.strip() == "relsim explain heat: no kernel 'nope'; its kernels are conduct, update"
+
+
+def test_cli_run_prints_a_relsim_error_in_one_line(monkeypatch, capsys):
+    from relsim import cli
+
+    class Sim:
+        @staticmethod
+        def main(argv):
+            raise rs.DataError("subset cells.sources: row indices must lie in [0, 16) of cells")
+
+    monkeypatch.setattr(cli, "_load", lambda name: Sim)
+    monkeypatch.delenv("RELSIM_TRACEBACK", raising=False)
+    assert cli.main(["run", "fake"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "relsim run fake: DataError: subset cells.sources: row indices must lie in [0, 16) of "
+        "cells"]
+    monkeypatch.setenv("RELSIM_TRACEBACK", "full")
+    with pytest.raises(rs.DataError):
+        cli.main(["run", "fake"])
