@@ -51,7 +51,9 @@ def cmd_list(_args) -> int:
     print("\n".join(simulation_lines()))
     print("targets:")
     for t in rs.targets():
-        print(f"  {t}")
+        check = getattr(rs.target_registry.get(t), "unavailable", None)
+        why = check() if check is not None else None
+        print(f"  {t}" + (f"  (cannot run here: {why})" if why else ""))
     from relsim.runtime.backends import threading_layer
     print(f"cpu threading layer: {threading_layer.report()}")
     from relsim import domains

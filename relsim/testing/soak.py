@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import relsim as rs
+from relsim import target_registry
 from relsim.config import SCATTER_SCHEMES
 
 from . import random_kernels as rk
@@ -41,12 +42,18 @@ _modules = itertools.count()
 
 
 def default_targets() -> list:
-    """Every registered target except interp (the oracle), and the cpu target with each way of
-    applying reductions through keys forced (``cpu:split``, ...; ``cpu`` alone chooses)."""
-    names = [t for t in rs.targets() if t != "interp"]
+    """Every registered target except interp (the oracle) and those that cannot run here (cuda
+    without a GPU or its simulator), and the cpu target with each way of applying reductions
+    through keys forced (``cpu:split``, ...; ``cpu`` alone chooses)."""
+    names = [t for t in rs.targets() if t != "interp" and _runs_here(t)]
     if "cpu" in names:
         names += [f"cpu:{s}" for s in SCATTER_SCHEMES if s != "auto"]
     return names
+
+
+def _runs_here(target: str) -> bool:
+    check = getattr(target_registry.get(target), "unavailable", None)
+    return check is None or check() is None
 
 
 def kernel_seeds(seed: int, count: int) -> list:

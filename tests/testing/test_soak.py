@@ -104,3 +104,20 @@ def test_cli_reproduces_one_case(capsys):
     assert rc == 0
     assert "1 cases, 1 kernels" in capsys.readouterr().out
 
+
+
+def test_default_targets_skip_those_that_cannot_run_here(monkeypatch):
+    from relsim.runtime.backends.cpu import CpuBackend
+
+    class NoDevice(CpuBackend):
+        def unavailable(self):
+            return "no device here"
+
+    rs.register_backend("nodevice", NoDevice(serial=True))
+    rs.register_backend("runs", CpuBackend(serial=True))
+    try:
+        names = soak.default_targets()
+        assert "runs" in names and "nodevice" not in names and "interp" not in names
+    finally:
+        rs.target_registry.unregister_backend("nodevice")
+        rs.target_registry.unregister_backend("runs")

@@ -10,7 +10,8 @@ A **backend** (registered as a target with `rs.register_backend(name, backend)` 
   relation schema, config) and calls it for every launch.
 * ``configure(config)``: `config` became the process default (`rs.configure`): apply its
   process-wide settings (the cpu backend sets Numba's thread count) or raise a ConfigError.
-* ``threads(config) -> int``: how many threads a launch under `config` uses (reports print it).
+* ``threads(config) -> int``: how many threads a launch under `config` uses (reports print it);
+* ``unavailable() -> str | None``: why the target cannot run here now (optional; None: it can).
 
 A **launch** (the compiled form) offers:
 
@@ -64,6 +65,11 @@ class Backend(ABC):
     def threads(self, config) -> int:
         """Threads a launch under `config` uses (default: 1)."""
         return 1
+
+    def unavailable(self) -> str | None:
+        """Why this target cannot run kernels on this machine now (no device, say), or None
+        (default: it can). Tools that try every target (the soak) skip those that cannot."""
+        return None
 
 
 # Fields whose residency is (or was) a device copy, which says so with a true `on_device`

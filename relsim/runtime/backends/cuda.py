@@ -70,18 +70,23 @@ class CudaBackend(Backend):
 
     name = "cuda"
 
+    def unavailable(self) -> str | None:
+        err = cuda_runtime.import_error()
+        if err is not None:
+            return _install_hint(err)
+        if not cuda_runtime.simulated() and not cuda_runtime.cuda().is_available():
+            return ("no CUDA GPU is available here (numba.cuda.is_available() is False); "
+                    "NUMBA_ENABLE_CUDASIM=1 runs kernels in numba's CUDA simulator (slow: for "
+                    "tests)")
+        return None
+
     def compile(self, analysed, options):
         if options.debug:
             raise ConfigError("target 'cuda' has no debug checks yet (Config(debug=True)): "
                               "debug on target 'cpu' or 'interp'")
-        err = cuda_runtime.import_error()
-        if err is not None:
-            raise ConfigError(f"target 'cuda' is not available: {_install_hint(err)}")
-        cuda = cuda_runtime.cuda()
-        if not cuda_runtime.simulated() and not cuda.is_available():
-            raise ConfigError("target 'cuda': no CUDA GPU is available here "
-                              "(numba.cuda.is_available() is False); NUMBA_ENABLE_CUDASIM=1 "
-                              "runs kernels in numba's CUDA simulator (slow: for tests)")
+        why = self.unavailable()
+        if why is not None:
+            raise ConfigError(f"target 'cuda' is not available: {why}")
         lowerer = CudaLowerer(analysed)
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
             f"for numba.cuda\n" + unparse(lowerer.module()) + "\n"
