@@ -50,6 +50,14 @@ class CompileJob:
 _running: list = []  # worker processes not known to have finished
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity, where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _nothing(relation, subset) -> list:
     return []  # a launch that compiles nothing ahead (Launch.compile_jobs is optional)
 
@@ -79,15 +87,15 @@ def precompile(launches, config=None, workers: int | None = None) -> int:
             continue  # its module was in the cache: so, most likely, is its machine code
         for job in getattr(exe, "compile_jobs", _nothing)(relation, subset):
             jobs.setdefault((job.path, job.function, job.signature), job)
-    n = min(workers if workers is not None else (os.cpu_count() or 1) - 1, len(jobs) - 1)
-    if n < 1:  # nothing to share: the launches compile as they come
-        return 0
     # one function's signatures all go to one process: Numba's cache index of a function is
     # read, extended and written back, so two processes saving different signatures of it at
     # once could pair one's index entry with the other's machine code
     groups: dict = {}
     for job in jobs.values():
         groups.setdefault((job.path, job.function), []).append(job)
+    n = min(workers if workers is not None else _cores() - 1, len(groups) - 1)
+    if n < 1:  # nothing to share: the launches compile as they come
+        return 0
     shares, loads = [[] for _ in range(n + 1)], [0] * (n + 1)  # shares[0]: this process
     for group in sorted(groups.values(), key=lambda g: -sum(j.cost for j in g)):
         i = loads.index(min(loads))
