@@ -33,7 +33,6 @@ and detaches its residency when the host array is current again.
 """
 from __future__ import annotations
 
-import weakref
 from abc import ABC, abstractmethod
 from typing import Protocol
 
@@ -72,11 +71,11 @@ class Backend(ABC):
         return None
 
 
-# Fields whose residency is (or was) a device copy, which says so with a true `on_device`
-# attribute (a backend that keeps values on another device adds them). A backend computing on
-# the host arrays brings such fields to the host before its launch (`host_side`), so that
-# mixing targets on the same fields stays correct.
-device_resident = weakref.WeakSet()
+# Set once some field has a device copy as its residency (one that says so with a true
+# `on_device` attribute): from then on a backend computing on the host arrays brings the fields
+# it uses to the host before its launch (`host_side`), so that mixing targets on the same
+# fields stays correct. A plain flag: host launches test it, cheaply, every time.
+device_copies = False
 
 
 def host_side(fields) -> None:
@@ -85,10 +84,9 @@ def host_side(fields) -> None:
     a new copy at its next launch)."""
     for f in fields:
         r = f.residency
-        if getattr(r, "on_device", False):  # (it may have been replaced since it was added)
+        if getattr(r, "on_device", False):  # (another backend's residency may be there)
             r.before_host_read(f)
             f.residency = None
-            device_resident.discard(f)
 
 
 class Residency(Protocol):

@@ -185,7 +185,7 @@ class CpuExecutable(Launch):
 
     # -- launching ------------------------------------------------------------------------
     def launch(self, relation, subset) -> None:
-        if base.device_resident:  # some fields live on a device: bring those it uses here
+        if base.device_copies:  # some fields live on a device: bring those it uses here
             base.host_side(self.host_fields)
         if self.threads is not None and numba.get_num_threads() != self.threads:
             return self.launch_with_threads(relation, subset)

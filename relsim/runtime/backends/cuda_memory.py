@@ -81,7 +81,7 @@ def device_field(field):
         if r is not None:  # another target's residency (cpu pending folds): settle it first
             r.before_host_read(field)
         r = field.residency = DeviceCopy()
-        base.device_resident.add(field)
+        base.device_copies = True
     if r.device_newer and not field.exposed:
         return r.dev
     host = field._data  # a key field with a rule computes its derived keys here

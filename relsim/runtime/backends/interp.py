@@ -126,7 +126,7 @@ class InterpExecutable(Launch):
         self.debug = debug
 
     def launch(self, relation, subset) -> None:
-        if base.device_resident:
+        if base.device_copies:
             base.host_side(t for t in self.a.summary.targets() if isinstance(t, Field))
         self.relation = relation
         rows = range(relation.size) if subset is None else subset.rows
