@@ -237,6 +237,24 @@ class BodyLowerer(ExprLowerer):
         self.alg.out.append(ast.For(store(var), call("range", *bounds), self.sub_block(s.body),
                                     []))
 
+    def targets_row_body(self, lay):
+        """The row body of `targets_<k>` (every compiled target): for each site of layout `lay`,
+        its static loops, rebuilt around the target key of each slot, stored in `_tgt`."""
+        for site in lay.sites:
+            outer = self.alg.out
+            for loop, trip, _stride in site.loops:
+                counter = self.alg.fresh("_it")
+                self.loop_counters[id(loop)] = counter
+                body: list = []
+                self.alg.out.append(ast.For(store(counter), call("range", ast.Constant(trip)),
+                                            body, []))
+                self.alg.out = body
+                self.bind_static_loop_var(loop, counter)
+            key = self.expr(site.key)[0]
+            slot = self.slot_index(lay, site)
+            self.alg.out.append(ast.Assign([ast.Subscript(name("_tgt"), slot, ast.Store())], key))
+            self.alg.out = outer
+
     def bind_static_loop_var(self, s, counter):
         if isinstance(s, ir.ForRange):
             var = self.local_names(s.var, i64)[0]

@@ -100,23 +100,6 @@ class CudaLowerer(BodyLowerer):
         body, self.alg.out = self.alg.out, saved
         return [_grid_stride("_i", name("_n"), body)]
 
-    def targets_row_body(self, lay):
-        """For each site: its static loops, rebuilt around the target key of each slot."""
-        for site in lay.sites:
-            outer = self.alg.out
-            for loop, trip, _stride in site.loops:
-                counter = self.alg.fresh("_it")
-                self.loop_counters[id(loop)] = counter
-                body: list = []
-                self.alg.out.append(ast.For(store(counter), call("range", ast.Constant(trip)),
-                                            body, []))
-                self.alg.out = body
-                self.bind_static_loop_var(loop, counter)
-            key = self.expr(site.key)[0]
-            slot = self.slot_index(lay, site)
-            self.alg.out.append(ast.Assign([ast.Subscript(name("_tgt"), slot, ast.Store())], key))
-            self.alg.out = outer
-
     def gather_body(self, lay):
         """One target row per position: fold its slots, in slot order, into the field."""
         field = lay.target
