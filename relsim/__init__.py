@@ -2,6 +2,7 @@
 
 Public API (everything a simulation script needs); see README.md.
 """
+from . import output as _output
 from .builtins import (
     cross,
     delete,
@@ -45,18 +46,21 @@ from .runtime import epoch as _epoch
 from .runtime import run as _run
 from .runtime.compile_ahead import precompile
 from .runtime.explain import explain
+from .runtime.parallel import partition_rows as partition
+from .runtime.parallel import ranks
 from .target_registry import register_backend, targets
 from .types import bool_, f32, f64, i32, i64, mat, vec
 
 __version__ = "0.1.0"
 
 _launch.install(_run, _epoch.bump)
+_output.install_writer_check(lambda: ranks().rank == 0)
 
 
 __all__ = [
     "Relation", "new_relation", "Field", "KeyField", "Subset", "Grouping", "Global",
     "kernel", "func", "Kernel", "Func", "explain", "precompile", "configure", "Config", "targets",
-    "register_backend",
+    "register_backend", "partition", "ranks",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "uniform", "normal",

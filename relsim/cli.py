@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from importlib import metadata
@@ -65,14 +66,22 @@ def cmd_list(_args) -> int:
 
 def cmd_run(args) -> int:
     from .errors import ConfigError, RelsimError, full_traceback
+    from .runtime.parallel import world
+    w = world.current()  # under mpiexec -n N: rank 0 prints, a failing rank ends them all
+    if w is not None and w.rank != 0:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     mod = _load(args.name)
+    where = "" if w is None else f" (rank {w.rank} of {w.size})"
     try:
-        return int(mod.main(args.args) or 0)
+        status = int(mod.main(args.args) or 0)
     except RelsimError as exc:  # bad input or a failed run: relsim's message, not its frames
         if full_traceback() or isinstance(exc, ConfigError):  # (a bad option: main says it)
             raise
-        print(f"relsim run {args.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        print(f"relsim run {args.name}{where}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        status = 1
+    if w is not None and status != 0:
+        world.abort(w, status)
+    return status
 
 
 def cmd_explain(args) -> int:

@@ -30,6 +30,10 @@ class Config:
     # out of range), each a KernelCheckError naming the row and the source line; a separately
     # compiled variant: with False the generated code has none of them
     debug: bool = False
+    # on several MPI ranks (a script started by mpiexec -n N): None or True partitions the
+    # relations over the ranks (each computes its share, the same bits as one process); False
+    # runs the whole problem on every rank
+    distributed: bool | None = None
 
     def __post_init__(self):
         _targets.get(self.target)  # a ConfigError naming the registered targets if unknown
@@ -38,6 +42,9 @@ class Config:
         if self.scatter not in SCATTER_SCHEMES:
             raise ConfigError(f"scatter must be one of {', '.join(SCATTER_SCHEMES)}, got "
                               f"{self.scatter!r}")
+        if self.distributed not in (None, True, False):
+            raise ConfigError(f"distributed must be None, True or False, got "
+                              f"{self.distributed!r}")
         if not isinstance(self.debug, bool):
             raise ConfigError(f"debug must be True or False, got {self.debug!r}")
 

@@ -138,9 +138,22 @@ def _mesh(relation, fields):
     return meshio.Mesh(pts, [(ctype, cells)], cell_data={k: [v] for k, v in data.items()})
 
 
+def _writes_files() -> bool:
+    return True
+
+
+def install_writer_check(fn) -> None:
+    """`fn()`: whether this process writes the files (relsim installs one: on several MPI ranks
+    every rank gathers the values, which is collective, and rank 0 alone writes)."""
+    global _writes_files
+    _writes_files = fn
+
+
 def write(path, relation, fields=None) -> None:
     """Write `relation`'s `fields` (names or Fields; default: all its non-key fields) on its
-    mesh to `path`; meshio picks the format from the suffix (.vtu, .vtk, .xdmf, .msh ...)."""
+    mesh to `path`; meshio picks the format from the suffix (.vtu, .vtk, .xdmf, .msh ...).
+    On several MPI ranks every rank must call it (the values are gathered from all); rank 0
+    writes the file, the same file one process writes."""
     import meshio
     where = os.fspath(path)
     known = _writable_suffixes(meshio)
@@ -149,6 +162,8 @@ def write(path, relation, fields=None) -> None:
         raise DomainError(f"{where}: cannot tell the file format from the suffix "
                           f"{suffix or '(none)'!r}; rs.write knows {', '.join(known)}")
     mesh = _mesh(relation, fields)
+    if not _writes_files():
+        return
     try:
         meshio.write(where, mesh)
     except Exception as exc:
@@ -219,11 +234,16 @@ class TimeSeries:
         lines += [f'    <DataSet timestep="{s!r}" group="" part="0" file={quoteattr(f)}/>'
                   for s, f in entries]
         lines += ["  </Collection>", "</VTKFile>", ""]
+        if not _writes_files():
+            return
         with open(self.path, "w") as fh:
             fh.write("\n".join(lines))
 
     def _write_xdmf(self, t: float) -> None:
         from meshio.xdmf import TimeSeriesWriter
+        if not _writes_files():
+            _mesh(self.relation, self.fields)  # the values are gathered on every rank
+            return
         if self._xdmf is None:
             pts, cells, ctype, _ = geometry(self.relation)
             self._xdmf = w = TimeSeriesWriter(self.path)

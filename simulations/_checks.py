@@ -17,3 +17,10 @@ def nonfinite(**arrays) -> list:
         first = int(np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))[0]) if a.ndim else 0
         out.append(f"{name}: {int(bad.sum())} NaN or infinite value(s), the first at row {first}")
     return out
+
+
+def ranks_note() -> str:
+    """", on N MPI ranks" when the run is distributed (for the report's target line)."""
+    import relsim as rs
+    n = rs.ranks().size
+    return f", on {n} MPI ranks" if n > 1 else ""

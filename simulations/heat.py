@@ -12,6 +12,7 @@ import numpy as np
 
 import relsim as rs
 from simulations._checks import nonfinite
+from simulations._checks import ranks_note as _ranks
 
 
 def grid_graph(nx: int, ny: int):
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
     elapsed = time.perf_counter() - t0
     drift = abs(history[-1] - history[0]) / abs(history[0])
     print(f"heat diffusion on a {a.nx}x{a.ny} grid graph, {a.steps} steps, "
-          f"target {rs.configure().target}")
+          f"target {rs.configure().target}{_ranks()}")
     print(f"  total heat: initial {initial:.15g}, after step 1 {history[0]:.15g}, "
           f"final {history[-1]:.15g}")
     print(f"  relative drift {drift:.3e}; max T {V.T.numpy().max():.6f}; "

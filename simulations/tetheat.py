@@ -27,6 +27,7 @@ import relsim as rs
 from relsim.domains import tetmesh
 from relsim.output import TimeSeries
 from simulations._checks import nonfinite
+from simulations._checks import ranks_note as _ranks
 
 
 def build(mesh, cfl: float = 0.5):
@@ -160,7 +161,7 @@ def main(argv=None) -> int:
     V = mesh.vertices
     print(f"heat diffusion on {mesh.path}: {len(V)} vertices, {len(mesh.edges)} edges, "
           f"{len(mesh.tets)} tets; {a.steps} steps of dt {dt:.3g}, "
-          f"target {rs.configure().target}")
+          f"target {rs.configure().target}{_ranks()}")
     print(f"  total heat: initial {initial:.15g}, after step 1 {history[0]:.15g}, "
           f"final {history[-1]:.15g}")
     print(f"  relative drift {drift:.3e}; max T {V.T.numpy().max():.6f}; "

@@ -57,18 +57,35 @@ class Field:
         return f"<Field {self.qualname}: {self.type!r}>"
 
     # -- data in and out -------------------------------------------------------------------
-    def numpy(self, copy: bool = False) -> np.ndarray:
+    def numpy(self, copy: bool = False, local: bool = False) -> np.ndarray:
         """The field's storage as a NumPy array (a view: no copy; writes go to the field). The
         array stays current: the runtime brings it up to date after every launch.
         With ``copy=True``, a copy of the current values instead (the field is not affected).
 
+        On several MPI ranks this is every row's value on every rank (gathered from the ranks
+        that own them: a collective call, every rank must make it); ``local=True`` gives a copy
+        of the rows this rank owns instead (``relation.partition.owned_rows``), without
+        communication.
+
         The rows of an elastic relation move to a new array when rows are inserted or deleted:
         its fields' views are `views.ElasticView` objects, which raise a DataError when used after
         that (call ``numpy()`` again) rather than show the old rows."""
+        if local:
+            return self._local()
         if copy:
             return self.data.copy()
         self.exposed = True
         return self._handed_out(self.data)
+
+    def _local(self) -> np.ndarray:
+        part = self.relation.partition
+        if part is None:
+            return self.data.copy()
+        # owned rows are current in the host array whenever nothing else is pending on it
+        r = self.residency
+        if r is not None and not getattr(r, "follows_storage", False):
+            r.before_host_read(self)
+        return self._stored()[part.owned_rows]
 
     def _handed_out(self, arr: np.ndarray) -> np.ndarray:
         return ElasticView.of(self, arr) if self.relation.elastic else arr
@@ -118,7 +135,13 @@ class Field:
             raise DataError(f"can only swap fields of the same relation and type: "
                             f"{self.qualname} ({self.type!r}) and {other.qualname} "
                             f"({other.type!r})")
-        self.data, other.data = other.data, self.data
+        mine, theirs = self.residency, other.residency
+        if _moves(mine) and _moves(theirs) and not self.is_key:
+            # what is current belongs to the storage: the residencies move with the arrays
+            self._data, other._data = other._data, self._data
+            self.residency, other.residency = theirs, mine
+        else:
+            self.data, other.data = other.data, self.data
         self.version += 1
         other.version += 1
         self.relation._storage_changed()
@@ -268,6 +291,11 @@ class KeyField(Field):
             unset[:n] = self._unset[:n]
             self._unset = unset if unset.any() else None
         self.data = new
+
+
+def _moves(residency) -> bool:
+    """Whether `residency` (None, or the runtime's) may move to another field with its array."""
+    return residency is None or getattr(residency, "follows_storage", False)
 
 
 def is_value_type(t) -> bool:

@@ -25,6 +25,8 @@ class Relation:
         self.size = size
         self.elastic = bool(elastic)  # rows may be inserted and deleted (particles)
         self.grid = None  # GridShape when rows are the cells of a structured grid
+        # how rows are distributed over MPI ranks (set by the runtime when running on several)
+        self.partition = None
         self._keys_in: list = []  # weak references to key fields that point at this relation
         self._fields: dict[str, Field] = {}
         self._subsets: dict[str, Subset] = {}
@@ -231,7 +233,7 @@ class GridShape:
 
 _RESERVED = {"foreach", "field", "fields", "subset", "subsets", "group_by", "grouping",
              "groupings", "new_field", "new_key_field", "name", "size", "grid", "elastic",
-             "insert", "delete", "set_grid"}
+             "insert", "delete", "set_grid", "partition"}
 
 
 def new_relation(name: str, size: int) -> Relation:

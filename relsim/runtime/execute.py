@@ -4,6 +4,7 @@ This is the launcher `relsim/__init__` installs into the relations package."""
 from __future__ import annotations
 
 from .. import config as _config
+from . import parallel
 from .captures import Watch
 from .pipeline import analyse
 
@@ -16,7 +17,7 @@ def executable(kernel, relation, cfg):
         if not hasattr(kernel, "_plans"):
             raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}")
         analysed = analyse(kernel, relation)
-        exe = cfg.backend.compile(analysed, cfg)
+        exe = parallel.wrap(cfg.backend.compile(analysed, cfg), cfg)
         kernel._plans[key] = exe
         # the captured values compiled into exe, checked before each of its launches
         kernel._watches[key] = Watch.of(kernel, analysed.captures)

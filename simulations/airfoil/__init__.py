@@ -58,7 +58,9 @@ def main(argv=None) -> int:
     print(f"mesh: {how} in {t_mesh:.2f} s: {mesh.nnode} nodes, {mesh.ncell} cells, "
           f"{mesh.nedge} edges, {mesh.nbedge} bedges")
     threads = cfg.thread_count()
-    print(f"target {cfg.target}, {threads} thread(s)")
+    ranks = rs.ranks().size
+    print(f"target {cfg.target}, {threads} thread(s)" +
+          (f" on each of {ranks} MPI ranks" if ranks > 1 else ""))
     af = solver.build(mesh)
 
     def report(it, rms):

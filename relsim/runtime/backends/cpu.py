@@ -115,6 +115,10 @@ class _Binding:
 
 
 class CpuExecutable(Launch):
+    # set by the distributed layer (`parallel.global_merge.GlobalMerge`): Global contributions
+    # go to it instead of being folded into the Globals
+    partials = None
+
     def __init__(self, analysed, params, mod, source, options, serial, sites=None):
         self.analysed = analysed
         self.sites = sites  # debug_checks.Sites of the debug variant (None: no checks)
@@ -210,8 +214,12 @@ class CpuExecutable(Launch):
             else:
                 pending.defer(pf.field, pf)
                 b.outstanding += 1
-        for g, fold in b.folds:
-            pending.defer_global(g, fold)
+        if self.partials is None:
+            for g, fold, _, _ in b.folds:
+                pending.defer_global(g, fold)
+        else:  # on several ranks: the distributed layer merges the contributions
+            for g, _, lay, vals in b.folds:
+                self.partials.collect(g, lay.op, vals, lay.per_row, b.rows if b.has_rows else None)
 
     def settle(self, b):
         """Before a launch, with reductions pending somewhere: fold this kernel's own pending
@@ -385,7 +393,7 @@ class CpuExecutable(Launch):
                 vals = self.slot_array(lay, b.n)
             op = cpu_folds.OPS.get(lay.op)
             if not isinstance(lay.target, Field):
-                b.folds.append((lay.target, self.make_fold(lay, vals, b)))
+                b.folds.append((lay.target, self.make_fold(lay, vals, b), lay, vals))
                 continue
             f = lay.target
             F = f._data.reshape(f.relation.size, -1)
@@ -459,7 +467,7 @@ class CpuExecutable(Launch):
         b.folds = tuple(b.folds)
         b.globals = tuple({id(p.glob): p.glob for p in self.params
                            if isinstance(p, GlobalStorage)}.values()) \
-            + tuple(g for g, _ in b.folds)
+            + tuple(g for g, *_ in b.folds)
         self.bindings[subset] = b
         return b
 

@@ -120,6 +120,9 @@ class _Return(Exception):
 class InterpExecutable(Launch):
     """Runs the typed IR row by row (generates nothing: `source` and `path` are None)."""
 
+    # set by the distributed layer: Global contributions go to it (`GlobalMerge.collect`)
+    partials = None
+
     def __init__(self, analysed, debug: bool = False):
         self.a = self.analysed = analysed
         self.alg = NumpyAlgebra()
@@ -139,6 +142,8 @@ class InterpExecutable(Launch):
                      for lay in self.a.layouts
                      if lay.op == "+" and isinstance(lay.target, Global)
                      and elem_of(lay.target.type).is_float}
+        self.given = None if self.partials is None else {
+            lay.target: ([], []) for lay in self.a.layouts if isinstance(lay.target, Global)}
         with np.errstate(all="ignore"):
             for row in rows:
                 env = {}
@@ -147,12 +152,22 @@ class InterpExecutable(Launch):
                     self.block(self.a.body, env)
                 except _Return:
                     pass
+        if self.given is not None:
+            self.hand_over()
+            self.sums = {}
         for g, comps in self.sums.items():
             flat = g.data.reshape(-1)
             for c, contributions in enumerate(comps):
                 flat[c] = exact_sum.exact_sum_reference([flat[c]] + contributions, flat.dtype)
         row_changes.apply(relation, self.deleted, {
             rel: _columns(rel, rows_) for rel, rows_ in self.inserted.items()})
+
+    def hand_over(self) -> None:
+        """Give the Global contributions, in row order, to the distributed layer."""
+        ops = {lay.target: lay.op for lay in self.a.layouts}
+        for g, (rows, values) in self.given.items():
+            vals = np.array(values, dtype=g.type.dtype).reshape(len(values), g.type.ncomp)
+            self.partials.collect(g, ops[g], vals, 1, np.array(rows, dtype=np.int64))
 
     def s_Delete(self, s, env):
         self.deleted[self.row] = True
@@ -262,6 +277,11 @@ class InterpExecutable(Launch):
         val = self.expr(s.value, env)
         if self.debug:
             self.check_finite(val, g.type, s.loc, contributed(s.op, glob=g))
+        if self.given is not None:
+            rows, values = self.given[g]
+            rows.append(self.row)
+            values.append(np.asarray(val).reshape(-1))
+            return
         et = elem_of(g.type)
         flat = g.data.reshape(-1)
         if s.op in ("argmin", "argmax"):

@@ -1,0 +1,179 @@
+#!/usr/bin/env python
+"""The same workload on 1, 2, 3 ... MPI ranks: time per step, what each rank exchanges, and
+whether every rank count gives the one-process bits.
+
+For each rank count the script starts ``mpiexec -n N python bench/mpi_ranks.py --worker ...``
+(one process without mpiexec for N = 1); the worker builds the problem, runs warm-up steps
+(compilation), then times `--steps` steps and reports, from rank 0: seconds per step, ghost
+messages and bytes received per step (summed over ranks), the ghost and owned rows of the
+relations, and a digest of the result. Workloads:
+
+* ``heat``: the design sketch's heat conduction on an n x n grid graph (edges scatter into
+  vertices, a Global sum per step);
+* ``tetheat``: P1 heat on a Kuhn-cube tet mesh, ``tetmesh.box(n)``;
+* ``diffusion2d``: a 5-point periodic stencil on an n x n grid (`swap` each step).
+
+On a machine with fewer cores than ranks the runs are oversubscribed (said in the table): the
+point is then the exchange volumes and the bits, not the speed-up.
+
+Usage::
+
+    python bench/mpi_ranks.py [--workload heat] [--n 200] [--ranks 1 2 3] [--steps 50]
+                              [--markdown docs/benchmarks.md] [--chart PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+from _common import ROOT, add_chart_argument, chart, machine_line, table, update_markdown
+
+
+def _heat(n):
+    sys.path.insert(0, str(ROOT))
+    from simulations.heat import build
+    V, E, conduct, update, heat = build(n, n, 0.1)
+
+    def step():
+        heat.value = 0.0
+        E.foreach(conduct)
+        V.foreach(update)
+    return step, [V, E], lambda: [V.T.numpy(), np.array([heat.value])]
+
+
+def _tetheat(n):
+    sys.path.insert(0, str(ROOT))
+    from relsim.domains import tetmesh
+    from simulations.tetheat import build, initial_temperature
+    mesh = tetmesh.box(n)
+    setup, conduct, update, dt, heat = build(mesh, 0.5)
+    V, E = mesh.vertices, mesh.edges
+    V.T.load(initial_temperature(mesh))
+    setup()
+
+    def step():
+        heat.value = 0.0
+        E.foreach(conduct)
+        V.foreach(update)
+    return step, [V, E, mesh.tets], lambda: [V.T.numpy(), np.array([heat.value])]
+
+
+def _diffusion2d(n):
+    import relsim as rs
+    from relsim.domains import grid
+    g = grid.Grid((n, n), spacing=1.0 / n, periodic=True)
+    C = g.cells
+    xy = C.center.numpy()
+    C.new_field("u", rs.f64).load(np.sin(2 * np.pi * xy[:, 0]) * np.sin(2 * np.pi * xy[:, 1]))
+    C.new_field("un", rs.f64)
+    r = rs.Global(rs.f64, 0.2)
+
+    @rs.kernel
+    def stencil(c):
+        c.un = c.u + r * (c(1, 0).u + c(-1, 0).u + c(0, 1).u + c(0, -1).u - 4.0 * c.u)
+
+    def step():
+        C.foreach(stencil)
+        C.u.swap(C.un)
+    return step, [C], lambda: [C.u.numpy()]
+
+
+WORKLOADS = {"heat": _heat, "tetheat": _tetheat, "diffusion2d": _diffusion2d}
+
+
+def worker(workload: str, n: int, steps: int, warmup: int) -> None:
+    import relsim as rs
+    from relsim.runtime.parallel import exchange
+    step, relations, result = WORKLOADS[workload](n)
+    for _ in range(warmup):
+        step()
+    result()  # (a host read: collective)
+    r = rs.ranks()
+    if r.size > 1:
+        from mpi4py import MPI
+        MPI.COMM_WORLD.Barrier()
+    before = dict(exchange.TRAFFIC)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if r.size > 1:
+        MPI.COMM_WORLD.Barrier()
+    seconds = (time.perf_counter() - t0) / steps
+    traffic = {k: exchange.TRAFFIC[k] - before[k] for k in before}
+    digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes()
+                                     for a in result())).hexdigest()[:16]
+    rows = {R.name: (R.size, R.partition.owned if R.partition else R.size,
+                     R.partition.ghosts if R.partition else 0) for R in relations}
+    if r.size > 1:
+        everyone = MPI.COMM_WORLD.gather((seconds, traffic, rows), root=0)
+    else:
+        everyone = [(seconds, traffic, rows)]
+    if r.rank == 0:
+        print("RESULT " + json.dumps({
+            "seconds": max(e[0] for e in everyone),
+            "messages": sum(e[1]["ghost_messages"] for e in everyone) / steps,
+            "bytes": sum(e[1]["ghost_bytes"] for e in everyone) / steps,
+            "ghosts": {name: sum(e[2][name][2] for e in everyone) for name in rows},
+            "sizes": {name: rows[name][0] for name in rows},
+            "digest": digest}))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), default="heat")
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--markdown", metavar="PATH", default=None)
+    add_chart_argument(ap, "mpi_ranks")
+    a = ap.parse_args(argv)
+    if a.worker:
+        worker(a.workload, a.n, a.steps, a.warmup)
+        return 0
+    mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or \
+        shutil.which("mpiexec")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    rows, base = [], None
+    for n in a.ranks:
+        cmd = [sys.executable, __file__, "--worker", "--workload", a.workload, "--n", str(a.n),
+               "--steps", str(a.steps), "--warmup", str(a.warmup)]
+        if n > 1:
+            if mpiexec is None:
+                print(f"{n} ranks: skipped (no mpiexec: pip install 'relsim[mpi]')")
+                continue
+            cmd = [mpiexec, "-n", str(n), *cmd]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        if p.returncode or not line:
+            print(f"{n} ranks failed:\n{p.stderr[-2000:]}")
+            return 1
+        r = json.loads(line[0][len("RESULT "):])
+        base = base or r
+        ghosts = ", ".join(f"{k} {v / r['sizes'][k]:.1%}" for k, v in r["ghosts"].items())
+        rows.append([str(n) + (" (oversubscribed)" if n > cores else ""),
+                     f"{r['seconds'] * 1e3:.2f}", f"{base['seconds'] / r['seconds']:.2f}",
+                     f"{r['messages']:.0f}", f"{r['bytes'] / 1024:.1f}", ghosts,
+                     "yes" if r["digest"] == base["digest"] else "NO"])
+    body = (f"{a.workload}, n={a.n}, {a.steps} steps after {a.warmup} warm-up; {machine_line()}"
+            f"\n\n" + table(["ranks", "ms/step", "speed-up", "ghost msgs/step",
+                             "ghost KiB/step", "ghost rows (of each relation)",
+                             "same bits as 1"], rows))
+    print(body)
+    if a.markdown:
+        update_markdown(a.markdown, f"MPI ranks: {a.workload}", body)
+    chart(a.chart, f"{a.workload} on MPI ranks", [r[0] for r in rows],
+          {"ms/step": [float(r[1]) for r in rows]}, "ms per step")
+    return 0 if all(r[-1] == "yes" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""Running kernels on several MPI ranks: a layer around any backend's launches.
+
+`world` (who we are; abort on error), `partition` (who owns which rows), `rowsets` (which rows
+a kernel reaches), `plan` (what a rank runs and which ghost rows it needs), `exchange` (moving
+rows), `ghosts` (which rows are current), `global_merge` (Globals across ranks), `distributed`
+(the wrapped launch). See docs/architecture.md, "Several ranks (MPI)"."""
+from __future__ import annotations
+
+from . import world as _world
+
+
+def wrap(launch, config):
+    """`launch`, or the same launch run on this process's share of the rows when the script
+    runs on several ranks (and `config.distributed` is not False)."""
+    if config.distributed is False:
+        return launch
+    w = _world.current()
+    if w is None:
+        return launch
+    from .distributed import DistributedLaunch
+    return DistributedLaunch(launch, w, config.target)
+
+
+class Ranks(tuple):
+    """(rank, size) of this process among the MPI ranks running the script ((0, 1) on one)."""
+
+    __slots__ = ()
+
+    def __new__(cls, rank: int, size: int):
+        return super().__new__(cls, (rank, size))
+
+    rank = property(lambda self: self[0])
+    size = property(lambda self: self[1])
+
+    def __repr__(self) -> str:
+        return f"Ranks(rank={self[0]}, size={self[1]})"
+
+
+def ranks() -> Ranks:
+    """This process's rank and the number of ranks (``rs.ranks()``; (0, 1) on one process).
+    Under ``mpiexec -n N`` with mpi4py installed, kernels partition their relations over the N
+    ranks; print or write files from rank 0 only, as `relsim run` does."""
+    w = _world.current()
+    return Ranks(0, 1) if w is None else Ranks(w.rank, w.size)
+
+
+def partition_rows(relation, method: str = "auto", coords=None) -> None:
+    """How `relation`'s rows are to be distributed over MPI ranks: ``"rcb"`` (recursive
+    coordinate bisection of `coords`, a float vector field of it, or its first such field),
+    ``"blocks"`` (contiguous rows), ``"auto"`` (see `parallel.partition`). Call it before the
+    first kernel over the relation runs; on one process it changes nothing."""
+    from .partition import request
+    request(relation, method, coords)

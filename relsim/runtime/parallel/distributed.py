@@ -1,0 +1,106 @@
+"""A launch on several ranks: the layer around any backend's launch that supports it.
+
+For each launch (`DistributedLaunch.launch`):
+
+1. the plan for this iteration space (`plan.build`: executed rows, ghost rows, who sends what),
+   built once per key state;
+2. ghost rows of the fields the kernel reads, received where stale (`ghosts.refresh`);
+3. the wrapped launch over the executed rows, its Global contributions handed to a
+   `GlobalMerge` (the backend supports this: ``launch.partials``);
+4. Globals merged across ranks; written fields marked stale outside the owned rows.
+
+Relations are built whole on every rank (each holds every row's storage: memory is that of one
+process per rank); ranks compute, and keep current, only their own rows and the ghost rows their
+kernels need."""
+from __future__ import annotations
+
+from ...errors import ConfigError
+from ...relations.field import Field
+from ...relations.globals import Global
+from ...relations.subset import Subset
+from ..backends.base import Launch
+from . import ghosts, partition
+from . import plan as plans
+from .global_merge import GlobalMerge
+
+
+class DistributedLaunch(Launch):
+    def __init__(self, inner, world, target: str):
+        if not hasattr(inner, "partials"):
+            raise ConfigError(f"target {target!r} cannot run on several ranks yet (its launches "
+                              f"do not hand over Global contributions); run it on one process, "
+                              f"or use target 'cpu'")
+        self.inner, self.world = inner, world
+        self.analysed = a = inner.analysed
+        self.source, self.path = inner.source, inner.path
+        if a.inserts or a.deletes or a.relation.elastic:
+            raise ConfigError(f"kernel {a.kernel_name!r} over {a.relation.name}: elastic "
+                              f"relations (insert/delete) do not run on several ranks yet")
+        self.merge = None
+        if any(isinstance(lay.target, Global) for lay in a.layouts):
+            self.merge = inner.partials = GlobalMerge(world)
+        targets = a.summary.targets()
+        self.touched = tuple(t for t in targets if isinstance(t, Field) and not t.is_key)
+        self.written = frozenset(acc.target for acc in a.summary.accesses
+                                 if acc.mode in ("write", "reduce")
+                                 and isinstance(acc.target, Field))
+        self.keys = plans.key_fields(a)
+        self.plans: dict = {}
+        self.launched: set = set()  # plans launched once (see first_launch)
+        self.bytes_received = 0
+
+    def plan(self, relation, subset):
+        state = (relation.size, tuple(k.version for k in self.keys),
+                 tuple(k.relation.size for k in self.keys))
+        key = (id(subset), subset)
+        p = self.plans.get(key)
+        if p is None or p[0] != state or p[1].part is not partition.of(relation, self.world):
+            built = plans.build(self.analysed, relation, subset, self.world, self._subset)
+            p = self.plans[key] = (state, built)
+        return p[1]
+
+    def _subset(self, rows):
+        return Subset(self.analysed.relation, f"_rank{self.world.rank}_rows", rows)
+
+    def launch(self, relation, subset) -> None:
+        if relation.elastic:
+            raise ConfigError(f"{relation.name} is elastic: elastic relations do not run on "
+                              f"several ranks yet")
+        p = self.plan(relation, subset)
+        for g in p.ghosts:
+            for f in g.fields:
+                self.bytes_received += ghosts.refresh(self.world, f, g)
+        saved = ghosts.detach(self.touched)
+        if self.merge is not None:
+            self.merge.begin(p.part.owner)
+        try:
+            if p in self.launched:
+                self.inner.launch(relation, p.subset)
+            else:
+                self.first_launch(relation, p)
+        finally:
+            ghosts.after_launch(self.world, saved, self.written)
+        if self.merge is not None:
+            self.merge.finish()
+
+    def first_launch(self, relation, p) -> None:
+        """The first launch of a plan compiles (or loads) the code it needs: rank 0 first, then
+        the others, which find its machine code in the shared disk cache. Numba extends a
+        function's cache index by reading and rewriting it, so ranks compiling the same function
+        at once could otherwise interleave their index and data files."""
+        self.launched.add(p)
+        if self.world.rank == 0:
+            try:
+                self.inner.launch(relation, p.subset)
+            finally:  # (a failure then ends every rank: world's excepthook)
+                self.world.comm.Barrier()
+        else:
+            self.world.comm.Barrier()
+            self.inner.launch(relation, p.subset)
+
+    def compile_jobs(self, relation, subset) -> list:
+        """What `rs.precompile` compiles: on rank 0 only (the others load it at their first
+        launch, see `first_launch`)."""
+        jobs = getattr(self.inner, "compile_jobs", None)
+        p = self.plan(relation, subset)
+        return [] if jobs is None or self.world.rank != 0 else jobs(relation, p.subset)

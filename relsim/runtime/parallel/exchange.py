@@ -1,0 +1,73 @@
+"""Moving rows of host arrays between ranks (mpi4py, raw bytes: any dtype and value shape).
+
+* `requests`: each rank tells every owner which of its rows it needs (one all-to-all, when a
+  launch's plan is built), and learns which of its own rows each rank needs;
+* `exchange`: the needed rows of one array, owner to reader (point to point, both ways at once);
+* `gather_all`: every rank's owned rows to every rank (the host's view of a whole field)."""
+from __future__ import annotations
+
+import numpy as np
+
+TAG = 7101
+
+# what this rank received: ghost exchanges (messages, bytes) and host gathers (calls, bytes)
+TRAFFIC = {"ghost_messages": 0, "ghost_bytes": 0, "gathers": 0, "gather_bytes": 0}
+
+
+def _mpi():
+    from mpi4py import MPI
+    return MPI
+
+
+def requests(world, needed: np.ndarray, owner: np.ndarray):
+    """(recv, send): for each other rank q, the rows of `needed` that q owns (received from q),
+    and the rows of this rank that q needs (sent to q). Collective."""
+    by_rank = [needed[owner[needed] == q] for q in range(world.size)]
+    asked = world.comm.alltoall(by_rank)
+    recv = tuple((q, rows) for q, rows in enumerate(by_rank) if q != world.rank and len(rows))
+    send = tuple((q, np.asarray(rows, dtype=np.int64)) for q, rows in enumerate(asked)
+                 if q != world.rank and len(rows))
+    return recv, send
+
+
+def _bytes(buf):
+    return [buf.reshape(-1).view(np.uint8), _mpi().BYTE]
+
+
+def exchange(world, arr: np.ndarray, recv, send) -> int:
+    """arr[rows] for every (q, rows) of `recv` becomes q's values; q receives arr[rows] for every
+    (q, rows) of `send`. Returns the bytes received."""
+    MPI = _mpi()
+    comm = world.comm
+    reqs, incoming, outgoing = [], [], []
+    got = 0
+    for q, rows in recv:
+        buf = np.empty((len(rows),) + arr.shape[1:], dtype=arr.dtype)
+        reqs.append(comm.Irecv(_bytes(buf), source=q, tag=TAG))
+        incoming.append((rows, buf))
+        got += buf.nbytes
+    for q, rows in send:
+        buf = np.ascontiguousarray(arr[rows])
+        outgoing.append(buf)  # alive until sent
+        reqs.append(comm.Isend(_bytes(buf), dest=q, tag=TAG))
+    MPI.Request.Waitall(reqs)
+    for rows, buf in incoming:
+        arr[rows] = buf
+    TRAFFIC["ghost_messages"] += len(incoming)
+    TRAFFIC["ghost_bytes"] += got
+    return got
+
+
+def gather_all(world, arr: np.ndarray, part) -> None:
+    """Every row of arr becomes its owner's value (on every rank). Collective."""
+    MPI = _mpi()
+    mine = np.ascontiguousarray(arr[part.owned_rows])
+    row_bytes = arr.dtype.itemsize * int(np.prod(arr.shape[1:], dtype=np.int64))
+    counts = part.counts.astype(np.int64) * row_bytes
+    displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    buf = np.empty((len(arr),) + arr.shape[1:], dtype=arr.dtype)
+    world.comm.Allgatherv(_bytes(mine), [buf.reshape(-1).view(np.uint8), (counts, displs),
+                                         MPI.BYTE])
+    arr[part.by_rank] = buf
+    TRAFFIC["gathers"] += 1
+    TRAFFIC["gather_bytes"] += buf.nbytes - mine.nbytes

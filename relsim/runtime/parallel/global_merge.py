@@ -1,0 +1,100 @@
+"""Global reductions over several ranks, with the one-process result's bits.
+
+The wrapped launch hands over each Global reduction's contributions instead of folding them
+(`collect`: its slot values, in launch order, and the global row of each launch position). Only
+rows this rank owns count (halo rows run here too, for their reductions into fields, but their
+Global contributions are their owner's). Then, with the other ranks (`finish`, collective):
+
+* float sums: each rank's exact accumulator (`exact_sum`) is gathered and merged with the
+  Global's value before the launch, and rounded once: `math.fsum`'s value, as on one process;
+* min/max and arg-min/arg-max: each rank's first best contribution in row order, with its row;
+  the candidates, in ascending row after the Global's own value, are folded by the arg rule
+  (`cpu_folds.fold_arg`: strictly better or the first NaN): the lowest row wins ties, the lowest
+  row's NaN wins, exactly as a fold in row order over every rank's rows;
+* integer sums and products, and/or: each rank's fold, then the ranks' results in rank order
+  (they commute: wrapping integer arithmetic).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...types import elem_of
+from .. import exact_sum
+from ..backends import cpu_folds
+from ..slots import identity
+
+NO_ROW = np.iinfo(np.int64).max
+
+
+class GlobalMerge:
+    """The sink a wrapped launch hands its Global contributions to (``launch.partials``)."""
+
+    def __init__(self, world):
+        self.world = world
+        self.items = []
+        self.owner = None
+
+    def begin(self, owner) -> None:
+        self.owner = owner
+        self.items.clear()
+
+    def collect(self, g, op, vals, per_row, rows) -> None:
+        """`vals`: (slots, components), `per_row` slots per launch position; `rows`: the global
+        row of each position (None: position i is row i)."""
+        n = len(vals) // per_row if per_row else 0
+        positions = np.arange(n) if rows is None else np.asarray(rows)
+        slot_rows = np.repeat(positions, per_row)
+        counted = self.owner[slot_rows] == self.world.rank
+        self.items.append((g, op, np.ascontiguousarray(vals[counted]), slot_rows[counted]))
+
+    def finish(self) -> None:
+        items, self.items = self.items, []
+        for g, op, vals, rows in items:
+            _merge(self.world, g, op, vals, rows)
+
+
+def _merge(world, g, op, vals, rows) -> None:
+    et = elem_of(g.type)
+    flat = g.data.reshape(-1)
+    comm = world.comm
+    if op == "+" and et.is_float:
+        accs = exact_sum.new_many(flat.shape[0])
+        if len(vals):
+            exact_sum.sum_slots(vals, accs)
+        total = exact_sum.new_many(flat.shape[0])
+        everyone = comm.allgather(accs)
+        rnd = exact_sum.round_f32 if flat.dtype == np.float32 else exact_sum.round_f64
+        for c in range(flat.shape[0]):
+            exact_sum.add(total[c], float(flat[c]))
+            for acc in everyone:
+                exact_sum.merge(total[c], acc[c])
+            flat[c] = rnd(total[c])
+        return
+    if op in ("min", "max", "argmin", "argmax"):
+        is_min = op in ("min", "argmin")
+        ident = np.array([identity(op, et)], dtype=flat.dtype)
+        mine = []
+        for c in range(flat.shape[0]):
+            best, brow = ident.copy(), np.array([NO_ROW])
+            if len(vals):
+                cpu_folds.fold_arg(best, brow, np.ascontiguousarray(vals[:, c:c + 1]), 1,
+                                   rows, True, is_min)
+            mine.append((best[0], brow[0]))
+        everyone = comm.allgather(mine)
+        for c in range(flat.shape[0]):
+            cands = sorted((pair[c] for pair in everyone), key=lambda p: p[1])
+            cvals = np.array([[v] for v, _ in cands], dtype=flat.dtype)
+            crows = np.array([r for _, r in cands], dtype=np.int64)
+            value = flat[c:c + 1].copy()
+            row = g._row_data.copy() if op.startswith("arg") else np.array([-1])
+            cpu_folds.fold_arg(value, row, cvals, 1, crows, True, is_min)
+            flat[c] = value[0]
+            if op.startswith("arg"):
+                g._row_data[0] = row[0]
+        return
+    part = np.full(flat.shape, identity(op, et), dtype=flat.dtype)
+    fold = cpu_folds.fold_bool if et.is_bool else cpu_folds.fold_num
+    if len(vals):
+        fold(part, vals, cpu_folds.OPS[op])
+    everyone = np.array(comm.allgather(part), dtype=flat.dtype)
+    fold(flat, everyone, cpu_folds.OPS[op])

@@ -1,0 +1,175 @@
+"""Which rank owns each row of a relation (every rank computes the same answer, from the same
+relations: no communication).
+
+* a structured grid: blocks along the axes (`grid_owners`), the rank counts per axis chosen
+  to keep blocks near-cubic; any rank count works;
+* a relation with a key field into another relation: each row goes with the row its first key
+  field's first key names (edges with their tail vertex, cells with their first node), so the
+  rows a kernel reaches through keys are mostly on the same rank;
+* otherwise (mesh vertices, nodes): recursive coordinate bisection (`rcb`) of its first float
+  vector field of 2 or 3 components when it has one (positions), else contiguous blocks of rows.
+
+`rs.partition(R, method=..., coords=...)` chooses for one relation instead. Ownership decides
+only where rows are computed: results are the same bits for any partition.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ...errors import ConfigError
+from ...types import VecType
+
+METHODS = ("auto", "blocks", "rcb")
+
+_requests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # relation -> (method, coords)
+
+
+class Partition:
+    """How a relation's rows are distributed (``R.partition`` when running on several ranks).
+
+    ``rank``, ``nranks``; ``owner`` (the owning rank of every row); ``owned`` (how many rows this
+    rank owns) and ``owned_rows``; ``ghosts``: how many rows it does not own but holds copies of
+    (read by its kernels) or computes redundantly (to fold its own rows' reductions)."""
+
+    def __init__(self, relation, rank: int, nranks: int, owner: np.ndarray, method: str):
+        self.relation_name = relation.name
+        self.size = relation.size
+        self.rank, self.nranks, self.method = rank, nranks, method
+        self.owner = owner
+        self.owner.flags.writeable = False
+        self.owned_rows = np.flatnonzero(owner == rank)
+        self.owned_rows.flags.writeable = False
+        self.counts = np.bincount(owner, minlength=nranks)
+        # rows of each rank, ranks in order (each ascending): how host gathers lay them out
+        self.by_rank = np.argsort(owner, kind="stable")
+        self.ghost_rows = np.zeros(0, dtype=np.int64)
+
+    @property
+    def owned(self) -> int:
+        return len(self.owned_rows)
+
+    @property
+    def ghosts(self) -> int:
+        return len(self.ghost_rows)
+
+    def add_ghosts(self, rows) -> None:
+        self.ghost_rows = np.union1d(self.ghost_rows, rows)
+
+    def __repr__(self) -> str:
+        return (f"<Partition of {self.relation_name}: rank {self.rank} of {self.nranks} owns "
+                f"{self.owned} of {self.size} rows, {self.ghosts} ghost rows ({self.method})>")
+
+
+def request(relation, method: str = "auto", coords=None) -> None:
+    """Record how `relation` is to be partitioned when kernels run on several ranks."""
+    if method not in METHODS:
+        raise ConfigError(f"partition method must be one of {', '.join(METHODS)}, got "
+                          f"{method!r}")
+    if coords is not None and getattr(coords, "relation", None) is not relation:
+        raise ConfigError(f"partition of {relation.name}: coords must be a field of "
+                          f"{relation.name}, got {coords!r}")
+    if relation.partition is not None:
+        raise ConfigError(f"{relation.name} is partitioned already ({relation.partition!r}); "
+                          f"call rs.partition before its first kernel runs")
+    _requests[relation] = (method, coords)
+
+
+def of(relation, world) -> Partition:
+    """`relation`'s partition over `world` (computed once, and again if its size changed)."""
+    p = relation.partition
+    if p is None or p.size != relation.size:
+        owner, method = owners(relation, world.size, set())
+        p = relation.partition = Partition(relation, world.rank, world.size, owner, method)
+    return p
+
+
+def owners(relation, nranks: int, visiting: set):
+    """(owning rank of every row, how it was decided)."""
+    method, coords = _requests.get(relation, ("auto", None))
+    n = relation.size
+    if method == "blocks":
+        return blocks(n, nranks), "blocks"
+    if method == "rcb" or coords is not None:
+        field = coords or _coordinates(relation)
+        if field is None:
+            raise ConfigError(f"partition of {relation.name} by rcb needs coordinates: pass "
+                              f"coords=<a float vector field of {relation.name}>")
+        return rcb(field.data.reshape(n, -1), nranks), f"rcb on {field.name}"
+    if relation.grid is not None:
+        return grid_owners(relation.grid, nranks), "grid blocks"
+    visiting = visiting | {id(relation)}
+    for f in relation.fields.values():
+        t = getattr(f, "target", None)
+        if f.is_key and t is not relation and id(t) not in visiting and t.size > 0 and n > 0:
+            if t.partition is not None and t.partition.size == t.size:
+                target_owner = t.partition.owner
+            else:
+                target_owner, _ = owners(t, nranks, visiting)
+            keys = f.data.reshape(n, -1)[:, 0]
+            return target_owner[keys].astype(np.int32), f"with {t.name} through {f.name}"
+    field = _coordinates(relation)
+    if field is not None:
+        return rcb(field.data.reshape(n, -1), nranks), f"rcb on {field.name}"
+    return blocks(n, nranks), "blocks"
+
+
+def _coordinates(relation):
+    for f in relation.fields.values():
+        t = f.type
+        if isinstance(t, VecType) and t.n in (2, 3) and t.elem.is_float:
+            return f
+    return None
+
+
+def blocks(n: int, nranks: int) -> np.ndarray:
+    """Contiguous blocks of rows, sizes differing by at most one."""
+    return (np.arange(n, dtype=np.int64) * nranks // max(n, 1)).astype(np.int32)
+
+
+def rcb(xyz: np.ndarray, nranks: int) -> np.ndarray:
+    """Recursive coordinate bisection: split along the widest axis, in proportion to the rank
+    counts of the two halves, until each part has one rank (ties broken by row: deterministic)."""
+    owner = np.zeros(len(xyz), dtype=np.int32)
+    stack = [(np.arange(len(xyz)), 0, nranks)]
+    while stack:
+        rows, first, count = stack.pop()
+        if count == 1 or len(rows) == 0:
+            owner[rows] = first
+            continue
+        pts = xyz[rows]
+        axis = int(np.argmax(pts.max(axis=0) - pts.min(axis=0))) if len(rows) else 0
+        order = rows[np.lexsort((rows, pts[:, axis]))]
+        left = count // 2
+        cut = len(rows) * left // count
+        stack.append((np.sort(order[:cut]), first, left))
+        stack.append((np.sort(order[cut:]), first + left, count - left))
+    return owner
+
+
+def grid_dims(shape, nranks: int) -> tuple:
+    """Ranks per axis (their product is `nranks`): each prime factor, largest first, goes to
+    the axis whose blocks are longest."""
+    dims = [1] * len(shape)
+    factors, m, p = [], nranks, 2
+    while m > 1:
+        while m % p == 0:
+            factors.append(p)
+            m //= p
+        p += 1
+    for f in sorted(factors, reverse=True):
+        axis = max(range(len(shape)), key=lambda a: (shape[a] / dims[a], -a))
+        dims[axis] *= f
+    return tuple(dims)
+
+
+def grid_owners(grid, nranks: int) -> np.ndarray:
+    dims = grid_dims(grid.shape, nranks)
+    coords = grid.coords(np.arange(int(np.prod(grid.shape))))
+    owner = np.zeros(len(coords[0]), dtype=np.int64)
+    stride = 1
+    for c, n, d in zip(coords, grid.shape, dims):
+        owner += (c * d // n) * stride
+        stride *= d
+    return owner.astype(np.int32)

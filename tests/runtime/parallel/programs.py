@@ -1,0 +1,189 @@
+"""Programs the MPI tests run under ``mpiexec -n N`` (and on one process, for the answer they
+must equal): ``python programs.py NAME TARGET OUTDIR``. Each rank writes ``OUTDIR/<rank>.json``:
+digests of every field and Global it computed, gathered to every rank as the host sees them."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+
+import relsim as rs
+
+
+def digest(*arrays) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:20]
+
+
+def shuffled_graph(n_v=300, n_e=1100, seed=3):
+    """A random graph (vertices and edges in no spatial order), with positions."""
+    rng = np.random.default_rng(seed)
+    V = rs.Relation("V", n_v)
+    E = rs.Relation("E", n_e)
+    V.new_field("pos", rs.vec(2, rs.f64)).load(rng.random((n_v, 2)))
+    E.new_key_field("tail", V).load(rng.integers(0, n_v, n_e))
+    E.new_key_field("head", V).load(rng.integers(0, n_v, n_e))
+    E.new_field("k", rs.f64).load(rng.random(n_e) + 0.5)
+    V.new_field("T", rs.f64).load(rng.random(n_v))
+    V.new_field("flux", rs.f64)
+    V.new_field("count", rs.i64)
+    return V, E
+
+
+def heat(outdir):
+    """The DESIGN example (edges conduct, vertices update, a Global sum), plus every kind of
+    Global reduction, a subset launch, a grouping loop, and keys through locals."""
+    V, E = shuffled_graph()
+    E.group_by("tail", "out")
+    dt = rs.Global(rs.f64, 0.1)
+    total = rs.Global(rs.f64, 0.0)
+    hottest = rs.Global(rs.f64, 0.0)
+    coldest = rs.Global(rs.f64, 10.0)
+    nedges = rs.Global(rs.i64, 0)
+    any_hot = rs.Global(rs.bool_, False)
+    top = rs.Global(rs.vec(2, rs.f64), 0.0)
+
+    @rs.kernel
+    def conduct(e):
+        a = e.tail
+        d = e.k * (e.head.T - a.T)
+        a.flux += d
+        e.head.flux -= d
+        e.head.count += 1
+
+    @rs.kernel
+    def update(v):
+        v.T += dt * v.flux
+        v.flux = 0.0
+        total += v.T
+        rs.reduce_argmax(hottest, v.T)
+        coldest = min(coldest, v.T)
+        any_hot |= v.T > 0.9
+        top = max(top, v.pos * v.T)
+
+    @rs.kernel
+    def fan_out(v):
+        s = 0.0
+        for e in v.out:
+            s += e.k * e.head.T
+        v.flux = s * 1e-3
+
+    @rs.kernel
+    def count_edges(e):
+        nedges += 1
+
+    history = []
+    left = E.subset("left", E.tail.numpy() < 150)
+    for _ in range(12):
+        total.value = 0.0
+        E.foreach(conduct)
+        V.foreach(update)
+        V.foreach(fan_out)
+        left.foreach(count_edges)
+        history.append((total.value, hottest.value, hottest.row, coldest.value,
+                        nedges.value, any_hot.value, *top.value))
+    return {"T": digest(V.T.numpy()), "flux": digest(V.flux.numpy()),
+            "count": digest(V.count.numpy()), "history": repr(history)}
+
+
+def tetheat(outdir):
+    """tetheat on a box mesh whose vertices and tets are shuffled (no locality in row order),
+    writing a .pvd (VTU) and an .xdmf (HDF5) time series to `outdir`/files."""
+    from relsim.domains import tetmesh
+    from simulations import tetheat as sim
+    points, tets = tetmesh.box_arrays(5, 4, 3)
+    rng = np.random.default_rng(7)
+    perm = rng.permutation(len(points))
+    inverse = np.argsort(perm)
+    mesh = tetmesh.from_arrays(points[perm], inverse[tets][rng.permutation(len(tets))])
+    initial, history, dt = sim.simulate(mesh, steps=15, output=os.path.join(outdir, "files"),
+                                        every=5)
+    return {"T": digest(mesh.vertices.T.numpy()), "history": [h.hex() for h in history],
+            "dt": dt.hex()}
+
+
+def diffusion2d(outdir):
+    from simulations import diffusion2d as sim
+    err, steps = sim.run(20, t_end=0.003)
+    return {"error": err.hex(), "steps": steps}
+
+
+def failing(outdir):
+    """Rank 1 raises a RelsimError in the middle of a run; the others go on to a collective."""
+    V, E = shuffled_graph()
+
+    @rs.kernel
+    def conduct(e):
+        e.head.flux += e.k * e.tail.T
+
+    E.foreach(conduct)
+    if rs.ranks().rank == 1:
+        V.new_field("T", rs.f64)  # a SchemaError: T exists
+    V.flux.numpy()  # the others wait here for rank 1
+    return {}
+
+
+def small(outdir):
+    """Fewer rows than ranks, a bounded 3-D grid with an interior stencil and boundary writes,
+    and a scatter through grid offsets."""
+    from relsim.domains import grid
+    R = rs.Relation("R", 2)
+    R.new_field("x", rs.f64).load([2.5, -1.0])
+    low = rs.Global(rs.f64, 0.0)
+    n = rs.Global(rs.i64, 0)
+
+    @rs.kernel
+    def smallest(r):
+        rs.reduce_argmin(low, r.x)
+        n += 1
+
+    R.foreach(smallest)
+    g = grid.Grid((7, 5, 4), spacing=0.1)
+    C = g.cells
+    C.new_field("u", rs.f64).load(np.sin(np.arange(C.size) * 0.37))
+    C.new_field("lap", rs.f64)
+    C.new_field("w", rs.f64)
+
+    @rs.kernel
+    def laplace(c):
+        c.lap = c(1, 0, 0).u + c(-1, 0, 0).u + c(0, 1, 0).u + c(0, -1, 0).u + c(0, 0, 1).u \
+            + c(0, 0, -1).u - 6.0 * c.u
+
+    @rs.kernel
+    def edge_value(c):
+        c.lap = -c.u
+
+    @rs.kernel
+    def spread(c):
+        c(1, 0, 0).w += 0.5 * c.lap
+        c(0, 1, 0).w += 0.25 * c.lap
+
+    for _ in range(3):
+        g.interior(1).foreach(laplace)
+        g.boundary(1).foreach(edge_value)
+        g.interior(1).foreach(spread)
+        C.u.swap(C.lap)
+    return {"low": [low.value, low.row], "n": n.value, "u": digest(C.u.numpy()),
+            "w": digest(C.w.numpy())}
+
+
+PROGRAMS = {"small": small, "heat": heat, "tetheat": tetheat, "diffusion2d": diffusion2d,
+            "failing": failing}
+
+
+def main(argv) -> None:
+    name, target, outdir = argv
+    rs.configure(target=target)
+    out = PROGRAMS[name](outdir)
+    r = rs.ranks()
+    with open(os.path.join(outdir, f"{r.rank}.json"), "w") as f:
+        json.dump({"rank": r.rank, "size": r.size, **out}, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

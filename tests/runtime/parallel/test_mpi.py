@@ -1,0 +1,114 @@
+"""The same programs under ``mpiexec -n 2`` and ``-n 3`` (oversubscribed on a small machine is
+fine): every rank must print the one-process answer, bit for bit; a rank that fails must end
+them all. Each program runs in fresh processes (`programs.py`), sharing the compile cache, so
+several ranks compile the same kernels at once."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+PROGRAMS = Path(__file__).with_name("programs.py")
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or \
+    shutil.which("mpiexec")
+
+pytestmark = pytest.mark.skipif(MPIEXEC is None, reason='no mpiexec: pip install "relsim[mpi]"')
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.pop("PMI_SIZE", None)
+    return env
+
+
+def run(command, ranks: int, timeout: float = 240):
+    """The completed process of `command` on `ranks` ranks (1: no launcher at all)."""
+    cmd = list(command) if ranks == 1 else [MPIEXEC, "-n", str(ranks), *command]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env(),
+                          cwd=ROOT)
+
+
+def digests(name: str, target: str, ranks: int, tmp: Path) -> list:
+    outdir = tmp / f"{name}-{target}-{ranks}"
+    outdir.mkdir()
+    p = run([sys.executable, str(PROGRAMS), name, target, str(outdir)], ranks)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = [json.loads(f.read_text()) for f in sorted(outdir.glob("*.json"))]
+    assert sorted(d["rank"] for d in out) == list(range(ranks)), p.stderr[-2000:]
+    return out
+
+
+def same_as_one_process(name: str, target: str, ranks: int, tmp: Path) -> None:
+    (one,) = digests(name, target, 1, tmp)
+    for d in digests(name, target, ranks, tmp):
+        got = {k: v for k, v in d.items() if k not in ("rank", "size")}
+        want = {k: v for k, v in one.items() if k not in ("rank", "size")}
+        assert got == want, f"rank {d['rank']} of {ranks} differs from one process"
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("target", ["cpu", "interp"])
+def test_design_example_and_every_global_reduction(target, ranks, tmp_path):
+    same_as_one_process("heat", target, ranks, tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_tetheat_on_a_shuffled_mesh_and_its_output_files(ranks, tmp_path):
+    same_as_one_process("tetheat", "cpu", ranks, tmp_path)
+    one, many = tmp_path / "tetheat-cpu-1" / "files", tmp_path / f"tetheat-cpu-{ranks}" / "files"
+    names = sorted(p.name for p in one.iterdir())
+    assert names == sorted(p.name for p in many.iterdir())
+    assert "tetheat.pvd" in names and "tetheat.xdmf" in names and len(names) > 4
+    for name in names:
+        if name.endswith(".h5"):
+            assert h5_arrays(many / name) == h5_arrays(one / name), name
+        else:
+            assert (many / name).read_bytes() == (one / name).read_bytes(), name
+
+
+def h5_arrays(path) -> dict:
+    import h5py
+    out = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda k, v: out.__setitem__(k, v[()].tobytes())
+                     if isinstance(v, h5py.Dataset) else None)
+    return out
+
+
+@pytest.mark.parametrize("target", ["cpu", "interp"])
+def test_few_rows_bounded_grids_and_scatters_through_offsets(target, tmp_path):
+    same_as_one_process("small", target, 3, tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_diffusion2d_on_a_periodic_grid(ranks, tmp_path):
+    same_as_one_process("diffusion2d", "cpu", ranks, tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_airfoil_prints_the_same_numbers(ranks):
+    cmd = [sys.executable, "-m", "relsim.cli", "run", "airfoil", "--size", "24", "12",
+           "--iterations", "12", "--every", "4"]
+    one, many = run(cmd, 1), run(cmd, ranks)
+    assert one.returncode == 0 and many.returncode == 0, many.stderr[-3000:]
+    def numbers(out):  # every line but those with timings, and the target's
+        return [ln for ln in out.splitlines() if not re.search(r"\d s\b|\bs;|seconds", ln)
+                and not ln.startswith("target ")]
+    assert numbers(many.stdout) == numbers(one.stdout)  # (rank 0 alone prints)
+    assert f"on each of {ranks} MPI ranks" in many.stdout
+    assert any(ln.startswith("sha256(q)") for ln in numbers(one.stdout))
+    assert len(numbers(one.stdout)) > 4
+
+
+def test_a_failing_rank_ends_every_rank(tmp_path):
+    p = run([sys.executable, str(PROGRAMS), "failing", "cpu", str(tmp_path)], 3, timeout=120)
+    assert p.returncode != 0
+    assert "rank 1 of 3" in p.stderr and "SchemaError" in p.stderr, p.stderr[-2000:]
