@@ -45,7 +45,7 @@ def _heat(n):
         heat.value = 0.0
         E.foreach(conduct)
         V.foreach(update)
-    return step, [V, E], lambda: [V.T.numpy(), np.array([heat.value])]
+    return step, [V, E], lambda: [V.T.numpy(copy=True), np.array([heat.value])]
 
 
 def _tetheat(n):
@@ -62,7 +62,7 @@ def _tetheat(n):
         heat.value = 0.0
         E.foreach(conduct)
         V.foreach(update)
-    return step, [V, E, mesh.tets], lambda: [V.T.numpy(), np.array([heat.value])]
+    return step, [V, E, mesh.tets], lambda: [V.T.numpy(copy=True), np.array([heat.value])]
 
 
 def _diffusion2d(n):
@@ -82,7 +82,7 @@ def _diffusion2d(n):
     def step():
         C.foreach(stencil)
         C.u.swap(C.un)
-    return step, [C], lambda: [C.u.numpy()]
+    return step, [C], lambda: [C.u.numpy(copy=True)]
 
 
 WORKLOADS = {"heat": _heat, "tetheat": _tetheat, "diffusion2d": _diffusion2d}

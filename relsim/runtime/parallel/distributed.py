@@ -72,7 +72,7 @@ class DistributedLaunch(Launch):
                 self.bytes_received += ghosts.refresh(self.world, f, g)
         saved = ghosts.detach(self.touched)
         if self.merge is not None:
-            self.merge.begin(p.part.owner)
+            self.merge.begin(p)
         try:
             if p in self.launched:
                 self.inner.launch(relation, p.subset)

@@ -32,20 +32,24 @@ class GlobalMerge:
     def __init__(self, world):
         self.world = world
         self.items = []
-        self.owner = None
+        self.plan = None
 
-    def begin(self, owner) -> None:
-        self.owner = owner
+    def begin(self, plan) -> None:
+        self.plan = plan
         self.items.clear()
 
     def collect(self, g, op, vals, per_row, rows) -> None:
         """`vals`: (slots, components), `per_row` slots per launch position; `rows`: the global
         row of each position (None: position i is row i)."""
-        n = len(vals) // per_row if per_row else 0
-        positions = np.arange(n) if rows is None else np.asarray(rows)
-        slot_rows = np.repeat(positions, per_row)
-        counted = self.owner[slot_rows] == self.world.rank
-        self.items.append((g, op, np.ascontiguousarray(vals[counted]), slot_rows[counted]))
+        p = self.plan
+        positions = np.arange(len(vals) // per_row if per_row else 0) if rows is None else rows
+        arg = op in ("min", "max", "argmin", "argmax")  # (the others need no rows)
+        if len(p.halo) == 0:  # every executed row is this rank's: every slot counts
+            self.items.append((g, op, vals, np.repeat(positions, per_row) if arg else None))
+            return
+        counted = np.repeat(p.owned_positions, per_row)
+        self.items.append((g, op, np.ascontiguousarray(vals[counted]),
+                           np.repeat(positions, per_row)[counted] if arg else None))
 
     def finish(self) -> None:
         items, self.items = self.items, []

@@ -36,7 +36,7 @@ class RelationGhosts:
 
 
 class Plan:
-    __slots__ = ("subset", "rows", "ghosts", "part", "halo")
+    __slots__ = ("subset", "rows", "ghosts", "part", "halo", "owned_positions")
 
     def __init__(self, subset, rows, ghosts, part, halo):
         self.subset = subset  # what the wrapped launch runs over (a Subset, or None: every row)
@@ -44,6 +44,7 @@ class Plan:
         self.ghosts = ghosts  # RelationGhosts, in the kernel's order of first access
         self.part = part  # the launch relation's Partition
         self.halo = halo  # executed rows this rank does not own
+        self.owned_positions = part.owner[rows] == part.rank  # per executed row: this rank's?
 
 
 def reads(analysed) -> list:
