@@ -196,8 +196,14 @@ class CudaExecutable(Launch):
             flags_dev.copy_to_device(flags)
 
     # -- binding --------------------------------------------------------------------------
+    def slots_name(self, lay) -> str:
+        """How a DeviceMemoryError names reduction layout `lay`'s slots."""
+        t = lay.target
+        into = f"field {t.qualname}" if isinstance(t, Field) else \
+            (f"Global {t.name!r}" if t.name else "a Global")
+        return f"the reduction slots of kernel {self.analysed.kernel_name!r} into {into}"
+
     def bind(self, relation, subset, versions) -> _Binding:
-        cuda = cuda_runtime.cuda()
         b = _Binding()
         b.versions = versions
         b.n = relation.size if subset is None else len(subset.rows)
@@ -217,7 +223,7 @@ class CudaExecutable(Launch):
                 case ReductionSlots(layout=lay):
                     host = _slot_array(lay, b.n)
                     slots[id(lay)] = host
-                    args.append(cuda_memory.upload(host, "slots"))
+                    args.append(cuda_memory.upload(host, "slots", what=self.slots_name(lay)))
                 case DeleteFlags():
                     b.deleted = cuda_memory.upload(np.zeros(relation.size, dtype=bool), "rows")
                     args.append(b.deleted)
@@ -245,7 +251,8 @@ class CudaExecutable(Launch):
                 b.folds.append((lay.target, vals, host,
                                 CpuExecutable.make_fold(lay, host, b)))
                 continue
-            tgt = cuda.to_device(np.full(b.n * lay.per_row, -1, dtype=np.int64))
+            tgt = cuda_memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
+                                     what=f"the slot targets of {self.slots_name(lay)}")
             launch_args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
             self.targets[k][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev,
                                          *launch_args, tgt)
