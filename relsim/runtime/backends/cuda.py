@@ -17,7 +17,10 @@ Launch path:
      backend's folds (exact float sums `exact_sum.fold_of`, ordered folds for min/max/arg);
   5. rows inserted or deleted by the kernel: the flags and values are downloaded and the rows
      changed on the host, as on the cpu (a host round trip: the fields' device copies are
-     downloaded first and are stale afterwards, uploaded again by the next launch).
+     downloaded first and are stale afterwards, uploaded again by the next launch; its cost per
+     launch is measured by `bench/gpu_check.py`, part ``elastic``).
+
+An array the device has no room for is a `DeviceMemoryError` (`cuda_memory.upload`).
 
 Each launch downloads its error word (index checks), a synchronisation per launch. Not yet on
 this target: debug checks (`Config(debug=True)`), nested grid loops, the cpu's direct/split
