@@ -22,9 +22,13 @@ Launch path:
 
 An array the device has no room for is a `DeviceMemoryError` (`cuda_memory.upload`).
 
-Each launch downloads its error word (index checks), a synchronisation per launch. Not yet on
-this target: debug checks (`Config(debug=True)`), nested grid loops, the cpu's direct/split
-scatter (every key reduction parks its contributions in slots), streams.
+Each launch downloads its error word (index checks), a synchronisation per launch. With
+`Config(debug=True)` the kernel is lowered with its debug checks (the shared lowering, as on the
+cpu) into per-position arrays on the device; when the error word says a check failed (-1, set
+beside them by the launcher's test below) they are downloaded and the lowest row's first check is
+raised (`CpuExecutable.check_debug`), before any gather, fold or row change. Not yet on this
+target: nested grid loops, the cpu's direct/split scatter (every key reduction parks its
+contributions in slots), streams.
 """
 from __future__ import annotations
 
@@ -33,8 +37,10 @@ import numpy as np
 from ...errors import ConfigError
 from ...relations.field import Field
 from ...types import elem_of
-from .. import affine, cache
+from .. import affine, cache, debug_checks
 from ..lowering import (
+    DebugFirst,
+    DebugValues,
     DeleteFlags,
     FieldStorage,
     GlobalStorage,
@@ -43,6 +49,7 @@ from ..lowering import (
     InsertFlags,
     InsertValues,
     ReductionSlots,
+    RelationSize,
 )
 from ..lowering.cuda_rows import CudaLowerer
 from ..lowering.emit import unparse
@@ -84,23 +91,22 @@ class CudaBackend(Backend):
         return None
 
     def compile(self, analysed, options):
-        if options.debug:
-            raise ConfigError("target 'cuda' has no debug checks yet (Config(debug=True)): "
-                              "debug on target 'cpu' or 'interp'")
         why = self.unavailable()
         if why is not None:
             raise ConfigError(f"target 'cuda' is not available: {why}")
-        lowerer = CudaLowerer(analysed)
+        sites = debug_checks.Sites() if options.debug else None
+        lowerer = CudaLowerer(analysed, debug=sites)
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
-            f"for numba.cuda\n" + unparse(lowerer.module()) + "\n"
+            f"for numba.cuda" + (", with debug checks" if sites is not None else "") + "\n" + \
+            unparse(lowerer.module()) + "\n"
         mod = cache.module_for(source, options.cache_path(),
                                _safe(analysed.kernel_name) + "_cuda")
-        return CudaExecutable(analysed, lowerer.params.items, mod, source)
+        return CudaExecutable(analysed, lowerer.params.items, mod, source, sites)
 
 
 class _Binding:
     __slots__ = ("versions", "n", "rows", "has_rows", "rows_dev", "args", "gathers", "folds",
-                 "deleted", "inserts")
+                 "deleted", "inserts", "debug")
 
 
 def _shape(n: int):
@@ -110,9 +116,10 @@ def _shape(n: int):
 
 
 class CudaExecutable(Launch):
-    def __init__(self, analysed, params, mod, source):
+    def __init__(self, analysed, params, mod, source, sites=None):
         cuda = cuda_runtime.cuda()
         self.analysed = analysed
+        self.sites = sites  # debug_checks.Sites of the debug variant (None: no checks)
         self.params = params
         self.source = source
         self.path = mod.__file__
@@ -130,6 +137,8 @@ class CudaExecutable(Launch):
                 case GroupOffsets(grouping=g) | GroupRows(grouping=g):
                     rels[id(g.source)] = g.source
                     rels[id(g.target)] = g.target
+                case RelationSize(relation=r):  # bound per binding: re-bind when it changes
+                    rels[id(r)] = r
         self.relations = tuple(rels.values())
         # fields the kernel writes on the device: its stores, and its key reductions (gathers)
         summary, passed = analysed.summary, {id(p.field) for p in params
@@ -153,6 +162,8 @@ class CudaExecutable(Launch):
         devs = {id(p.field): a for p, a in zip(self.params, args) if isinstance(p, FieldStorage)}
         self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev, *args)
         cuda_memory.download(self.err_dev, "error", self.err)
+        if b.debug is not None:
+            self.check_debug(b, relation, subset)
         if self.err[0]:
             self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
             CpuExecutable.raise_flagged(self, self.err)
@@ -167,6 +178,18 @@ class CudaExecutable(Launch):
             fold()
         if b.deleted is not None or b.inserts:
             self.change_rows(relation, b)
+
+    def check_debug(self, b, relation, subset) -> None:
+        """Debug mode: download the per-position first failed check and its value and raise the
+        lowest row's (`CpuExecutable.check_debug`; the binding is dropped)."""
+        first_dev, values_dev = b.debug
+        first = cuda_memory.download(first_dev, "debug")
+        if not first.any():
+            return
+        values = cuda_memory.download(values_dev, "debug")
+        self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
+        b.debug = (first, values)
+        CpuExecutable.check_debug(self, b, relation, subset)
 
     def argument(self, p, bound):
         """The device array of parameter p (bound: what the binding holds for it, or None)."""
@@ -214,7 +237,7 @@ class CudaExecutable(Launch):
         b.rows = subset.rows if b.has_rows else np.zeros(0, dtype=np.int64)
         b.rows_dev = cuda_memory.upload(b.rows, "rows")
         affine.check_launch_space(self.analysed, relation, b.rows if b.has_rows else None)
-        args, slots, b.deleted, inserts = [], {}, None, {}
+        args, slots, b.deleted, inserts, debug = [], {}, None, {}, [None, None]
         for p in self.params:
             match p:
                 case FieldStorage() | GlobalStorage():  # current at each launch
@@ -230,6 +253,14 @@ class CudaExecutable(Launch):
                 case DeleteFlags():
                     b.deleted = cuda_memory.upload(np.zeros(relation.size, dtype=bool), "rows")
                     args.append(b.deleted)
+                case RelationSize(relation=r):  # bound: the versions include every size
+                    args.append(cuda_memory.upload(np.array([r.size], dtype=np.int64), "rows"))
+                case DebugFirst():
+                    debug[0] = cuda_memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
+                    args.append(debug[0])
+                case DebugValues():
+                    debug[1] = cuda_memory.upload(np.zeros(b.n, dtype=np.int64), "debug")
+                    args.append(debug[1])
                 case InsertFlags(index=k, layout=lay):
                     flags = cuda_memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
                     inserts.setdefault(k, [lay.target, None, {}])[1] = flags
@@ -242,6 +273,7 @@ class CudaExecutable(Launch):
                 case _:
                     raise TypeError(f"cuda backend: no binding for parameter {p!r}")
         b.args = tuple(args)
+        b.debug = tuple(debug) if debug[0] is not None else None
         b.inserts = tuple(tuple(v) for v in inserts.values())
         b.gathers, b.folds = [], []
         for k, lay in enumerate(self.analysed.layouts):
@@ -265,6 +297,8 @@ class CudaExecutable(Launch):
                 ids = cpu_folds.shared_ids(ids, lay.per_row, lay.stored_per_row, lay.stores)
             b.gathers.append((k, lay.target, cuda_memory.upload(off, "index"),
                               cuda_memory.upload(ids, "index"), vals))
+        if b.debug is not None:  # the targets_<k> runs above recorded too: the kernel will
+            b.debug[0].copy_to_device(np.zeros(b.n, dtype=np.int32))
         self.bindings[subset] = b
         return b
 
