@@ -24,9 +24,9 @@ An array the device has no room for is a `DeviceMemoryError` (`cuda_memory.uploa
 
 Each launch downloads its error word (index checks), a synchronisation per launch. With
 `Config(debug=True)` the kernel is lowered with its debug checks (the shared lowering, as on the
-cpu) into per-position arrays on the device; when the error word says a check failed (-1, set
-beside them by the launcher's test below) they are downloaded and the lowest row's first check is
-raised (`CpuExecutable.check_debug`), before any gather, fold or row change. Not yet on this
+cpu) into per-position arrays on the device; after each launch the first-failure array is
+downloaded (debug launches only) and, when a row failed, the lowest row's first check is raised
+(`CpuExecutable.check_debug`), before any gather, fold or row change. Not yet on this
 target: nested grid loops, the cpu's direct/split scatter (every key reduction parks its
 contributions in slots), streams.
 """
