@@ -26,6 +26,7 @@ from .config import Config, configure
 from .errors import (
     ConfigError,
     DataError,
+    DeviceMemoryError,
     DomainError,
     KernelCheckError,
     KernelError,
@@ -67,6 +68,6 @@ __all__ = [
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "KernelCheckError", "DataError", "SchemaError",
-    "ConfigError", "DomainError", "RelsimWarning",
+    "ConfigError", "DomainError", "DeviceMemoryError", "RelsimWarning",
     "write", "__version__",
 ]

@@ -107,6 +107,11 @@ class KernelCheckError(KernelRuntimeError):
         return self._render()
 
 
+class DeviceMemoryError(RelsimError, MemoryError):
+    """An array does not fit in the device's memory (target ``cuda``): names the field and its
+    relation (or what else was uploaded) and its size in bytes."""
+
+
 class RelsimWarning(UserWarning):
     """Something relsim does that is probably not what the script meant (e.g. a captured Python
     value changed after the kernel was compiled: the kernel keeps the compile-time value)."""

@@ -1,7 +1,8 @@
-"""NVIDIA Warp peer of the tet heat step (bench/peers/heat_tet.py): the ``cpu`` device, f64
-arrays, the edge scatter with ``wp.atomic_add`` / ``wp.atomic_sub``, then the vertex update.
-Warp runs CPU kernels on one thread (its CPU backend does not parallelise a launch), so this
-peer is single-threaded at every thread count. Importing this module imports warp."""
+"""NVIDIA Warp peer of the tet heat step (bench/peers/heat_tet.py): the ``cpu`` device (or
+``Heat(device="cuda")``: bench/gpu_check.py), f64 arrays, the edge scatter with
+``wp.atomic_add`` / ``wp.atomic_sub``, then the vertex update. Warp runs CPU kernels on one
+thread (its CPU backend does not parallelise a launch), so on the cpu this peer is
+single-threaded at every thread count. Importing this module imports warp."""
 
 import numpy as np
 import warp as wp
@@ -35,21 +36,22 @@ def update(dt: wp.float64, c: wp.array(dtype=wp.float64), T: wp.array(dtype=wp.f
 
 
 class Heat:
-    """The mesh and the state as Warp arrays on the CPU device."""
+    """The mesh and the state as Warp arrays on `device` (default the CPU)."""
 
-    def __init__(self, head, tail, k, c, dt):
+    def __init__(self, head, tail, k, c, dt, device=DEVICE):
         wp.init()
+        self.device = device
 
         def arr(a, dtype):
-            return wp.array(np.ascontiguousarray(a), dtype=dtype, device=DEVICE)
+            return wp.array(np.ascontiguousarray(a), dtype=dtype, device=self.device)
 
         self.k = arr(np.asarray(k, dtype=np.float64), wp.float64)
         self.head = arr(np.asarray(head, dtype=np.int32), wp.int32)
         self.tail = arr(np.asarray(tail, dtype=np.int32), wp.int32)
         self.c = arr(np.asarray(c, dtype=np.float64), wp.float64)
-        self.T = wp.zeros(len(c), dtype=wp.float64, device=DEVICE)
-        self.Q = wp.zeros(len(c), dtype=wp.float64, device=DEVICE)
-        self.flux = wp.zeros(len(c), dtype=wp.float64, device=DEVICE)
+        self.T = wp.zeros(len(c), dtype=wp.float64, device=self.device)
+        self.Q = wp.zeros(len(c), dtype=wp.float64, device=self.device)
+        self.flux = wp.zeros(len(c), dtype=wp.float64, device=self.device)
         self.dt = wp.float64(float(dt))
         self.ne, self.nv = len(k), len(c)
 
@@ -60,10 +62,10 @@ class Heat:
 
     def step(self) -> None:
         wp.launch(conduct, dim=self.ne, inputs=[self.k, self.head, self.tail, self.T, self.flux],
-                  device=DEVICE)
+                  device=self.device)
         wp.launch(update, dim=self.nv, inputs=[self.dt, self.c, self.T, self.Q, self.flux],
-                  device=DEVICE)
+                  device=self.device)
 
     def state(self):
-        wp.synchronize_device(DEVICE)
+        wp.synchronize_device(self.device)
         return self.T.numpy().copy(), self.Q.numpy().copy()

@@ -78,8 +78,12 @@ class Lulesh:
         self.elems.foreach(self.k["initial_mass"], config)
         scale = s / 45.0
         self.einit = EBASE * scale * scale * scale
-        self.elems.e.numpy()[0] = self.einit
-        volo0 = float(self.elems.volo.numpy()[0])
+        # copies in and out, never numpy()'s view: a field handed out must be kept current on
+        # the host after every launch, which on target cuda is a download per launch
+        e = self.elems.e.numpy(copy=True)
+        e[0] = self.einit
+        self.elems.e.load(e)
+        volo0 = float(self.elems.volo.numpy(copy=True)[0])
         self.deltatime = (0.5 * float(np.cbrt(volo0))) / math.sqrt(2.0 * self.einit)
         self.time = 0.0
         self.cycle = 0
@@ -173,7 +177,7 @@ class Lulesh:
         state exactly, so that the timed loop measures the simulation only."""
         fields = [f for rel in (self.nodes, self.elems) for f in rel.fields.values()
                   if not f.is_key]
-        saved = [(f, f.numpy().copy()) for f in fields]
+        saved = [(f, f.numpy(copy=True)) for f in fields]
         scalars = (self.time, self.cycle, self.deltatime, self.dtcourant, self.dthydro)
         # with a cold cache the cycle is mostly compilation: share it out over the cores
         rs.precompile(self.launches(), self.cfg)
@@ -183,7 +187,7 @@ class Lulesh:
         except (VolumeError, QStopError):
             pass  # the run itself will meet it again and report it
         for f, a in saved:
-            f.numpy()[...] = a
+            f.load(a)
         self.time, self.cycle, self.deltatime, self.dtcourant, self.dthydro = scalars
         self.g.volume_error.value = False
         self.g.qstop_error.value = False
@@ -197,13 +201,13 @@ class Lulesh:
 
     # -- results ----------------------------------------------------------------------------
     def origin_energy(self) -> float:
-        return float(self.elems.e.numpy()[0])
+        return float(self.elems.e.numpy(copy=True)[0])
 
     def symmetry(self) -> tuple:
         """The reference's plane-0 x<->y symmetry check of e: (MaxAbsDiff, TotalAbsDiff,
         MaxRelDiff); a 0/0 relative difference (NaN) is skipped, as the reference's
         comparisons do."""
-        e = self.elems.e.numpy()
+        e = self.elems.e.numpy(copy=True)
         nx = self.s
         max_abs = total = max_rel = 0.0
         for j in range(nx):

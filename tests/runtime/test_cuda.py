@@ -343,7 +343,7 @@ def test_unavailable_target_says_how_to_install():
 
 
 @needs_cuda
-def test_a_failed_import_or_debug_mode_is_a_config_error(monkeypatch):
+def test_a_failed_import_is_a_config_error(monkeypatch):
     from relsim.runtime.backends import cuda_runtime
     V, _ = chain()
 
@@ -351,9 +351,76 @@ def test_a_failed_import_or_debug_mode_is_a_config_error(monkeypatch):
     def k(v):
         v.x = 1.0
 
-    with pytest.raises(rs.ConfigError, match="target 'cuda' has no debug checks yet"):
-        V.foreach(k, rs.Config(target="cuda", debug=True))
     monkeypatch.setattr(cuda_runtime, "_state", {"error": "ImportError: a broken install"})
     with pytest.raises(rs.ConfigError, match=r"a broken install\); install it: "
                                              r"pip install \"relsim\[cuda\]\""):
         V.foreach(k, CUDA)
+
+
+# -- bad use --------------------------------------------------------------------------------
+class _FakeCudaAPIError(RuntimeError):
+    """What numba's driver raises (CudaAPIError, code 2 = CUDA_ERROR_OUT_OF_MEMORY)."""
+
+    def __init__(self, code, msg):
+        self.code = code
+        super().__init__(f"[{code}] {msg}")
+
+
+def _failing_to_device(refuse, code=2):
+    """numba.cuda.to_device that refuses the arrays `refuse(arr)` is true of, as a full device
+    does (code 2), or with another driver error."""
+    from relsim.runtime.backends import cuda_runtime
+    real = cuda_runtime.cuda().to_device
+
+    def to_device(arr, *args, **kwargs):
+        if refuse(arr):
+            raise _FakeCudaAPIError(code, "Call to cuMemAlloc results in "
+                                          "CUDA_ERROR_OUT_OF_MEMORY" if code == 2 else "other")
+        return real(arr, *args, **kwargs)
+    return to_device
+
+
+@needs_cuda
+def test_a_field_too_large_for_the_device_names_itself(monkeypatch):
+    from relsim.runtime.backends import cuda_runtime
+    P = rs.Relation("Big", 1000)
+    P.new_field("x", rs.f64)
+    P.new_field("small", rs.i32)  # 4000 bytes: fits
+
+    @rs.kernel
+    def k(p):
+        p.x = p.x + 1.0
+        p.small = 1
+
+    monkeypatch.setattr(cuda_runtime.cuda(), "to_device",
+                        _failing_to_device(lambda a: a.nbytes > 4000))
+    with pytest.raises(rs.DeviceMemoryError) as info:
+        P.foreach(k, CUDA)
+    msg = str(info.value)
+    assert "field Big.x of relation Big (8,000 bytes) does not fit in the GPU's memory" in msg
+    assert "CUDA_ERROR_OUT_OF_MEMORY" in msg and "target 'cpu'" in msg
+    assert isinstance(info.value, MemoryError) and isinstance(info.value, rs.RelsimError)
+    monkeypatch.undo()
+    P.foreach(k, CUDA)  # nothing was left half-bound: the launch works once there is room
+    assert P.x.data.tolist() == [1.0] * 1000
+
+
+@needs_cuda
+def test_reduction_slots_too_large_and_other_driver_errors(monkeypatch):
+    from relsim.runtime.backends import cuda_runtime
+    V, E = chain(400)
+    V.new_field("acc", rs.f64)
+
+    @rs.kernel
+    def k(e):
+        e.head.acc += e.tail.x
+
+    monkeypatch.setattr(cuda_runtime.cuda(), "to_device", _failing_to_device(lambda a: a.ndim == 2))
+    with pytest.raises(rs.DeviceMemoryError, match=r"^the reduction slots of kernel 'k' into "
+                                                   r"field V.acc \(3,192 bytes\) does not fit"):
+        E.foreach(k, CUDA)
+    # an error that is not out-of-memory passes through unchanged
+    monkeypatch.setattr(cuda_runtime.cuda(), "to_device",
+                        _failing_to_device(lambda a: True, code=700))
+    with pytest.raises(_FakeCudaAPIError, match="700"):
+        E.foreach(k, CUDA)

@@ -17,11 +17,18 @@ Launch path:
      backend's folds (exact float sums `exact_sum.fold_of`, ordered folds for min/max/arg);
   5. rows inserted or deleted by the kernel: the flags and values are downloaded and the rows
      changed on the host, as on the cpu (a host round trip: the fields' device copies are
-     downloaded first and are stale afterwards, uploaded again by the next launch).
+     downloaded first and are stale afterwards, uploaded again by the next launch; its cost per
+     launch is measured by `bench/gpu_check.py`, part ``elastic``).
 
-Each launch downloads its error word (index checks), a synchronisation per launch. Not yet on
-this target: debug checks (`Config(debug=True)`), nested grid loops, the cpu's direct/split
-scatter (every key reduction parks its contributions in slots), streams.
+An array the device has no room for is a `DeviceMemoryError` (`cuda_memory.upload`).
+
+Each launch downloads its error word (index checks), a synchronisation per launch. With
+`Config(debug=True)` the kernel is lowered with its debug checks (the shared lowering, as on the
+cpu) into per-position arrays on the device; after each launch the first-failure array is
+downloaded (debug launches only) and, when a row failed, the lowest row's first check is raised
+(`CpuExecutable.check_debug`), before any gather, fold or row change. Not yet on this
+target: nested grid loops, the cpu's direct/split scatter (every key reduction parks its
+contributions in slots), streams.
 """
 from __future__ import annotations
 
@@ -30,8 +37,10 @@ import numpy as np
 from ...errors import ConfigError
 from ...relations.field import Field
 from ...types import elem_of
-from .. import affine, cache
+from .. import affine, cache, debug_checks
 from ..lowering import (
+    DebugFirst,
+    DebugValues,
     DeleteFlags,
     FieldStorage,
     GlobalStorage,
@@ -40,6 +49,7 @@ from ..lowering import (
     InsertFlags,
     InsertValues,
     ReductionSlots,
+    RelationSize,
 )
 from ..lowering.cuda_rows import CudaLowerer
 from ..lowering.emit import unparse
@@ -81,23 +91,22 @@ class CudaBackend(Backend):
         return None
 
     def compile(self, analysed, options):
-        if options.debug:
-            raise ConfigError("target 'cuda' has no debug checks yet (Config(debug=True)): "
-                              "debug on target 'cpu' or 'interp'")
         why = self.unavailable()
         if why is not None:
             raise ConfigError(f"target 'cuda' is not available: {why}")
-        lowerer = CudaLowerer(analysed)
+        sites = debug_checks.Sites() if options.debug else None
+        lowerer = CudaLowerer(analysed, debug=sites)
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
-            f"for numba.cuda\n" + unparse(lowerer.module()) + "\n"
+            f"for numba.cuda" + (", with debug checks" if sites is not None else "") + "\n" + \
+            unparse(lowerer.module()) + "\n"
         mod = cache.module_for(source, options.cache_path(),
                                _safe(analysed.kernel_name) + "_cuda")
-        return CudaExecutable(analysed, lowerer.params.items, mod, source)
+        return CudaExecutable(analysed, lowerer.params.items, mod, source, sites)
 
 
 class _Binding:
     __slots__ = ("versions", "n", "rows", "has_rows", "rows_dev", "args", "gathers", "folds",
-                 "deleted", "inserts")
+                 "deleted", "inserts", "debug")
 
 
 def _shape(n: int):
@@ -107,9 +116,10 @@ def _shape(n: int):
 
 
 class CudaExecutable(Launch):
-    def __init__(self, analysed, params, mod, source):
+    def __init__(self, analysed, params, mod, source, sites=None):
         cuda = cuda_runtime.cuda()
         self.analysed = analysed
+        self.sites = sites  # debug_checks.Sites of the debug variant (None: no checks)
         self.params = params
         self.source = source
         self.path = mod.__file__
@@ -127,6 +137,8 @@ class CudaExecutable(Launch):
                 case GroupOffsets(grouping=g) | GroupRows(grouping=g):
                     rels[id(g.source)] = g.source
                     rels[id(g.target)] = g.target
+                case RelationSize(relation=r):  # bound per binding: re-bind when it changes
+                    rels[id(r)] = r
         self.relations = tuple(rels.values())
         # fields the kernel writes on the device: its stores, and its key reductions (gathers)
         summary, passed = analysed.summary, {id(p.field) for p in params
@@ -150,6 +162,8 @@ class CudaExecutable(Launch):
         devs = {id(p.field): a for p, a in zip(self.params, args) if isinstance(p, FieldStorage)}
         self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev, *args)
         cuda_memory.download(self.err_dev, "error", self.err)
+        if b.debug is not None:
+            self.check_debug(b, relation, subset)
         if self.err[0]:
             self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
             CpuExecutable.raise_flagged(self, self.err)
@@ -164,6 +178,18 @@ class CudaExecutable(Launch):
             fold()
         if b.deleted is not None or b.inserts:
             self.change_rows(relation, b)
+
+    def check_debug(self, b, relation, subset) -> None:
+        """Debug mode: download the per-position first failed check and its value and raise the
+        lowest row's (`CpuExecutable.check_debug`; the binding is dropped)."""
+        first_dev, values_dev = b.debug
+        first = cuda_memory.download(first_dev, "debug")
+        if not first.any():
+            return
+        values = cuda_memory.download(values_dev, "debug")
+        self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
+        b.debug = (first, values)
+        CpuExecutable.check_debug(self, b, relation, subset)
 
     def argument(self, p, bound):
         """The device array of parameter p (bound: what the binding holds for it, or None)."""
@@ -196,8 +222,14 @@ class CudaExecutable(Launch):
             flags_dev.copy_to_device(flags)
 
     # -- binding --------------------------------------------------------------------------
+    def slots_name(self, lay) -> str:
+        """How a DeviceMemoryError names reduction layout `lay`'s slots."""
+        t = lay.target
+        into = f"field {t.qualname}" if isinstance(t, Field) else \
+            (f"Global {t.name!r}" if t.name else "a Global")
+        return f"the reduction slots of kernel {self.analysed.kernel_name!r} into {into}"
+
     def bind(self, relation, subset, versions) -> _Binding:
-        cuda = cuda_runtime.cuda()
         b = _Binding()
         b.versions = versions
         b.n = relation.size if subset is None else len(subset.rows)
@@ -205,7 +237,7 @@ class CudaExecutable(Launch):
         b.rows = subset.rows if b.has_rows else np.zeros(0, dtype=np.int64)
         b.rows_dev = cuda_memory.upload(b.rows, "rows")
         affine.check_launch_space(self.analysed, relation, b.rows if b.has_rows else None)
-        args, slots, b.deleted, inserts = [], {}, None, {}
+        args, slots, b.deleted, inserts, debug = [], {}, None, {}, [None, None]
         for p in self.params:
             match p:
                 case FieldStorage() | GlobalStorage():  # current at each launch
@@ -217,10 +249,18 @@ class CudaExecutable(Launch):
                 case ReductionSlots(layout=lay):
                     host = _slot_array(lay, b.n)
                     slots[id(lay)] = host
-                    args.append(cuda_memory.upload(host, "slots"))
+                    args.append(cuda_memory.upload(host, "slots", what=self.slots_name(lay)))
                 case DeleteFlags():
                     b.deleted = cuda_memory.upload(np.zeros(relation.size, dtype=bool), "rows")
                     args.append(b.deleted)
+                case RelationSize(relation=r):  # bound: the versions include every size
+                    args.append(cuda_memory.upload(np.array([r.size], dtype=np.int64), "rows"))
+                case DebugFirst():
+                    debug[0] = cuda_memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
+                    args.append(debug[0])
+                case DebugValues():
+                    debug[1] = cuda_memory.upload(np.zeros(b.n, dtype=np.int64), "debug")
+                    args.append(debug[1])
                 case InsertFlags(index=k, layout=lay):
                     flags = cuda_memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
                     inserts.setdefault(k, [lay.target, None, {}])[1] = flags
@@ -233,6 +273,7 @@ class CudaExecutable(Launch):
                 case _:
                     raise TypeError(f"cuda backend: no binding for parameter {p!r}")
         b.args = tuple(args)
+        b.debug = tuple(debug) if debug[0] is not None else None
         b.inserts = tuple(tuple(v) for v in inserts.values())
         b.gathers, b.folds = [], []
         for k, lay in enumerate(self.analysed.layouts):
@@ -245,7 +286,8 @@ class CudaExecutable(Launch):
                 b.folds.append((lay.target, vals, host,
                                 CpuExecutable.make_fold(lay, host, b)))
                 continue
-            tgt = cuda.to_device(np.full(b.n * lay.per_row, -1, dtype=np.int64))
+            tgt = cuda_memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
+                                     what=f"the slot targets of {self.slots_name(lay)}")
             launch_args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
             self.targets[k][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev,
                                          *launch_args, tgt)
@@ -255,6 +297,8 @@ class CudaExecutable(Launch):
                 ids = cpu_folds.shared_ids(ids, lay.per_row, lay.stored_per_row, lay.stores)
             b.gathers.append((k, lay.target, cuda_memory.upload(off, "index"),
                               cuda_memory.upload(ids, "index"), vals))
+        if b.debug is not None:  # the targets_<k> runs above recorded too: the kernel will
+            b.debug[0].copy_to_device(np.zeros(b.n, dtype=np.int32))
         self.bindings[subset] = b
         return b
 

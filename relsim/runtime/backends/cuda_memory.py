@@ -14,6 +14,10 @@ A field's `DeviceCopy` stays attached while the device holds a copy:
 
 `TRANSFERS` counts copies between host and device by direction and kind (the tests check that
 nothing is uploaded twice).
+
+An allocation the device cannot hold (CUDA out of memory, after numba's retry) is a
+`DeviceMemoryError` naming what was uploaded (a field: its relation) and its byte size, with the
+device's free and total memory when the driver reports them.
 """
 from __future__ import annotations
 
@@ -21,19 +25,49 @@ from collections import Counter
 
 import numpy as np
 
+from ...errors import DeviceMemoryError
 from . import base, cuda_runtime
 
 TRANSFERS: Counter = Counter()  # ("up" | "down", kind) -> number of copies
 
 
-def upload(arr: np.ndarray, kind: str, dev=None):
-    """A device copy of host array `arr` (into `dev` when it has the same shape and dtype)."""
+def upload(arr: np.ndarray, kind: str, dev=None, what: str | None = None):
+    """A device copy of host array `arr` (into `dev` when it has the same shape and dtype);
+    `what` names it in a DeviceMemoryError (default: `kind`)."""
     TRANSFERS["up", kind] += 1
     arr = np.ascontiguousarray(arr)
     if dev is not None and dev.shape == arr.shape and dev.dtype == arr.dtype:
         dev.copy_to_device(arr)
         return dev
-    return cuda_runtime.cuda().to_device(arr)
+    try:
+        return cuda_runtime.cuda().to_device(arr)
+    except Exception as exc:
+        if not out_of_memory(exc):
+            raise
+        raise DeviceMemoryError(_no_room(what or f"{kind} array", arr.nbytes, exc)) from exc
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is the device running out of memory: the driver's CUDA_ERROR_OUT_OF_MEMORY
+    (code 2, a numba CudaAPIError), or a MemoryError from an external memory manager."""
+    if isinstance(exc, MemoryError):
+        return True
+    try:
+        if int(getattr(exc, "code", -1)) == 2:
+            return True
+    except (TypeError, ValueError):
+        pass
+    return "OUT_OF_MEMORY" in str(exc)
+
+
+def _no_room(what: str, nbytes: int, exc: BaseException) -> str:
+    msg = f"{what} ({nbytes:,} bytes) does not fit in the GPU's memory ({exc})"
+    try:
+        free, total = cuda_runtime.cuda().current_context().get_memory_info()
+        msg += f"; the device has {int(free):,} bytes free of {int(total):,}"
+    except Exception:  # noqa: BLE001 (only a detail of the message)
+        pass
+    return msg + ". Run a smaller problem, free device arrays, or use target 'cpu'"
 
 
 def download(dev, kind: str, out=None) -> np.ndarray:
@@ -88,7 +122,8 @@ def device_field(field):
     if r.host_newer or r.host is not host or field.exposed or r.dev is None:
         if r.device_newer:  # exposed and device-newer cannot both hold after a launch
             r.before_host_read(field)
-        r.dev = upload(host, "field", r.dev)
+        r.dev = upload(host, "field", r.dev, f"field {field.qualname} of relation "
+                                             f"{field.relation.name}")
         r.host = host
         r.host_newer = False
     return r.dev
@@ -116,6 +151,7 @@ class DeviceGlobal:
         host = glob.data  # brings the host value up to date
         if self.dev is None or self.last is None or not np.array_equal(
                 host.view(np.uint8), self.last.view(np.uint8)):
-            self.dev = upload(host, "global", self.dev)
+            self.dev = upload(host, "global", self.dev,
+                              f"Global {glob.name!r}" if glob.name else "a Global")
             self.last = host.copy()
         return self.dev

@@ -58,8 +58,11 @@ class CudaEmitAlgebra(EmitAlgebra):
 
 
 class CudaLowerer(BodyLowerer):
-    def __init__(self, analysed):
-        super().__init__(analysed)
+    """`debug`: a `debug_checks.Sites` to lower the debug variant (the shared lowering emits the
+    checks; the backend binds `DebugFirst`/`DebugValues`/`RelationSize`), else None."""
+
+    def __init__(self, analysed, debug=None):
+        super().__init__(analysed, debug)
         self.alg = CudaEmitAlgebra()
 
     # -- the seam (body.BodyLowerer) ------------------------------------------------------
