@@ -7,7 +7,9 @@ relations: no communication).
   field's first key names (edges with their tail vertex, cells with their first node), so the
   rows a kernel reaches through keys are mostly on the same rank;
 * otherwise (mesh vertices, nodes): recursive coordinate bisection (`rcb`) of its first float
-  vector field of 2 or 3 components when it has one (positions), else contiguous blocks of rows.
+  vector field of 2 or 3 components when it has one (positions), else contiguous blocks of rows;
+* ``method="metis"`` (pymetis installed): METIS's k-way partition of the graph in which two rows
+  are adjacent when a row of another relation keys both (`adjacency`).
 
 `rs.partition(R, method=..., coords=...)` chooses for one relation instead. Ownership decides
 only where rows are computed: results are the same bits for any partition.
@@ -21,7 +23,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...types import VecType
 
-METHODS = ("auto", "blocks", "rcb")
+METHODS = ("auto", "blocks", "rcb", "metis")
 
 _requests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # relation -> (method, coords)
 
@@ -91,6 +93,8 @@ def owners(relation, nranks: int, visiting: set):
     n = relation.size
     if method == "blocks":
         return blocks(n, nranks), "blocks"
+    if method == "metis":
+        return metis(relation, nranks), "metis"
     if method == "rcb" or coords is not None:
         field = coords or _coordinates(relation)
         if field is None:
@@ -113,6 +117,46 @@ def owners(relation, nranks: int, visiting: set):
     if field is not None:
         return rcb(field.data.reshape(n, -1), nranks), f"rcb on {field.name}"
     return blocks(n, nranks), "blocks"
+
+
+def adjacency(relation):
+    """(xadj, adjncy): rows of `relation` are adjacent when one row of another relation keys
+    both (an edge's two vertices, a tet's four), as CSR without self-loops or repeats."""
+    pairs = []
+    for kf in relation._incoming():
+        src = kf.relation
+        if src is relation:
+            continue
+        keys = np.concatenate([f.data.reshape(src.size, -1) for f in src.fields.values()
+                               if f.is_key and f.target is relation], axis=1)
+        for i in range(keys.shape[1]):
+            for j in range(keys.shape[1]):
+                if i != j:
+                    pairs.append(np.stack([keys[:, i], keys[:, j]], axis=1))
+    n = relation.size
+    if not pairs:
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    e = np.unique(np.concatenate(pairs), axis=0)
+    e = e[e[:, 0] != e[:, 1]]
+    xadj = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(xadj, e[:, 0] + 1, 1)
+    return np.cumsum(xadj), e[:, 1].copy()
+
+
+def metis(relation, nranks: int) -> np.ndarray:
+    """METIS's k-way partition of the rows' adjacency (`adjacency`), through pymetis."""
+    try:
+        import pymetis
+    except ImportError:
+        raise ConfigError(f"partition of {relation.name} by metis needs pymetis: pip install "
+                          f"pymetis (or use method='rcb' or 'blocks')") from None
+    xadj, adjncy = adjacency(relation)
+    if nranks == 1 or relation.size == 0:
+        return np.zeros(relation.size, dtype=np.int32)
+    graph = pymetis.CSRAdjacency(xadj, adjncy) if hasattr(pymetis, "CSRAdjacency") else None
+    _, parts = pymetis.part_graph(nranks, graph) if graph is not None else \
+        pymetis.part_graph(nranks, xadj=xadj, adjncy=adjncy)
+    return np.asarray(parts, dtype=np.int32)
 
 
 def _coordinates(relation):

@@ -112,3 +112,18 @@ def test_a_failing_rank_ends_every_rank(tmp_path):
     p = run([sys.executable, str(PROGRAMS), "failing", "cpu", str(tmp_path)], 3, timeout=120)
     assert p.returncode != 0
     assert "rank 1 of 3" in p.stderr and "SchemaError" in p.stderr, p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_lulesh_s5_end_state_bits(ranks, tmp_path):
+    states = []
+    for n in (1, ranks):
+        path = tmp_path / f"lulesh{n}.json"
+        p = run([sys.executable, "-m", "relsim.cli", "run", "lulesh", "-s", "5", "-q",
+                 "--json", str(path)], n)
+        assert p.returncode == 0, p.stderr[-3000:]
+        states.append(json.loads(path.read_text()))
+    one, many = states
+    assert many["ranks"] == ranks and one["ranks"] == 1
+    for key in ("iterations", "time", "dt", "e0", "symmetry", "sums"):
+        assert many[key] == one[key], key
