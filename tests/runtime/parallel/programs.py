@@ -93,7 +93,8 @@ def heat(outdir):
 
 def tetheat(outdir):
     """tetheat on a box mesh whose vertices and tets are shuffled (no locality in row order),
-    vertices partitioned by METIS, writing a .pvd (VTU) and an .xdmf (HDF5) time series to `outdir`/files."""
+    vertices partitioned by METIS, writing a .pvd (VTU) and an .xdmf (HDF5) time series to
+    `outdir`/files."""
     from relsim.domains import tetmesh
     from simulations import tetheat as sim
     points, tets = tetmesh.box_arrays(5, 4, 3)
