@@ -22,6 +22,7 @@ from .builtins import (
     transpose,
     uniform,
 )
+from .checkpoint import checkpoint, restart
 from .config import Config, configure
 from .errors import (
     ConfigError,
@@ -61,7 +62,7 @@ _output.install_writer_check(lambda: ranks().rank == 0)
 __all__ = [
     "Relation", "new_relation", "Field", "KeyField", "Subset", "Grouping", "Global",
     "kernel", "func", "Kernel", "Func", "explain", "precompile", "configure", "Config", "targets",
-    "register_backend", "partition", "ranks",
+    "register_backend", "partition", "ranks", "checkpoint", "restart",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "uniform", "normal",

@@ -195,6 +195,7 @@ ABOVE = {
     "relsim.relations": ("relsim.runtime", "relsim.domains", "relsim"),
     "relsim.output": ("relsim.runtime", "relsim.domains", "relsim"),  # rs.write and domains
     "relsim.runtime": ("relsim.domains", "relsim"),
+    "relsim.checkpoint": ("relsim.domains", "relsim"),  # on the runtime (ranks), below the API
 }
 
 

@@ -16,6 +16,7 @@ import json
 import time
 
 import relsim as rs
+from simulations import _checkpointing as checkpointing
 from simulations._checks import nonfinite
 
 from . import solver
@@ -46,7 +47,13 @@ def main(argv=None) -> int:
     p.add_argument("--target", default=None, help="backend: cpu (default), cpu-serial, interp")
     p.add_argument("--every", type=int, default=100, help="print the rms every N iterations")
     p.add_argument("--json", metavar="PATH", help="write the rms history (full precision)")
+    checkpointing.add_arguments(p)
     a = p.parse_args(argv)
+    try:
+        every = checkpointing.parse_every(a.checkpoint_every)
+    except ValueError:
+        p.error(f"--checkpoint-every must be a positive integer or auto, got "
+                f"{a.checkpoint_every}")
     changes = {k: v for k, v in (("target", a.target), ("threads", a.threads)) if v is not None}
     if changes:
         rs.configure(**changes)
@@ -63,16 +70,32 @@ def main(argv=None) -> int:
           (f" on each of {ranks} MPI ranks" if ranks > 1 else ""))
     af = solver.build(mesh)
 
+    relations, globs = [af.nodes, af.cells, af.edges, af.bedges], {"rms": af.rms}
+    done = []  # the rms of every iteration so far (a checkpoint keeps them)
+    if a.restart:
+        done = rs.restart(a.restart, relations, globs)["rms"]
+        print(f"restarted from {a.restart} after iteration {len(done)}")
+    ckpt = None
+    if a.checkpoint:
+        ckpt = checkpointing.Checkpointer(
+            a.checkpoint, every, a.mttf,
+            lambda path: rs.checkpoint(path, relations, globs, meta={"rms": done}))
+
     def report(it, rms):
         if it % a.every == 0 or (it == a.iterations and a.iterations < a.every):
             print(f" {it:4d}  {rms:10.5e}", flush=True)
+        done.append(float(rms))
+        if ckpt is not None:
+            ckpt(it)
 
     timings: dict = {}
-    history = solver.solve(af, a.iterations, report=report, timings=timings)
+    start = len(done)
+    history = solver.solve(af, a.iterations, report=report, timings=timings,
+                           history=list(done))
     q = af.cells.q.numpy()
     digest = solver.q_sha256(q)
     print(f"first iteration {timings['first_s']:.2f} s (compilation or cache load included); "
-          f"the other {a.iterations - 1}: {timings['loop_s']:.2f} s")
+          f"the other {max(a.iterations - start - 1, 0)}: {timings['loop_s']:.2f} s")
     if len(history):
         print(f"final rms {float(history[-1])!r}")
     print(f"sha256(q) {digest}")
@@ -80,7 +103,7 @@ def main(argv=None) -> int:
     if bad:
         print("FAILED: " + "; ".join(bad))
     ok = check_standard(mesh, history, digest) and not bad
-    if a.json:
+    if a.json and rs.ranks().rank == 0:
         with open(a.json, "w") as f:
             json.dump({"mesh": how, "ncell": mesh.ncell, "iterations": a.iterations,
                        "target": cfg.target, "threads": threads,

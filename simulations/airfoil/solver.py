@@ -167,19 +167,23 @@ def build(mesh) -> Airfoil:
     return Airfoil(nodes, cells, edges, bedges, rms, kernels)
 
 
-def solve(a: Airfoil, iterations: int, config=None, report=None, timings=None):
-    """Run `iterations` of the two-stage scheme; returns the rms after every iteration.
+def solve(a: Airfoil, iterations: int, config=None, report=None, timings=None, history=None):
+    """Run the two-stage scheme up to iteration `iterations`; returns the rms after every
+    iteration.
 
     ``report(iteration, rms)`` is called after each; ``timings`` (a dict) receives ``first_s``
-    (the first iteration: compilation or cache load included) and ``loop_s`` (the rest)."""
+    (the first iteration: compilation or cache load included) and ``loop_s`` (the rest).
+    ``history``: the rms of the iterations already done (a restarted run goes on from there)."""
     k = a.kernels
     save_soln, adt_calc, res_calc = k["save_soln"], k["adt_calc"], k["res_calc"]
     bres_calc, update = k["bres_calc"], k["update"]
     cells, edges, bedges, rms = a.cells, a.edges, a.bedges, a.rms
     ncell = cells.size
-    history = np.empty(iterations)
+    done = 0 if history is None else len(history)
+    history = np.concatenate([np.asarray(history if done else [], dtype=np.float64),
+                              np.empty(max(iterations - done, 0))])
     t0 = t1 = time.perf_counter()
-    for it in range(1, iterations + 1):
+    for it in range(done + 1, iterations + 1):
         cells.foreach(save_soln, config)
         for _ in range(2):
             cells.foreach(adt_calc, config)
@@ -188,7 +192,7 @@ def solve(a: Airfoil, iterations: int, config=None, report=None, timings=None):
             rms.value = 0.0
             cells.foreach(update, config)
         history[it - 1] = math.sqrt(rms.value / ncell)
-        if it == 1:
+        if it == done + 1:
             t1 = time.perf_counter()
         if report is not None:
             report(it, history[it - 1])

@@ -15,6 +15,8 @@ import re
 import sys
 import time
 
+from simulations._checkpointing import Checkpointer, parse_every
+
 USAGE = """Usage: relsim run lulesh [opts]
  where [opts] is one or more of:
  -q              : quiet mode - suppress all stdout
@@ -35,6 +37,10 @@ USAGE = """Usage: relsim run lulesh [opts]
  --json <path>     : write the end state in full precision (iterations, time, dt, e(0),
                      symmetry figures, checksums)
  --no-progress     : no progress bar (it is shown only on a terminal)
+ --checkpoint <path>       : write the state to this HDF5 file (atomically)
+ --checkpoint-every <k>    : every k cycles (def: 100), or auto (from its cost and --mttf)
+ --mttf <hours>            : mean time to failure for --checkpoint-every auto (def: 24)
+ --restart <path>          : continue from a checkpoint (written on any number of ranks)
 
 """
 
@@ -71,7 +77,7 @@ def _int(tok):
 def parse(argv) -> dict:
     opts = dict(its=9999999, nx=30, numReg=11, numFiles=1, showProg=False, quiet=False,
                 balance=1, cost=1, target=None, threads=None, output=None, every=10, json=None,
-                progress=True)
+                progress=True, checkpoint=None, checkpoint_every=100, mttf=24.0, restart=None)
     names = {"-i": "its", "-s": "nx", "-r": "numReg", "-f": "numFiles", "-b": "balance",
              "-c": "cost"}
     i = 0
@@ -106,6 +112,22 @@ def parse(argv) -> dict:
                 if v is None or v < 1:
                     raise OptionError(f"{a} needs a positive integer\n", usage=True)
             opts[a[2:]] = v
+            i += 2
+        elif a in ("--checkpoint", "--checkpoint-every", "--mttf", "--restart"):
+            if i + 1 >= len(argv):
+                raise OptionError(f"Missing argument to {a}\n", usage=True)
+            v = argv[i + 1]
+            try:
+                if a == "--checkpoint-every":
+                    v = parse_every(v)
+                elif a == "--mttf":
+                    v = float(v)
+                    if not v > 0:
+                        raise ValueError
+            except ValueError:
+                raise OptionError(f"{a} needs a positive number{' or auto' if 'every' in a else ''}"
+                                  f", got {argv[i + 1]}\n", usage=True) from None
+            opts[a[2:].replace("-", "_")] = v
             i += 2
         elif a == "--no-progress":
             opts["progress"] = False
@@ -245,8 +267,16 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     L = Lulesh(o["nx"], o["numReg"], o["balance"], o["cost"])
     L.warm_up()  # compile (or load from the cache) every kernel outside the timed loop
+    if o["restart"]:
+        L.restart(o["restart"])
+        if not quiet:
+            print(f"relsim: restarted from {o['restart']} at cycle {L.cycle}, time {L.time:e}")
     setup = time.perf_counter() - t0
     hooks = []
+    if o["checkpoint"]:
+        every = Checkpointer(o["checkpoint"], o["checkpoint_every"], o["mttf"], L.checkpoint,
+                             say=(lambda text: None) if quiet else print)
+        hooks.append(lambda L: every(L.cycle))
     out = Output(o["output"], L, o["every"]) if o["output"] else None
     if out is not None:
         out.write(L.time)

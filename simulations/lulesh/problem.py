@@ -192,6 +192,30 @@ class Lulesh:
         self.g.volume_error.value = False
         self.g.qstop_error.value = False
 
+    # -- checkpoint / restart -----------------------------------------------------------------
+    SCALARS = ("time", "cycle", "deltatime", "dtcourant", "dthydro")
+
+    def state(self) -> tuple:
+        """(relations, globals, meta): what `rs.checkpoint` saves for a restart."""
+        globs = {name: getattr(self.g, name) for name in self.g.__dataclass_fields__}
+        meta = {name: getattr(self, name) for name in self.SCALARS}
+        meta["problem"] = [self.s, self.num_reg, self.balance, self.cost]
+        return [self.nodes, self.elems], globs, meta
+
+    def checkpoint(self, path) -> None:
+        rs.checkpoint(path, *self.state())
+
+    def restart(self, path) -> None:
+        """Continue from the checkpoint at `path` (written by a run of the same problem, on any
+        number of ranks)."""
+        rels, globs, meta = self.state()
+        saved = rs.restart(path, rels, globs)
+        if saved["problem"] != meta["problem"]:
+            raise rs.DataError(f"restart {path}: a checkpoint of problem (s, regions, balance, "
+                               f"cost) = {saved['problem']}, not {meta['problem']}")
+        for name in self.SCALARS:
+            setattr(self, name, saved[name])
+
     def run(self, its: int = 9999999, on_cycle=None) -> None:
         while self.time < STOPTIME and self.cycle < its:
             self.time_increment()

@@ -122,6 +122,21 @@ def test_run_prints_the_table_and_writes_full_precision_json(tmp_path, capsys):
     assert data["q_sha256"] == solver.q_sha256(q)
 
 
+def test_a_run_restarted_from_a_checkpoint_ends_with_the_same_bits(tmp_path, capsys):
+    full, ckpt, restarted = (tmp_path / f"{n}.json" for n in ("full", "ckpt", "restarted"))
+    common = ["--size", "4", "6", "--every", "100"]
+    assert airfoil.main([*common, "--iterations", "9", "--json", str(full)]) == 0
+    assert airfoil.main([*common, "--iterations", "5", "--json", str(ckpt), "--checkpoint",
+                         str(tmp_path / "c.h5"), "--checkpoint-every", "2"]) == 0
+    assert airfoil.main([*common, "--iterations", "9", "--json", str(restarted), "--restart",
+                         str(tmp_path / "c.h5")]) == 0
+    assert "restarted from" in capsys.readouterr().out
+    want, got = json.loads(full.read_text()), json.loads(restarted.read_text())
+    assert got["rms"] == want["rms"] and got["q_sha256"] == want["q_sha256"]  # (from it. 4)
+    with pytest.raises(SystemExit):
+        airfoil.main([*common, "--checkpoint", "x.h5", "--checkpoint-every", "0"])
+
+
 def test_cli_dispatches_run_and_bench_names():
     from relsim import cli
     assert "airfoil" in cli.simulations()

@@ -174,7 +174,55 @@ def small(outdir):
             "w": digest(C.w.numpy())}
 
 
-PROGRAMS = {"small": small, "heat": heat, "tetheat": tetheat, "diffusion2d": diffusion2d,
+def _checkpointed():
+    V, E = shuffled_graph()
+    total = rs.Global(rs.f64, 0.0)
+    hottest = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.k * (e.head.T - e.tail.T)
+        e.tail.flux += d
+        e.head.flux -= d
+
+    @rs.kernel
+    def update(v):
+        v.T += 0.1 * v.flux
+        v.flux = 0.0
+        total += v.T
+        rs.reduce_argmax(hottest, v.T)
+
+    def step():
+        total.value = 0.0
+        E.foreach(conduct)
+        V.foreach(update)
+    return [V, E], {"total": total, "hottest": hottest}, step
+
+
+def checkpoint_write(outdir):
+    """5 steps, a checkpoint (outdir/../state.h5), 5 more steps."""
+    rels, globs, step = _checkpointed()
+    for _ in range(5):
+        step()
+    rs.checkpoint(os.path.join(outdir, "..", "state.h5"), rels, globs, meta={"step": 5})
+    for _ in range(5):
+        step()
+    return {"T": digest(rels[0].T.numpy(copy=True)), "total": globs["total"].value.hex(),
+            "row": globs["hottest"].row}
+
+
+def checkpoint_read(outdir):
+    """From the checkpoint outdir/../state.h5, the last 5 steps."""
+    rels, globs, step = _checkpointed()
+    meta = rs.restart(os.path.join(outdir, "..", "state.h5"), rels, globs)
+    for _ in range(10 - meta["step"]):
+        step()
+    return {"T": digest(rels[0].T.numpy(copy=True)), "total": globs["total"].value.hex(),
+            "row": globs["hottest"].row}
+
+
+PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
+            "small": small, "heat": heat, "tetheat": tetheat, "diffusion2d": diffusion2d,
             "failing": failing}
 
 
