@@ -83,10 +83,25 @@ def key_fields(analysed) -> tuple:
     return tuple(out.values())
 
 
-def build(analysed, relation, subset, world, make_subset) -> Plan:
-    part = partition.of(relation, world)
+class Share:
+    """What one rank of a partition runs for one launch, and the rows of others it reads:
+    `rows` (executed, ascending), `halo` (those it does not own), `ghosts` [(relation, fields,
+    rows)] (rows of other ranks that the executed rows read, per relation). A pure function of
+    the kernel, the key values and the owners: `build` uses it for this rank, and a model of
+    the traffic at any rank count can use it for every rank without running them."""
+
+    __slots__ = ("rows", "halo", "ghosts")
+
+    def __init__(self, rows, halo, ghosts):
+        self.rows, self.halo, self.ghosts = rows, halo, ghosts
+
+
+def share(analysed, relation, subset, rank: int, owner_of) -> Share:
+    """Rank `rank`'s Share of a launch of `analysed` over `relation` (or `subset`);
+    `owner_of(R)`: the owning rank of every row of relation R."""
+    owner = owner_of(relation)
     launch_rows = np.arange(relation.size) if subset is None else subset.rows
-    execute = part.owner[launch_rows] == world.rank
+    execute = owner[launch_rows] == rank
     reach = Reach(analysed, launch_rows)
     for s in ir.walk_stmts(analysed.body):
         if not (isinstance(s, ir.FieldReduce) and not isinstance(s.key, ir.Centred)):
@@ -95,25 +110,36 @@ def build(analysed, relation, subset, world, make_subset) -> Plan:
         if targets is None:  # cannot tell which rows it reaches: run them all
             execute[:] = True
             break
-        target_owner = partition.of(s.field.relation, world).owner
+        target_owner = owner_of(s.field.relation)
         hit = targets >= 0
         mine = np.zeros(targets.shape, dtype=bool)
-        mine[hit] = target_owner[targets[hit]] == world.rank
-        execute |= mine
+        mine[hit] = target_owner[targets[hit]] == rank
+        execute |= mine if mine.ndim == 1 else mine.any(axis=1)
     rows = launch_rows[execute]
-    halo = rows[part.owner[rows] != world.rank]
-    part.add_ghosts(halo)
+    halo = rows[owner[rows] != rank]
     reach = Reach(analysed, rows)
     ghosts = []
     for rel, fields in reads(analysed):
         needed = _needed(reach, analysed.body, rel)
+        ghosts.append((rel, tuple(fields), needed[owner_of(rel)[needed] != rank]))
+    return Share(rows, halo, ghosts)
+
+
+def build(analysed, relation, subset, world, make_subset) -> Plan:
+    """This rank's plan (collective: every rank builds the same launch's plan at once)."""
+    part = partition.of(relation, world)
+    sh = share(analysed, relation, subset, world.rank,
+               lambda rel: partition.of(rel, world).owner)
+    part.add_ghosts(sh.halo)
+    ghosts = []
+    for rel, fields, mine in sh.ghosts:
         rel_part = partition.of(rel, world)
-        mine = needed[rel_part.owner[needed] != world.rank]
         recv, send = exchange.requests(world, mine, rel_part.owner)
         rel_part.add_ghosts(mine)
-        ghosts.append(RelationGhosts(rel, tuple(fields), mine, recv, send))
+        ghosts.append(RelationGhosts(rel, fields, mine, recv, send))
+    rows = sh.rows
     run_over = None if subset is None and len(rows) == relation.size else make_subset(rows)
-    return Plan(run_over, rows, tuple(ghosts), part, halo)
+    return Plan(run_over, rows, tuple(ghosts), part, sh.halo)
 
 
 def _needed(reach, body, rel) -> np.ndarray:
