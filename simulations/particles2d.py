@@ -8,6 +8,7 @@ initial + inserted - deleted, and the per-cell counts sum to it and match a NumP
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import os
 import time
@@ -124,6 +125,9 @@ def main(argv=None) -> int:
     if problems:
         print("FAILED: " + "; ".join(problems))
         return 1
+    P = parts.rel
+    state = hashlib.sha256(P.pos.numpy(copy=True).tobytes() + P.vel.numpy(copy=True).tobytes())
+    print(f"sha256(pos, vel) {state.hexdigest()}")
     print("OK: count conserved and every particle binned")
     return 0
 

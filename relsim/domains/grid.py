@@ -119,14 +119,14 @@ class Grid:
         later are binned by their position when the keys or the grouping are next read
         (`KeyField.derive`); particles that *moved* need another `locate()`."""
         pos = particles.field(pos_field)
-        rows = self.cell_of(pos.numpy())
+        rows = self.cell_of(pos.numpy(copy=True))  # (a copy: the field is not handed out)
         if not particles.has_field(key_field):
             particles.new_key_field(key_field, self.cells)
             if group and group not in self.cells.groupings:
                 particles.group_by(key_field, group)
         kf = particles.field(key_field).load(rows)
         if particles.elastic:
-            kf.derive(lambda new_rows: self.cell_of(pos.numpy()[new_rows]))
+            kf.derive(lambda new_rows: self.cell_of(pos.numpy(copy=True)[new_rows]))
         return kf
 
 

@@ -86,21 +86,29 @@ def _check_threads(threads: int) -> None:
                           f"({numba.config.NUMBA_NUM_THREADS}); set NUMBA_NUM_THREADS")
 
 
-def _apply_row_changes(relation, deleted, inserts) -> None:
+def _apply_row_changes(relation, deleted, inserts, rows, sink) -> None:
     """Deleted rows go (order kept), then flagged insert slots become rows, in slot order;
-    the flag arrays are cleared for the next launch."""
-    cols_by_rel = {}
-    for rel, flags, values in inserts:
+    the flag arrays are cleared for the next launch. With a `sink` (the distributed layer's
+    `RowChanges`), the changes go to it instead, with the source row of each inserted row
+    (`rows`: the launch's rows, None for every row)."""
+    cols_by_rel, sources = {}, {}
+    for rel, flags, values, per_row in inserts:
         picked = np.flatnonzero(flags)
         cols = {f.name: vals[picked].reshape((len(picked),) + f.type.shape)
                 for f, vals in values.items()}
         cols_by_rel[rel] = (len(picked), cols)
+        positions = picked // per_row
+        sources[rel] = positions if rows is None else rows[positions]
         flags[:] = False
     mask = None
     if deleted is not None:
         mask = deleted.copy()
         deleted[:] = False
-    row_changes.apply(relation, mask, cols_by_rel)
+    if sink is None:
+        row_changes.apply(relation, mask, cols_by_rel)
+    else:
+        sink.record(relation, None if mask is None else np.flatnonzero(mask),
+                    [(rel, sources[rel], cols) for rel, (_, cols) in cols_by_rel.items()])
 
 
 def _safe(name: str) -> str:
@@ -118,6 +126,9 @@ class CpuExecutable(Launch):
     # set by the distributed layer (`parallel.global_merge.GlobalMerge`): Global contributions
     # go to it instead of being folded into the Globals
     partials = None
+    # set by the distributed layer (`parallel.elastic.RowChanges`): rows inserted and deleted
+    # go to it instead of changing the relations
+    row_sink = None
 
     def __init__(self, analysed, params, mod, source, options, serial, sites=None):
         self.analysed = analysed
@@ -357,10 +368,11 @@ class CpuExecutable(Launch):
                     deleted = args[-1]
                 case InsertFlags(index=k, layout=lay):  # one entry per insert slot
                     args.append(np.zeros(b.n * lay.per_row, dtype=bool))
-                    inserts[k] = (lay.target, args[-1], {})
+                    inserts[k] = (lay.target, args[-1], inserts.get(k, (0, 0, {}))[2],
+                                  lay.per_row)
                 case InsertValues(index=k, layout=lay, field=f):
                     args.append(np.zeros((b.n * lay.per_row, f.type.ncomp), dtype=f.data.dtype))
-                    inserts.setdefault(k, (lay.target, None, {}))[2][f] = args[-1]
+                    inserts.setdefault(k, (lay.target, None, {}, lay.per_row))[2][f] = args[-1]
                 case RelationSize(relation=r):
                     args.append(np.array([r.size], dtype=np.int64))
                 case DebugFirst():
@@ -462,7 +474,9 @@ class CpuExecutable(Launch):
             else:
                 b.deferred.append(pf)
         if row_changes:
-            b.post.append((_apply_row_changes, (relation, deleted, tuple(inserts.values()))))
+            b.post.append((_apply_row_changes, (relation, deleted, tuple(inserts.values()),
+                                                 b.rows if b.has_rows else None,
+                                                 self.row_sink)))
         b.post, b.deferred = tuple(b.post), tuple(b.deferred)
         b.folds = tuple(b.folds)
         b.globals = tuple({id(p.glob): p.glob for p in self.params

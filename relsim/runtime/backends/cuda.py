@@ -215,7 +215,9 @@ class CudaExecutable(Launch):
         changed = (deleted is not None and deleted.any()) or any(f.any() for _, f, _ in inserts)
         if not changed:
             return
-        _apply_row_changes(relation, deleted, tuple(inserts))  # also clears the host flags
+        # (also clears the host flags; no distributed sink on this target: per_row unused)
+        _apply_row_changes(relation, deleted, tuple((r, f, v, 1) for r, f, v in inserts), None,
+                           None)
         if b.deleted is not None:
             b.deleted.copy_to_device(deleted)
         for (_, flags_dev, _), (_, flags, _) in zip(b.inserts, inserts):

@@ -120,8 +120,10 @@ class _Return(Exception):
 class InterpExecutable(Launch):
     """Runs the typed IR row by row (generates nothing: `source` and `path` are None)."""
 
-    # set by the distributed layer: Global contributions go to it (`GlobalMerge.collect`)
+    # set by the distributed layer: Global contributions go to it (`GlobalMerge.collect`),
+    # and rows inserted and deleted (`RowChanges.record`)
     partials = None
+    row_sink = None
 
     def __init__(self, analysed, debug: bool = False):
         self.a = self.analysed = analysed
@@ -136,6 +138,7 @@ class InterpExecutable(Launch):
         affine.check_launch_space(self.a, relation, None if subset is None else subset.rows)
         self.deleted = np.zeros(relation.size, dtype=bool) if self.a.deletes else None
         self.inserted = {lay.target: [] for lay in self.a.inserts}
+        self.sources = {lay.target: [] for lay in self.a.inserts}  # each inserted row's row
         # float Global sums are exact: their contributions are summed at the end (every such
         # Global, also one no row reaches: the exact sum of its value alone may differ, -0.0)
         self.sums = {lay.target: [[] for _ in range(lay.target.type.ncomp)]
@@ -159,6 +162,12 @@ class InterpExecutable(Launch):
             flat = g.data.reshape(-1)
             for c, contributions in enumerate(comps):
                 flat[c] = exact_sum.exact_sum_reference([flat[c]] + contributions, flat.dtype)
+        if self.row_sink is not None:
+            self.row_sink.record(
+                relation, None if self.deleted is None else np.flatnonzero(self.deleted),
+                [(rel, np.array(self.sources[rel], dtype=np.int64), _columns(rel, rows_)[1])
+                 for rel, rows_ in self.inserted.items()])
+            return
         row_changes.apply(relation, self.deleted, {
             rel: _columns(rel, rows_) for rel, rows_ in self.inserted.items()})
 
@@ -183,6 +192,7 @@ class InterpExecutable(Launch):
             values[f.name] = val if isinstance(f.type, (KeyType, KeyVecType)) else \
                 np.array(val, dtype=f.type.dtype).reshape(f.type.shape)
         self.inserted[s.relation].append(values)
+        self.sources[s.relation].append(self.row)
 
     def e_Affine(self, e, env):
         key = self.expr(e.key, env)

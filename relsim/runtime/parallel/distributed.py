@@ -21,21 +21,22 @@ from ...relations.subset import Subset
 from ..backends.base import Launch
 from . import ghosts, partition
 from . import plan as plans
+from .elastic import RowChanges
 from .global_merge import GlobalMerge
 
 
 class DistributedLaunch(Launch):
     def __init__(self, inner, world, target: str):
-        if not hasattr(inner, "partials"):
+        if not hasattr(inner, "partials") or not hasattr(inner, "row_sink"):
             raise ConfigError(f"target {target!r} cannot run on several ranks yet (its launches "
                               f"do not hand over Global contributions); run it on one process, "
                               f"or use target 'cpu'")
         self.inner, self.world = inner, world
         self.analysed = a = inner.analysed
         self.source, self.path = inner.source, inner.path
-        if a.inserts or a.deletes or a.relation.elastic:
-            raise ConfigError(f"kernel {a.kernel_name!r} over {a.relation.name}: elastic "
-                              f"relations (insert/delete) do not run on several ranks yet")
+        self.rows = None
+        if a.inserts or a.deletes:
+            self.rows = inner.row_sink = RowChanges(world)
         self.merge = None
         if any(isinstance(lay.target, Global) for lay in a.layouts):
             self.merge = inner.partials = GlobalMerge(world)
@@ -50,11 +51,13 @@ class DistributedLaunch(Launch):
         self.bytes_received = 0
 
     def plan(self, relation, subset):
+        # the key arrays themselves (kept alive here): rows inserted or deleted replace them
         state = (relation.size, tuple(k.version for k in self.keys),
-                 tuple(k.relation.size for k in self.keys))
+                 tuple(k._stored() for k in self.keys))
         key = (id(subset), subset)
         p = self.plans.get(key)
-        if p is None or p[0] != state or p[1].part is not partition.of(relation, self.world):
+        if p is None or not _same(p[0], state) or \
+                p[1].part is not partition.of(relation, self.world):
             built = plans.build(self.analysed, relation, subset, self.world, self._subset)
             p = self.plans[key] = (state, built)
         return p[1]
@@ -63,9 +66,6 @@ class DistributedLaunch(Launch):
         return Subset(self.analysed.relation, f"_rank{self.world.rank}_rows", rows)
 
     def launch(self, relation, subset) -> None:
-        if relation.elastic:
-            raise ConfigError(f"{relation.name} is elastic: elastic relations do not run on "
-                              f"several ranks yet")
         p = self.plan(relation, subset)
         for g in p.ghosts:
             for f in g.fields:
@@ -73,6 +73,8 @@ class DistributedLaunch(Launch):
         saved = ghosts.detach(self.touched)
         if self.merge is not None:
             self.merge.begin(p)
+        if self.rows is not None:
+            self.rows.begin(p.part.owner)
         try:
             if p in self.launched:
                 self.inner.launch(relation, p.subset)
@@ -82,6 +84,8 @@ class DistributedLaunch(Launch):
             ghosts.after_launch(self.world, saved, self.written)
         if self.merge is not None:
             self.merge.finish()
+        if self.rows is not None:
+            self.rows.apply()
 
     def first_launch(self, relation, p) -> None:
         """The first launch of a plan compiles (or loads) the code it needs: rank 0 first, then
@@ -104,3 +108,8 @@ class DistributedLaunch(Launch):
         jobs = getattr(self.inner, "compile_jobs", None)
         p = self.plan(relation, subset)
         return [] if jobs is None or self.world.rank != 0 else jobs(relation, p.subset)
+
+
+def _same(a, b) -> bool:
+    """Plan states equal: sizes and versions equal, key arrays identical."""
+    return a[:2] == b[:2] and len(a[2]) == len(b[2]) and all(x is y for x, y in zip(a[2], b[2]))
