@@ -18,6 +18,7 @@ from ...errors import ConfigError
 from ...relations.field import Field
 from ...relations.globals import Global
 from ...relations.subset import Subset
+from .. import epoch
 from ..backends.base import Launch
 from . import ghosts, partition
 from . import plan as plans
@@ -51,16 +52,21 @@ class DistributedLaunch(Launch):
         self.bytes_received = 0
 
     def plan(self, relation, subset):
+        """The plan of this iteration space, rebuilt when a relation's size, a key field's
+        version or its array (rows inserted or deleted replace it) changed: checked only when
+        some storage changed since (the runtime's storage epoch)."""
+        p = self.plans.get(subset)
+        if p is not None and p[0] == epoch.value:
+            return p[2]
         # the key arrays themselves (kept alive here): rows inserted or deleted replace them
         state = (relation.size, tuple(k.version for k in self.keys),
                  tuple(k._stored() for k in self.keys))
-        key = (id(subset), subset)
-        p = self.plans.get(key)
-        if p is None or not _same(p[0], state) or \
-                p[1].part is not partition.of(relation, self.world):
-            built = plans.build(self.analysed, relation, subset, self.world, self._subset)
-            p = self.plans[key] = (state, built)
-        return p[1]
+        if p is None or not _same(p[1], state) or \
+                p[2].part is not partition.of(relation, self.world):
+            p = (epoch.value, state,
+                 plans.build(self.analysed, relation, subset, self.world, self._subset))
+        self.plans[subset] = p = (epoch.value, p[1], p[2])
+        return p[2]
 
     def _subset(self, rows):
         return Subset(self.analysed.relation, f"_rank{self.world.rank}_rows", rows)

@@ -14,9 +14,15 @@ TAG = 7101
 TRAFFIC = {"ghost_messages": 0, "ghost_bytes": 0, "gathers": 0, "gather_bytes": 0}
 
 
+_MPI = None
+
+
 def _mpi():
-    from mpi4py import MPI
-    return MPI
+    global _MPI
+    if _MPI is None:
+        from mpi4py import MPI
+        _MPI = MPI
+    return _MPI
 
 
 def requests(world, needed: np.ndarray, owner: np.ndarray):

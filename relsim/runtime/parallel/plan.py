@@ -136,7 +136,8 @@ def build(analysed, relation, subset, world, make_subset) -> Plan:
         rel_part = partition.of(rel, world)
         recv, send = exchange.requests(world, mine, rel_part.owner)
         rel_part.add_ghosts(mine)
-        ghosts.append(RelationGhosts(rel, fields, mine, recv, send))
+        if recv or send:  # (nothing to move for this rank: no exchange to make)
+            ghosts.append(RelationGhosts(rel, fields, mine, recv, send))
     rows = sh.rows
     run_over = None if subset is None and len(rows) == relation.size else make_subset(rows)
     return Plan(run_over, rows, tuple(ghosts), part, sh.halo)
