@@ -71,8 +71,14 @@ def same_as_one_process(name: str, target: str, ranks: int, tmp: Path, once=True
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
+def test_the_design_sketchs_script(ranks, tmp_path):
+    same_as_one_process("design", "cpu", ranks, tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
 @pytest.mark.parametrize("target", ["cpu", "interp"])
-def test_design_example_and_every_global_reduction(target, ranks, tmp_path):
+def test_keys_through_locals_groupings_subsets_and_every_global_reduction(target, ranks,
+                                                                          tmp_path):
     same_as_one_process("heat", target, ranks, tmp_path)
 
 
