@@ -94,8 +94,13 @@ class Field:
         """The storage array as it is (no update from the runtime, no derived keys)."""
         return self._data
 
-    def load(self, values) -> Field:
-        """Copy `values` (an array of shape (rows,)+value shape, or one value) into the field."""
+    def load(self, values, local: bool = False) -> Field:
+        """Copy `values` (an array of shape (rows,)+value shape, or one value) into the field.
+        On several MPI ranks `values` is the whole array (the same on every rank); with
+        ``local=True``, the values of the rows this rank owns only (``relation.partition.
+        owned_rows``, in that order): each rank loads its own, without communication."""
+        if local and self.relation.partition is not None:
+            return self._load_local(values)
         if isinstance(values, (bool, int, float)):  # a Python number: exact conversion only
             exact = self.data.dtype.type(values)
             if exact != values:
@@ -114,6 +119,25 @@ class Field:
         self.data[...] = arr
         self._host_written()
         self.version += 1
+        return self
+
+    def _load_local(self, values) -> Field:
+        part = self.relation.partition
+        arr = np.asarray(values)
+        want = (part.owned,) + self.type.shape
+        if arr.shape != want:
+            raise DataError(f"cannot load an array of shape {arr.shape} into the {part.owned} "
+                            f"rows of field {self.qualname} this rank owns (need {want})")
+        if not np.can_cast(arr.dtype, self._stored().dtype, "same_kind"):
+            raise DataError(f"cannot load {arr.dtype} values into field {self.qualname} "
+                            f"of type {self.type!r} without losing information; cast first")
+        self._check(arr)
+        r = self.residency
+        if r is not None and not getattr(r, "follows_storage", False):
+            r.before_host_read(self)  # (what the runtime holds elsewhere lands first)
+        self._stored()[part.owned_rows] = arr
+        self.version += 1
+        part.written_locally(self)  # the other rows are other ranks' now
         return self
 
     def fill(self, value) -> Field:

@@ -44,10 +44,14 @@ def ranks() -> Ranks:
     return Ranks(0, 1) if w is None else Ranks(w.rank, w.size)
 
 
-def partition_rows(relation, method: str = "auto", coords=None) -> None:
-    """How `relation`'s rows are to be distributed over MPI ranks: ``"rcb"`` (recursive
-    coordinate bisection of `coords`, a float vector field of it, or its first such field),
-    ``"blocks"`` (contiguous rows), ``"auto"`` (see `parallel.partition`). Call it before the
-    first kernel over the relation runs; on one process it changes nothing."""
-    from .partition import request
+def partition_rows(relation, method: str = "auto", coords=None):
+    """How `relation`'s rows are distributed over MPI ranks: ``"rcb"`` (recursive coordinate
+    bisection of `coords`, a float vector field of it, or its first such field), ``"blocks"``
+    (contiguous rows), ``"metis"`` (pymetis), ``"auto"`` (see `parallel.partition`). Call it
+    before the first kernel over the relation runs. On several ranks the partition is made now
+    and returned (also as ``relation.partition``: its ``owned_rows`` are the rows
+    ``field.load(values, local=True)`` takes); on one process nothing changes (None)."""
+    from .partition import of, request
     request(relation, method, coords)
+    w = _world.current()
+    return None if w is None else of(relation, w)

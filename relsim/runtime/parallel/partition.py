@@ -56,6 +56,13 @@ class Partition:
     def ghosts(self) -> int:
         return len(self.ghost_rows)
 
+    def written_locally(self, field) -> None:
+        """`field`'s owned rows were written on this rank only (``load(local=True)``): its other
+        rows are current on their owners."""
+        from .ghosts import StaleGhosts
+        from .world import current
+        field.residency = StaleGhosts(current())
+
     def add_ghosts(self, rows) -> None:
         self.ghost_rows = np.union1d(self.ghost_rows, rows)
 

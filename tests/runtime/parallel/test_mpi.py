@@ -75,6 +75,10 @@ def test_the_design_sketchs_script(ranks, tmp_path):
     same_as_one_process("design", "cpu", ranks, tmp_path)
 
 
+def test_each_rank_loads_its_own_rows(tmp_path):
+    same_as_one_process("local_load", "cpu", 3, tmp_path)
+
+
 @pytest.mark.parametrize("ranks", [2, 3])
 @pytest.mark.parametrize("target", ["cpu", "interp"])
 def test_keys_through_locals_groupings_subsets_and_every_global_reduction(target, ranks,
