@@ -74,6 +74,20 @@ def register_point_cloud(relation, coords) -> None:
     _GEOMETRY[relation] = _Geometry(weakref.ref(relation), coords, None, "vertex", "point")
 
 
+def row_coordinates(relation):
+    """Where `relation`'s rows are ((n, 3) float64) when a domain registered its geometry: the
+    points of a mesh or a point cloud, or the centroids of a mesh's cells; else None."""
+    g = _GEOMETRY.get(relation)
+    if g is None or g.vertices() is None:
+        return None
+    if g.centring == "point" and g.vertices() is not relation:
+        return None
+    pts, cells, _, centring = geometry(relation)
+    if centring == "point":
+        return pts
+    return pts[cells].mean(axis=1) if len(cells) else np.zeros((0, 3))
+
+
 def has_geometry(relation) -> bool:
     return relation in _GEOMETRY
 

@@ -116,6 +116,11 @@ def _shape(n: int):
 
 
 class CudaExecutable(Launch):
+    # set by the distributed layer (as on the cpu): Global contributions (`GlobalMerge`) and
+    # row changes (`RowChanges`) go to them instead of the Globals and relations
+    partials = None
+    row_sink = None
+
     def __init__(self, analysed, params, mod, source, sites=None):
         cuda = cuda_runtime.cuda()
         self.analysed = analysed
@@ -172,8 +177,12 @@ class CudaExecutable(Launch):
             self.gathers[k][_shape(f.relation.size)](f.relation.size, F, off, ids, vals)
         for f in self.written:
             cuda_memory.written(f)
-        for g, dev, host, fold in b.folds:  # on the host, by the cpu backend's folds
+        for g, dev, host, fold, lay in b.folds:  # on the host, by the cpu backend's folds
             cuda_memory.download(dev, "slots", host)
+            if self.partials is not None:  # on several ranks: merged by the layer
+                self.partials.collect(g, lay.op, host, lay.per_row,
+                                      b.rows if b.has_rows else None)
+                continue
             g.data  # noqa: B018 (settles anything pending on the Global first)
             fold()
         if b.deleted is not None or b.inserts:
@@ -208,19 +217,20 @@ class CudaExecutable(Launch):
         if b.deleted is not None:
             deleted = cuda_memory.download(b.deleted, "rows")
         inserts = []
-        for rel, flags_dev, values_dev in b.inserts:
+        for rel, flags_dev, values_dev, per_row in b.inserts:
             flags = cuda_memory.download(flags_dev, "rows")
             values = {f: cuda_memory.download(v, "rows") for f, v in values_dev.items()}
-            inserts.append((rel, flags, values))
-        changed = (deleted is not None and deleted.any()) or any(f.any() for _, f, _ in inserts)
+            inserts.append((rel, flags, values, per_row))
+        changed = (deleted is not None and deleted.any()) or \
+            any(f.any() for _, f, _, _ in inserts)
         if not changed:
             return
-        # (also clears the host flags; no distributed sink on this target: per_row unused)
-        _apply_row_changes(relation, deleted, tuple((r, f, v, 1) for r, f, v in inserts), None,
-                           None)
+        # (also clears the host flags)
+        _apply_row_changes(relation, deleted, tuple(inserts), b.rows if b.has_rows else None,
+                           self.row_sink)
         if b.deleted is not None:
             b.deleted.copy_to_device(deleted)
-        for (_, flags_dev, _), (_, flags, _) in zip(b.inserts, inserts):
+        for (_, flags_dev, _, _), (_, flags, _, _) in zip(b.inserts, inserts):
             flags_dev.copy_to_device(flags)
 
     # -- binding --------------------------------------------------------------------------
@@ -265,12 +275,12 @@ class CudaExecutable(Launch):
                     args.append(debug[1])
                 case InsertFlags(index=k, layout=lay):
                     flags = cuda_memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
-                    inserts.setdefault(k, [lay.target, None, {}])[1] = flags
+                    inserts.setdefault(k, [lay.target, None, {}, lay.per_row])[1] = flags
                     args.append(flags)
                 case InsertValues(index=k, layout=lay, field=f):
                     vals = cuda_memory.upload(np.zeros((b.n * lay.per_row, f.type.ncomp),
                                                        dtype=f.type.dtype), "rows")
-                    inserts.setdefault(k, [lay.target, None, {}])[2][f] = vals
+                    inserts.setdefault(k, [lay.target, None, {}, lay.per_row])[2][f] = vals
                     args.append(vals)
                 case _:
                     raise TypeError(f"cuda backend: no binding for parameter {p!r}")
@@ -286,7 +296,7 @@ class CudaExecutable(Launch):
                          if isinstance(p, ReductionSlots) and p.layout is lay][0]]
             if not isinstance(lay.target, Field):
                 b.folds.append((lay.target, vals, host,
-                                CpuExecutable.make_fold(lay, host, b)))
+                                CpuExecutable.make_fold(lay, host, b), lay))
                 continue
             tgt = cuda_memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
                                      what=f"the slot targets of {self.slots_name(lay)}")

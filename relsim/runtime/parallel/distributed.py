@@ -37,10 +37,12 @@ class DistributedLaunch(Launch):
         self.source, self.path = inner.source, inner.path
         self.rows = None
         if a.inserts or a.deletes:
-            self.rows = inner.row_sink = RowChanges(world)
+            self.rows = inner.row_sink = RowChanges(world, a.relation,
+                                                    [lay.target for lay in a.inserts])
         self.merge = None
-        if any(isinstance(lay.target, Global) for lay in a.layouts):
-            self.merge = inner.partials = GlobalMerge(world)
+        global_layouts = [lay for lay in a.layouts if isinstance(lay.target, Global)]
+        if global_layouts:
+            self.merge = inner.partials = GlobalMerge(world, global_layouts)
         targets = a.summary.targets()
         self.touched = tuple(t for t in targets if isinstance(t, Field) and not t.is_key)
         self.written = frozenset(acc.target for acc in a.summary.accesses

@@ -18,8 +18,10 @@ from .ghosts import StaleGhosts
 
 
 class RowChanges:
-    def __init__(self, world):
+    def __init__(self, world, relation, inserted_into):
         self.world = world
+        self.relation = relation  # the launch relation (rows deleted from it)
+        self.inserted_into = inserted_into  # the relations the kernel inserts into, in order
         self.pending = None
         self.owner = None
 
@@ -29,28 +31,29 @@ class RowChanges:
 
     def record(self, relation, deleted, inserts) -> None:
         """`deleted`: rows of `relation` (global ids) or None; `inserts`: [(relation, source
-        rows, {field name: values})] in launch order."""
+        rows, {field name: values})]."""
         rank, owner = self.world.rank, self.owner
         mine = None if deleted is None else deleted[owner[deleted] == rank]
-        kept = []
+        kept = {}
         for rel, src, cols in inserts:
             keep = owner[src] == rank
-            kept.append((rel, src[keep], {k: v[keep] for k, v in cols.items()}))
-        self.pending = (relation, mine, kept)
+            kept[id(rel)] = (src[keep], {k: v[keep] for k, v in cols.items()})
+        self.pending = (mine, kept)
 
     def apply(self) -> None:
-        """Every rank's recorded changes, applied alike on every rank. Collective."""
-        if self.pending is None:
-            return
-        relation, mine, kept = self.pending
+        """Every rank's recorded changes, applied alike on every rank. Collective: every rank
+        takes part, also one whose launch recorded nothing."""
+        mine, kept = self.pending or (None, {})
         self.pending = None
-        everyone = self.world.comm.allgather(
-            (mine, [(src, cols) for _, src, cols in kept]))
+        relation = self.relation
+        empty = (np.zeros(0, dtype=np.int64), {})
+        mine_ins = [kept.get(id(rel), empty) for rel in self.inserted_into]
+        everyone = self.world.comm.allgather((mine, mine_ins))
         deleted = [d for d, _ in everyone if d is not None and len(d)]
         counts = sum(len(src) for _, ins in everyone for src, _ in ins)
         if not deleted and not counts:
             return
-        for R in {id(relation): relation, **{id(rel): rel for rel, _, _ in kept}}.values():
+        for R in {id(relation): relation, **{id(r): r for r in self.inserted_into}}.values():
             for f in R.fields.values():
                 if isinstance(f.residency, StaleGhosts):
                     f.data  # noqa: B018 - gathered (collective): rows move next
@@ -59,7 +62,7 @@ class RowChanges:
             mask = np.zeros(relation.size, dtype=bool)
             mask[np.concatenate(deleted)] = True
         changes = {}
-        for i, (rel, _, _) in enumerate(kept):
+        for i, rel in enumerate(self.inserted_into):
             srcs = [ins[i][0] for _, ins in everyone]
             cols_by_rank = [ins[i][1] for _, ins in everyone]
             src = np.concatenate(srcs)

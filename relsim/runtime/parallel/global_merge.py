@@ -29,9 +29,10 @@ NO_ROW = np.iinfo(np.int64).max
 class GlobalMerge:
     """The sink a wrapped launch hands its Global contributions to (``launch.partials``)."""
 
-    def __init__(self, world):
+    def __init__(self, world, layouts):
         self.world = world
-        self.items = []
+        self.layouts = layouts  # the kernel's Global reduction layouts: merged in this order
+        self.items = {}
         self.plan = None
 
     def begin(self, plan) -> None:
@@ -45,16 +46,23 @@ class GlobalMerge:
         positions = np.arange(len(vals) // per_row if per_row else 0) if rows is None else rows
         arg = op in ("min", "max", "argmin", "argmax")  # (the others need no rows)
         if len(p.halo) == 0:  # every executed row is this rank's: every slot counts
-            self.items.append((g, op, vals, np.repeat(positions, per_row) if arg else None))
+            self.items[id(g)] = (vals, np.repeat(positions, per_row) if arg else None)
             return
         counted = np.repeat(p.owned_positions, per_row)
-        self.items.append((g, op, np.ascontiguousarray(vals[counted]),
-                           np.repeat(positions, per_row)[counted] if arg else None))
+        self.items[id(g)] = (np.ascontiguousarray(vals[counted]),
+                             np.repeat(positions, per_row)[counted] if arg else None)
 
     def finish(self) -> None:
-        items, self.items = self.items, []
-        for g, op, vals, rows in items:
-            _merge(self.world, g, op, vals, rows)
+        """Merge every Global reduction of the kernel (collective: in the kernel's layout
+        order on every rank, also those this rank's launch handed nothing for)."""
+        items, self.items = self.items, {}
+        for lay in self.layouts:
+            g = lay.target
+            vals, rows = items.get(id(g), (None, None))
+            if vals is None:
+                vals = np.zeros((0, g.type.ncomp), dtype=g.type.dtype)
+                rows = np.zeros(0, dtype=np.int64)
+            _merge(self.world, g, lay.op, vals, rows)
 
 
 def _merge(world, g, op, vals, rows) -> None:

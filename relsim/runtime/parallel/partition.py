@@ -3,11 +3,13 @@ relations: no communication).
 
 * a structured grid: blocks along the axes (`grid_owners`), the rank counts per axis chosen
   to keep blocks near-cubic; any rank count works;
+* a relation whose geometry a domain registered (`relsim.output`: a mesh's points or cells, a
+  point cloud): recursive coordinate bisection (`rcb`) of its points or cell centroids;
 * a relation with a key field into another relation: each row goes with the row its first key
-  field's first key names (edges with their tail vertex, cells with their first node), so the
-  rows a kernel reaches through keys are mostly on the same rank;
-* otherwise (mesh vertices, nodes): recursive coordinate bisection (`rcb`) of its first float
-  vector field of 2 or 3 components when it has one (positions), else contiguous blocks of rows;
+  field's first key names (edges with their tail vertex), so the rows a kernel reaches through
+  keys are mostly on the same rank;
+* otherwise: `rcb` of a float vec2/vec3 field named like coordinates (`COORDINATE_NAMES`) when
+  it has one, else contiguous blocks of rows;
 * ``method="metis"`` (pymetis installed): METIS's k-way partition of the graph in which two rows
   are adjacent when a row of another relation keys both (`adjacency`).
 
@@ -20,6 +22,7 @@ import weakref
 
 import numpy as np
 
+from ... import output
 from ...errors import ConfigError
 from ...types import VecType
 
@@ -76,9 +79,12 @@ def request(relation, method: str = "auto", coords=None) -> None:
     if method not in METHODS:
         raise ConfigError(f"partition method must be one of {', '.join(METHODS)}, got "
                           f"{method!r}")
-    if coords is not None and getattr(coords, "relation", None) is not relation:
+    fields = [] if coords is None else \
+        [coords] if hasattr(coords, "relation") else list(coords)
+    if coords is not None and (not fields or any(getattr(f, "relation", None) is not relation
+                                                 for f in fields)):
         raise ConfigError(f"partition of {relation.name}: coords must be a field of "
-                          f"{relation.name}, got {coords!r}")
+                          f"{relation.name} (or a sequence of its scalar fields), got {coords!r}")
     if relation.partition is not None:
         raise ConfigError(f"{relation.name} is partitioned already ({relation.partition!r}); "
                           f"call rs.partition before its first kernel runs")
@@ -103,13 +109,17 @@ def owners(relation, nranks: int, visiting: set):
     if method == "metis":
         return metis(relation, nranks), "metis"
     if method == "rcb" or coords is not None:
-        field = coords or _coordinates(relation)
-        if field is None:
+        xyz, what = _coordinates(relation) if coords is None else _given(coords)
+        if xyz is None:
             raise ConfigError(f"partition of {relation.name} by rcb needs coordinates: pass "
-                              f"coords=<a float vector field of {relation.name}>")
-        return rcb(field.data.reshape(n, -1), nranks), f"rcb on {field.name}"
+                              f"coords=<a float vector field of {relation.name}, or its x, y"
+                              f"(, z) fields>")
+        return rcb(xyz, nranks), f"rcb on {what}"
     if relation.grid is not None:
         return grid_owners(relation.grid, nranks), "grid blocks"
+    xyz = output.row_coordinates(relation)
+    if xyz is not None:  # a mesh's points or cells: bisect where they are
+        return rcb(xyz, nranks), "rcb on its mesh geometry"
     visiting = visiting | {id(relation)}
     for f in relation.fields.values():
         t = getattr(f, "target", None)
@@ -120,9 +130,9 @@ def owners(relation, nranks: int, visiting: set):
                 target_owner, _ = owners(t, nranks, visiting)
             keys = f.data.reshape(n, -1)[:, 0]
             return target_owner[keys].astype(np.int32), f"with {t.name} through {f.name}"
-    field = _coordinates(relation)
-    if field is not None:
-        return rcb(field.data.reshape(n, -1), nranks), f"rcb on {field.name}"
+    xyz, what = _coordinates(relation)
+    if xyz is not None:
+        return rcb(xyz, nranks), f"rcb on {what}"
     return blocks(n, nranks), "blocks"
 
 
@@ -166,12 +176,31 @@ def metis(relation, nranks: int) -> np.ndarray:
     return np.asarray(parts, dtype=np.int32)
 
 
+COORDINATE_NAMES = ("pos", "position", "positions", "xyz", "xy", "coords", "coordinates",
+                    "x", "center", "centre")
+
+
 def _coordinates(relation):
-    for f in relation.fields.values():
-        t = f.type
-        if isinstance(t, VecType) and t.n in (2, 3) and t.elem.is_float:
-            return f
-    return None
+    """(coordinates (n, d), their name) of `relation`'s rows, or (None, None): those a domain
+    registered for it (`relsim.output`: mesh points, particles), else a float vec2/vec3 field
+    named like coordinates (`COORDINATE_NAMES`, in that order of preference), else None: a
+    vector field of another name (a force, a velocity) says nothing of where rows are."""
+    xyz = output.row_coordinates(relation)
+    if xyz is not None:
+        return xyz, "its mesh geometry"
+    vecs = {f.name: f for f in relation.fields.values()
+            if isinstance(f.type, VecType) and f.type.n in (2, 3) and f.type.elem.is_float}
+    for name in COORDINATE_NAMES:
+        if name in vecs:
+            return vecs[name].data.reshape(relation.size, -1), name
+    return None, None
+
+
+def _given(coords):
+    """`coords` (a float vector field, or a sequence of scalar fields) as (n, d) coordinates."""
+    fields = [coords] if hasattr(coords, "relation") else list(coords)
+    cols = [f.data.reshape(f.relation.size, -1) for f in fields]
+    return np.column_stack(cols).astype(np.float64), ", ".join(f.name for f in fields)
 
 
 def blocks(n: int, nranks: int) -> np.ndarray:

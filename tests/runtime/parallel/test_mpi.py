@@ -60,10 +60,14 @@ def digests(name: str, target: str, ranks: int, tmp: Path) -> list:
 _ONE_PROCESS: dict = {}  # (program, target) -> its one-process digests, computed once
 
 
-def same_as_one_process(name: str, target: str, ranks: int, tmp: Path, once=True) -> None:
-    if not once or (name, target) not in _ONE_PROCESS:
-        (_ONE_PROCESS[name, target],) = digests(name, target, 1, tmp)
-    one = _ONE_PROCESS[name, target]
+def same_as_one_process(name: str, target: str, ranks: int, tmp: Path, once=True,
+                        one_target=None) -> None:
+    """Every rank of `name` on `target` and `ranks` ranks gives the one-process digests (of
+    `one_target`, default the same target)."""
+    one_target = one_target or target
+    if not once or (name, one_target) not in _ONE_PROCESS:
+        (_ONE_PROCESS[name, one_target],) = digests(name, one_target, 1, tmp)
+    one = _ONE_PROCESS[name, one_target]
     for d in digests(name, target, ranks, tmp):
         got = {k: v for k, v in d.items() if k not in ("rank", "size")}
         want = {k: v for k, v in one.items() if k not in ("rank", "size")}
@@ -73,6 +77,12 @@ def same_as_one_process(name: str, target: str, ranks: int, tmp: Path, once=True
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_the_design_sketchs_script(ranks, tmp_path):
     same_as_one_process("design", "cpu", ranks, tmp_path)
+
+
+def test_the_cuda_target_on_2_ranks_gives_the_cpus_bits(tmp_path):
+    """In numba's CUDA simulator (tests/conftest.py sets NUMBA_ENABLE_CUDASIM=1, which the
+    ranks inherit): the cuda launches hand their Global slots and row changes to the layer."""
+    same_as_one_process("heat", "cuda", 2, tmp_path, one_target="cpu")
 
 
 def test_each_rank_loads_its_own_rows(tmp_path):
