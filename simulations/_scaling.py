@@ -205,6 +205,7 @@ def report(sim, a, size, per_rank, net, timing, launches, s_points, w_points, ch
         f"n^({sim.DIM - 1}/{sim.DIM}), messages constant). Not modelled: the distributed "
         "layer's own per-launch cost, cache effects of smaller ranks, contention, topology, "
         "noise.",
+        sim.NOTE,
         "Launch kinds of one cycle (c0: fixed cost per launch; c1: per row):",
         table(["kernel/relation", "launches/cycle", "c0 us", "c1 ns/row"], calib),
         f"Strong scaling, {sim.describe(size)} in all:",

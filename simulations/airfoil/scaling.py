@@ -11,6 +11,8 @@ STRONG = (400, 600)  # the standard 720 000-cell mesh
 WEAK = (100, 150)  # weak scaling: 45 000 cells per rank
 TINY = (4, 6)  # the per-launch fixed cost is timed on this size
 VALIDATE = (60, 40)  # mpiexec runs that count the bytes exchanged
+NOTE = ("The partition modelled is the runtime's: nodes by RCB on their coordinates x; cells, "
+        "edges and boundary edges with the node their first key names.")
 
 
 def parse(text: str) -> tuple:
