@@ -2,6 +2,7 @@
 
     relsim run airfoil [--mesh FILE | --size I J] [--iterations N] [--threads N] [--json PATH]
     relsim bench airfoil [--mesh FILE | --size I J] [--iterations N] [--reference PATH] ...
+    relsim bench airfoil --model [--size I J ...]   (predicted scaling on MPI ranks)
     relsim explain airfoil
 
 Without --mesh or --size the standard 720 000-cell mesh is generated in-process (--size 400 600;
@@ -158,7 +159,13 @@ def kernels() -> list:
 
 
 def bench(argv=None) -> int:
-    """`relsim bench airfoil`: relsim against its peers (see benchmark.py)."""
+    """`relsim bench airfoil`: relsim against its peers (see benchmark.py); with --model, the
+    scaling model on paper (simulations/_scaling.py)."""
+    if argv and "--model" in argv:
+        from simulations import _scaling
+
+        from . import scaling
+        return _scaling.main(scaling, argv)
     from . import benchmark
     return benchmark.main(argv)
 

@@ -1,9 +1,11 @@
 """LULESH 2.0 (Sedov blast on a hex mesh), bit-exact with the LLNL serial reference.
 
 `relsim run lulesh -s N -i K -r R -b B -c C -p -q` takes the reference's options and prints its
-report; `relsim bench lulesh --reference PATH` compares with a reference binary. The domain is
-`relsim.domains.hexmesh.box(s)`; every per-node and per-element loop of the reference is a relsim
-kernel (`nodal`, `elements`), and only TimeIncrement's scalar logic is Python (`problem`).
+report; `relsim bench lulesh --reference PATH` compares with a reference binary;
+`relsim bench lulesh --model` predicts strong and weak scaling on MPI ranks (`scaling`). The
+domain is `relsim.domains.hexmesh.box(s)`; every per-node and per-element loop of the reference
+is a relsim kernel (`nodal`, `elements`), and only TimeIncrement's scalar logic is Python
+(`problem`).
 """
 from __future__ import annotations
 
@@ -14,6 +16,11 @@ def main(argv=None) -> int:
 
 
 def bench(argv=None) -> int:
+    if argv and "--model" in argv:  # the scaling model on paper (simulations/_scaling.py)
+        from simulations import _scaling
+
+        from . import scaling
+        return _scaling.main(scaling, argv)
     from .bench import main as _main
     return _main(argv)
 

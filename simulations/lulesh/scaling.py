@@ -1,0 +1,49 @@
+"""LULESH's part of the scaling model (`simulations._scaling`): the problem of size s (s^3
+hexahedral elements, the reference's 11 regions and costs), one cycle (TimeIncrement and
+LagrangeLeapFrog), and the weak-scaling rule (the global s grows as P^(1/3), as when each rank of
+the reference runs its own s^3 domain)."""
+from __future__ import annotations
+
+NAME = "LULESH"
+KEY = "lulesh"
+DIM = 3
+ROWS = "elements"
+STRONG = 30  # strong scaling: the global problem (s=30, `relsim bench lulesh`'s default)
+WEAK = 30  # weak scaling: elements per rank = WEAK^3 (the reference's default -s 30)
+TINY = 4  # the per-launch fixed cost is timed on this size
+VALIDATE = 10  # mpiexec runs that count the bytes exchanged
+NOTE = ("The partition modelled is the runtime's: `partition.owners` takes RCB on the nodes' "
+        "first float 3-vector field, the force f, which is all zeros when the nodes are "
+        "partitioned (the first launch): RCB's ties fall back to row order, so every rank owns "
+        "contiguous rows, z-slabs (elements follow their first node). The exact points are "
+        "those slabs; the extrapolation beyond assumes the 3-D surface law of a block "
+        "decomposition, which slabs do not follow (their halo per rank stays about two planes "
+        "of s^2 nodes): it predicts what a 3-D partition would give, not today's slabs.")
+
+
+def parse(text: str) -> int:
+    return int(text)
+
+
+def describe(size: int) -> str:
+    return f"s={size} ({size ** 3} elements)"
+
+
+def rows(size: int) -> int:
+    return size ** 3
+
+
+def weak_size(per_rank: int, nranks: int) -> int:
+    """The global s whose s^3 elements are nearest nranks * per_rank^3."""
+    return max(1, round(per_rank * nranks ** (1.0 / 3.0)))
+
+
+def make(size: int):
+    """(elements, step): a fresh problem, and a function that runs one cycle of it."""
+    from .problem import Lulesh
+    L = Lulesh(size)
+
+    def step():
+        L.time_increment()
+        L.lagrange_leapfrog()
+    return size ** 3, step
