@@ -74,6 +74,16 @@ def register_point_cloud(relation, coords) -> None:
     _GEOMETRY[relation] = _Geometry(weakref.ref(relation), coords, None, "vertex", "point")
 
 
+def geometry_fields(relation) -> list:
+    """The coordinate fields (of its vertex relation) `row_coordinates` reads for `relation`,
+    or [] when it has no registered geometry."""
+    g = _GEOMETRY.get(relation)
+    V = None if g is None else g.vertices()
+    if V is None or (g.centring == "point" and V is not relation):
+        return []
+    return [V.field(c) for c in _as_tuple(g.coords)]
+
+
 def row_coordinates(relation):
     """Where `relation`'s rows are ((n, 3) float64) when a domain registered its geometry: the
     points of a mesh or a point cloud, or the centroids of a mesh's cells; else None."""

@@ -108,7 +108,7 @@ def record(seen: dict | None = None):
 @contextlib.contextmanager
 def first_coordinates():
     """Within the block (the program's set-up), the coordinates that `partition.owners` reads
-    (a relation's first float vector field) of every relation a launch touches, copied as they
+    (`partition.coordinate_fields`) of every relation a launch touches, copied as they
     are at its first launch: the runtime partitions a relation then, once. The block receives
     {id(field): (field, values)}, for `exact`."""
     inner, listener = _launch_hook._launcher, _launch_hook._storage_listener
@@ -119,9 +119,9 @@ def first_coordinates():
         if (id(kernel), id(relation)) not in seen:
             seen.add((id(kernel), id(relation)))
             for rel in [relation] + [r for r, _ in plans.reads(analyse(kernel, relation))]:
-                f = partition._coordinates(rel)
-                if f is not None and id(f) not in out:
-                    out[id(f)] = (f, f.numpy(copy=True))
+                for f in partition.coordinate_fields(rel):
+                    if id(f) not in out:
+                        out[id(f)] = (f, f.numpy(copy=True))
         inner(kernel, relation, subset, config)
 
     _launch_hook.install(snap, listener)

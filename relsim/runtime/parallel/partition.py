@@ -196,6 +196,17 @@ def _coordinates(relation):
     return None, None
 
 
+def coordinate_fields(relation) -> list:
+    """The fields whose values the automatic rule bisects for `relation` ([] when none): what
+    a relation's partition depends on besides its keys (they are read at its first launch)."""
+    fields = output.geometry_fields(relation)
+    if fields:
+        return fields
+    names = {f.name for f in relation.fields.values()
+             if isinstance(f.type, VecType) and f.type.n in (2, 3) and f.type.elem.is_float}
+    return [relation.field(n) for n in COORDINATE_NAMES if n in names][:1]
+
+
 def _given(coords):
     """`coords` (a float vector field, or a sequence of scalar fields) as (n, d) coordinates."""
     fields = [coords] if hasattr(coords, "relation") else list(coords)
