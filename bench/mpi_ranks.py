@@ -120,6 +120,7 @@ def worker(workload: str, n: int, steps: int, warmup: int) -> None:
             "seconds": max(e[0] for e in everyone),
             "messages": sum(e[1]["ghost_messages"] for e in everyone) / steps,
             "bytes": sum(e[1]["ghost_bytes"] for e in everyone) / steps,
+            "exchange": max(e[1]["ghost_seconds"] for e in everyone) / steps,
             "ghosts": {name: sum(e[2][name][2] for e in everyone) for name in rows},
             "sizes": {name: rows[name][0] for name in rows},
             "digest": digest}))
@@ -161,11 +162,13 @@ def main(argv=None) -> int:
         ghosts = ", ".join(f"{k} {v / r['sizes'][k]:.1%}" for k, v in r["ghosts"].items())
         rows.append([str(n) + (" (oversubscribed)" if n > cores else ""),
                      f"{r['seconds'] * 1e3:.2f}", f"{base['seconds'] / r['seconds']:.2f}",
-                     f"{r['messages']:.0f}", f"{r['bytes'] / 1024:.1f}", ghosts,
+                     f"{r['messages']:.0f}", f"{r['bytes'] / 1024:.1f}",
+                     f"{r['exchange'] * 1e3:.3f}", ghosts,
                      "yes" if r["digest"] == base["digest"] else "NO"])
     body = (f"{a.workload}, n={a.n}, {a.steps} steps after {a.warmup} warm-up; {machine_line()}"
             f"\n\n" + table(["ranks", "ms/step", "speed-up", "ghost msgs/step",
-                             "ghost KiB/step", "ghost rows (of each relation)",
+                             "ghost KiB/step", "exchange ms/step (slowest rank)",
+                             "ghost rows (of each relation)",
                              "same bits as 1"], rows))
     print(body)
     if a.markdown:

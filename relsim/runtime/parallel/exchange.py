@@ -6,12 +6,15 @@
 * `gather_all`: every rank's owned rows to every rank (the host's view of a whole field)."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 TAG = 7101
 
 # what this rank received: ghost exchanges (messages, bytes) and host gathers (calls, bytes)
-TRAFFIC = {"ghost_messages": 0, "ghost_bytes": 0, "gathers": 0, "gather_bytes": 0}
+TRAFFIC = {"ghost_messages": 0, "ghost_bytes": 0, "ghost_seconds": 0.0, "gathers": 0,
+           "gather_bytes": 0}
 
 
 _MPI = None
@@ -45,6 +48,7 @@ def exchange(world, arr: np.ndarray, recv, send) -> int:
     (q, rows) of `send`. Returns the bytes received."""
     MPI = _mpi()
     comm = world.comm
+    t0 = time.perf_counter()
     reqs, incoming, outgoing = [], [], []
     got = 0
     for q, rows in recv:
@@ -61,6 +65,7 @@ def exchange(world, arr: np.ndarray, recv, send) -> int:
         arr[rows] = buf
     TRAFFIC["ghost_messages"] += len(incoming)
     TRAFFIC["ghost_bytes"] += got
+    TRAFFIC["ghost_seconds"] += time.perf_counter() - t0
     return got
 
 
