@@ -30,8 +30,9 @@ class DistributedLaunch(Launch):
     def __init__(self, inner, world, target: str):
         if not hasattr(inner, "partials") or not hasattr(inner, "row_sink"):
             raise ConfigError(f"target {target!r} cannot run on several ranks yet (its launches "
-                              f"do not hand over Global contributions); run it on one process, "
-                              f"or use target 'cpu'")
+                              f"do not hand over Global contributions and row changes: "
+                              f"`partials`, `row_sink`); run it on one process, or use target "
+                              f"'cpu'")
         self.inner, self.world = inner, world
         self.analysed = a = inner.analysed
         self.source, self.path = inner.source, inner.path
@@ -51,7 +52,6 @@ class DistributedLaunch(Launch):
         self.keys = plans.key_fields(a)
         self.plans: dict = {}
         self.launched: set = set()  # plans launched once (see first_launch)
-        self.bytes_received = 0
 
     def plan(self, relation, subset):
         """The plan of this iteration space, rebuilt when a relation's size, a key field's
@@ -77,7 +77,7 @@ class DistributedLaunch(Launch):
         p = self.plan(relation, subset)
         for g in p.ghosts:
             for f in g.fields:
-                self.bytes_received += ghosts.refresh(self.world, f, g)
+                ghosts.refresh(self.world, f, g)
         saved = ghosts.detach(self.touched)
         if self.merge is not None:
             self.merge.begin(p)
