@@ -24,7 +24,10 @@ instead: the port as `mpiexec -n N relsim run lulesh -s S` (one thread per rank,
 printed elapsed time). Checked: relsim's end state (iterations, time, dt, e(0), symmetry
 figures, checksums) bit-identical on every N and, where known, the reference's serial values;
 the reference MPI runs' iterations and printed e(0) against the serial reference (--reference,
-run once, else the published values), with any difference reported. Rank counts above the
+run once, else the published values), with any difference reported; in full precision when the
+binary's report also has a line `e0 <e(0) as %.17e>` (a print-only build: one printf after the FOM
+line of VerifyAndWriteFinalOutput), against the serial reference's own such line or its known
+serial value. Rank counts above the
 cores available are marked oversubscribed. mpiexec is the one next to the Python interpreter,
 else the one on PATH; without one the comparison is skipped with a message.
 """
@@ -34,6 +37,7 @@ import argparse
 import ast
 import io
 import json
+import math
 import os
 import pathlib
 import re
@@ -136,11 +140,12 @@ def run_reference(binary: str, s: int, threads: int, launcher=()) -> dict:
             raise SystemExit(f"{binary}: no '{label}' in its output:\n{text}")
         return conv(m.group(1))
     overall = re.search(r"\(\s*(\S+) overall\)", text)  # the elapsed time in 8 digits
+    full = re.search(r"^e0\s+(\S+)\s*$", text, re.M)  # a print-only build's e(0) as %.17e
     return {"iterations": grab("Iteration count", int), "e0_printed": grab("Final Origin Energy",
                                                                             str),
             "size": grab("Problem size", int), "tasks": grab("MPI tasks", int),
             "elapsed_s": float(overall.group(1)) if overall else grab("Elapsed time"),
-            "fom": grab("FOM"),
+            "fom": grab("FOM"), "e0_full": float(full.group(1)) if full else None,
             "grind": grab("Grind time (us/z/c)"),
             "symmetry": [grab("MaxAbsDiff"), grab("TotalAbsDiff"), grab("MaxRelDiff")]}
 
@@ -292,11 +297,13 @@ def _relative(a: float, b: float) -> float:
     return abs(a - b) / abs(b) if b else abs(a - b)
 
 
-def verify_ranks(s, runs, refs, serial) -> tuple:
+def verify_ranks(s, runs, refs, serial, serial_e0=None) -> tuple:
     """(problems, notes) of the rank comparison: relsim bit-identical on every rank count (and
     with the reference's serial end state where known); the reference MPI runs' iterations equal
-    the serial reference's and their printed e(0) compared with it (a difference in its last
-    digits is a note: the reference sums nodal forces across domains in another order)."""
+    the serial reference's (`serial`: iterations, printed e(0)) and their e(0) compared with it,
+    printed and, where both are known, in full precision (`serial_e0`, the runs' `e0_full`): a
+    difference in the last digits is a note (the reference sums nodal forces across domains in
+    another order), as is full-precision equality."""
     bad, notes = [], []
     first = runs[0]
     keys = ("iterations", "time", "dt", "e0", "symmetry", "sums")
@@ -327,6 +334,13 @@ def verify_ranks(s, runs, refs, serial) -> tuple:
                 notes.append(f"reference MPI on {x['ranks']} rank(s) prints e(0) "
                              f"{x['e0_printed']}, the serial reference {e0} (difference {d:+.6e}, "
                              f"relative {_relative(float(x['e0_printed']), float(e0)):.1e})")
+        if serial_e0 is not None and x["e0_full"] is not None:
+            d = x["e0_full"] - serial_e0
+            rel = _relative(x["e0_full"], serial_e0)
+            notes.append(f"reference MPI on {x['ranks']} rank(s): e(0) {x['e0_full']:.17e}, the "
+                         f"serial reference {serial_e0:.17e}: "
+                         + (f"difference {d:+.3e} (relative {rel:.1e}, "
+                            f"{abs(d) / math.ulp(serial_e0):.0f} ulp)" if d else "bit-identical"))
         if x["tasks"] != x["ranks"] or x["size"] * round(x["ranks"] ** (1 / 3)) != s:
             bad.append(f"reference MPI reports {x['tasks']} task(s) of size {x['size']}, not "
                        f"{x['ranks']} of the global size {s}")
@@ -336,7 +350,7 @@ def verify_ranks(s, runs, refs, serial) -> tuple:
                        f"global zones * cycles / (1000 elapsed) = {fom:.8g}")
         if max(x["symmetry"]) >= 1e-8:
             bad.append(f"reference MPI symmetry figures {x['symmetry']} not < 1e-8")
-    return bad, notes
+    return list(dict.fromkeys(bad)), list(dict.fromkeys(notes))  # once each, not per repeat
 
 
 def main_ranks(a, p, threads) -> int:
@@ -362,10 +376,11 @@ def main_ranks(a, p, threads) -> int:
           f"interleaved repeat(s), target {a.target}; reference MPI: {ref or 'none'}; "
           f"{mpiexec}")
     print(machine_line())
-    serial = None
+    serial, serial_e0 = None, SERIAL.get(a.s, {}).get("e0")
     if a.reference:
         x = run_reference(a.reference, a.s, 1)
         serial = (x["iterations"], x["e0_printed"])
+        serial_e0 = x["e0_full"] if x["e0_full"] is not None else serial_e0
         print(f"serial reference {a.reference} -s {a.s}: {x['iterations']} cycles, e(0) "
               f"{x['e0_printed']}, FOM {x['fom']:.1f}")
     elif a.s in SPEC:
@@ -387,7 +402,7 @@ def main_ranks(a, p, threads) -> int:
                 line += f", reference MPI -s {sizes[n]} FOM {x['fom']:8.1f} " \
                         f"({x['elapsed_s']:.2f} s)"
             print(line, flush=True)
-    bad, notes = verify_ranks(a.s, runs, refs, serial)
+    bad, notes = verify_ranks(a.s, runs, refs, serial, serial_e0)
     first = runs[0]
     rows = []
     for n in ranks:
@@ -434,13 +449,19 @@ def main_ranks(a, p, threads) -> int:
                     + (" and equal the reference's serial values" if a.s in SERIAL else "")
                     + "." if not bad else ""))
     if ref:
-        lines.append("\nReference MPI against the serial reference "
-                     + (f"(`{_short(a.reference)} -s {a.s}`, run once)"
-                        if a.reference else "(published values)" if serial else
-                        "(none known for this size: not compared)") + ": "
-                     + ("; ".join(notes) if notes else
-                        "iterations equal and printed e(0) identical (to its 7 printed digits; "
-                        "it prints no more)" if serial else "-") + ".")
+        full = any(x["e0_full"] is not None for x in refs)
+        lines.append(
+            "\nReference MPI against the serial reference "
+            + (f"(`{_short(a.reference)} -s {a.s}`, run once): " if a.reference else
+               "(published values): " if serial else "(none known for this size): ")
+            + ("iteration counts " + ("equal" if all(x["iterations"] == serial[0] for x in refs)
+                                      else "DIFFER")
+               + "; printed e(0) (7 digits) "
+               + ("identical" if all(x["e0_printed"] == serial[1] for x in refs) else "differs")
+               if serial else "not compared")
+            + ("; " + "; ".join(notes) if notes else "")
+            + ("" if full else "; this build prints e(0) to 7 digits only (a print-only build "
+               "with an `e0 %.17e` line is compared in full precision)") + ".")
     for n in ranks:
         mine = ", ".join(f"{r['fom']:.1f}" for r in runs if r["ranks"] == n)
         theirs = ", ".join(f"{x['fom']:.1f}" for x in refs if x["ranks"] == n)

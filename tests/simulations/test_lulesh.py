@@ -256,7 +256,8 @@ def test_bench_ranks_checks():
                symmetry={"MaxAbsDiff": 2e-12, "TotalAbsDiff": 1e-11, "MaxRelDiff": 4e-14})
     runs = [dict(end, ranks=1), dict(end, ranks=8)]
     ref = dict(iterations=231, e0_printed="2.720531e+04", size=5, tasks=8, elapsed_s=2.0,
-               fom=10 ** 3 * 231 / 2000.0, symmetry=[1e-12, 1e-11, 1e-14], ranks=8)
+               fom=10 ** 3 * 231 / 2000.0, symmetry=[1e-12, 1e-11, 1e-14], ranks=8,
+               e0_full=None)
     serial = (231, "2.720531e+04")
     assert verify_ranks(10, runs, [ref], serial) == ([], [])
     # relsim: one checksum off in the last bit on 8 ranks is a problem
@@ -271,3 +272,44 @@ def test_bench_ranks_checks():
                          (dict(fom=231.0), "prints FOM 231.0")):
         bad, _ = verify_ranks(10, runs, [dict(ref, **change)], serial)
         assert any(says in b for b in bad), (change, bad)
+    # in full precision (a print-only build): other last digits are a note, in ulp
+    other = dict(ref, e0_full=2.72053116847034435e+04)
+    bad, notes = verify_ranks(10, runs, [other, other], serial, S10["e0"])
+    assert bad == [] and len(notes) == 1  # once, not per repeat
+    assert "difference -2.547e-11" in notes[0] and "ulp" in notes[0]
+    same = dict(ref, e0_full=S10["e0"])
+    assert verify_ranks(10, runs, [same], serial, S10["e0"])[1][0].endswith("bit-identical")
+
+
+REPORT = """Run completed:
+   Problem size        =  5
+   MPI tasks           =  8
+   Iteration count     =  231
+   Final Origin Energy =  2.720531e+04
+   Testing Plane 0 of Energy Array on rank 0:
+        MaxAbsDiff   = 8.185452e-12
+        TotalAbsDiff = 1.512035e-11
+        MaxRelDiff   = 2.520539e-15
+
+Elapsed time         =        9.2 (s)
+Grind time (us/z/c)  =  319.08112 (per dom)  ( 9.2134674 overall)
+FOM                  =  25.071994 (z/s)
+
+e0 2.72053116847034435e+04
+"""
+
+
+def test_bench_reads_the_reference_report(tmp_path):
+    from simulations.lulesh.bench import run_reference, verify_ranks
+    fake = tmp_path / "lulesh2.0"  # prints the report of `mpiexec -n 8 lulesh2.0 -s 5`
+    (tmp_path / "report.txt").write_text(REPORT)
+    fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'report.txt'}\n")
+    fake.chmod(0o755)
+    x = run_reference(str(fake), 5, 1)
+    assert (x["iterations"], x["e0_printed"], x["size"], x["tasks"]) == (231, "2.720531e+04", 5, 8)
+    assert x["elapsed_s"] == 9.2134674 and x["fom"] == 25.071994  # the 8-digit elapsed time
+    assert x["e0_full"] == 2.72053116847034435e+04
+    end = dict(iterations=231, time=S10["time"], dt=S10["dt"], e0=S10["e0"], sums=S10["sums"],
+               symmetry={"MaxAbsDiff": 2e-12, "TotalAbsDiff": 1e-11, "MaxRelDiff": 4e-14}, ranks=1)
+    bad, notes = verify_ranks(10, [end], [dict(x, ranks=8)], (231, "2.720531e+04"), S10["e0"])
+    assert bad == [] and "ulp" in notes[0]
