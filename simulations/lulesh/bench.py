@@ -146,6 +146,7 @@ def run_reference(binary: str, s: int, threads: int, launcher=()) -> dict:
             "size": grab("Problem size", int), "tasks": grab("MPI tasks", int),
             "elapsed_s": float(overall.group(1)) if overall else grab("Elapsed time"),
             "fom": grab("FOM"), "e0_full": float(full.group(1)) if full else None,
+            "openmp": re.search(r"^Num threads:", text, re.M) is not None,  # printed if _OPENMP
             "grind": grab("Grind time (us/z/c)"),
             "symmetry": [grab("MaxAbsDiff"), grab("TotalAbsDiff"), grab("MaxRelDiff")]}
 
@@ -433,8 +434,10 @@ def main_ranks(a, p, threads) -> int:
              f"The same global problem (s={a.s}, {a.s ** 3} elements; default options) on each "
              f"rank count: relsim as `{os.path.basename(mpiexec)} -n N relsim run lulesh -s "
              f"{a.s} --threads {t}`"
-             + (f", the reference's MPI build as `mpiexec -n N lulesh2.0 -s {a.s}/cbrt(N)` "
-                f"(its -s is per rank), OMP_NUM_THREADS={t}" if ref else "")
+             + (f", the reference's MPI build (-DUSE_MPI=1, "
+                f"{'with OpenMP' if refs[0]['openmp'] else 'without OpenMP'}) as `mpiexec -n N "
+                f"lulesh2.0 -s {a.s}/cbrt(N)` (its -s is per rank), OMP_NUM_THREADS={t}"
+                if ref else "")
              + f". FOM = global zones * cycles / (1000 * elapsed), elapsed = the slowest rank's "
                f"time loop (the reference's own FOM, checked against its printed elapsed time); "
                f"best of {a.repeat} interleaved runs per rank count."
