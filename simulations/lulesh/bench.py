@@ -12,6 +12,24 @@ relsim's e(0), time, dt and checksums bit for bit against the reference's serial
 known (s = 5, 10, 20, 30, 45), and identical on every thread count. Without --reference only
 relsim is measured and verified. Also reported: the cold start (empty kernel cache) and the warm
 start (cached) of the port, and its lines of code next to the reference's.
+
+    relsim bench lulesh --ranks 1,8 [--reference-mpi /path/to/mpi/lulesh2.0] [-s 20]
+                        [--reference /path/to/lulesh2.0] [--repeat 2] [--markdown PATH]
+
+With --ranks (or --reference-mpi) the same global problem of size S runs on each rank count N
+instead: the port as `mpiexec -n N relsim run lulesh -s S` (one thread per rank, the first of
+--threads), the reference's MPI build (`-DUSE_MPI=1`) as `mpiexec -n N lulesh2.0 -s S/cbrt(N)`
+(its -s is per rank and it needs a cube number of ranks). Both FOMs are global zones * cycles /
+(1000 * the slowest rank's elapsed time), as the reference prints it (checked against its
+printed elapsed time). Checked: relsim's end state (iterations, time, dt, e(0), symmetry
+figures, checksums) bit-identical on every N and, where known, the reference's serial values;
+the reference MPI runs' iterations and printed e(0) against the serial reference (--reference,
+run once, else the published values), with any difference reported; in full precision when the
+binary's report also has a line `e0 <e(0) as %.17e>` (a print-only build: one printf after the FOM
+line of VerifyAndWriteFinalOutput), against the serial reference's own such line or its known
+serial value. Rank counts above the
+cores available are marked oversubscribed. mpiexec is the one next to the Python interpreter,
+else the one on PATH; without one the comparison is skipped with a message.
 """
 from __future__ import annotations
 
@@ -19,9 +37,11 @@ import argparse
 import ast
 import io
 import json
+import math
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +52,7 @@ from relsim.report import machine_line, table, update_markdown
 
 HERE = pathlib.Path(__file__).resolve().parent
 SECTION = "LULESH 2.0 (Sedov, s={s})"
+RANKS_SECTION = "LULESH 2.0 on MPI ranks (Sedov, s={s})"
 
 # published (cycles, printed e(0)) of the reference, LULESH 2.0 paper / reference runs
 SPEC = {1: (1, "4.333329e+02"), 2: (5, "2.746125e+03"), 3: (23, "4.001338e+03"),
@@ -85,12 +106,12 @@ def _env(threads: int, cache: str | None = None) -> dict:
     return env
 
 
-def run_relsim(s: int, threads: int, target: str, extra=(), cache=None) -> dict:
-    """One `relsim run lulesh` in a fresh process: its JSON end state plus the process wall
-    time."""
+def run_relsim(s: int, threads: int, target: str, extra=(), cache=None, launcher=()) -> dict:
+    """One `relsim run lulesh` in a fresh process (or `launcher`, e.g. `mpiexec -n N`, starting
+    it): its JSON end state plus the process wall time."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "end.json")
-        cmd = [sys.executable, "-m", "relsim.cli", "run", "lulesh", "-s", str(s), "-q",
+        cmd = [*launcher, sys.executable, "-m", "relsim.cli", "run", "lulesh", "-s", str(s), "-q",
                "--target", target, "--threads", str(threads), "--json", out, *extra]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=_env(threads, cache), capture_output=True, text=True)
@@ -104,9 +125,11 @@ def run_relsim(s: int, threads: int, target: str, extra=(), cache=None) -> dict:
     return state
 
 
-def run_reference(binary: str, s: int, threads: int) -> dict:
-    proc = subprocess.run([binary, "-s", str(s)], env=_env(threads), capture_output=True,
-                          text=True)
+def run_reference(binary: str, s: int, threads: int, launcher=()) -> dict:
+    """One run of a reference binary (started by `launcher`, e.g. `mpiexec -n N`, for its MPI
+    build): the figures of its report."""
+    proc = subprocess.run([*launcher, binary, "-s", str(s)], env=_env(threads),
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{binary} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
     text = proc.stdout
@@ -116,9 +139,14 @@ def run_reference(binary: str, s: int, threads: int) -> dict:
         if not m:
             raise SystemExit(f"{binary}: no '{label}' in its output:\n{text}")
         return conv(m.group(1))
+    overall = re.search(r"\(\s*(\S+) overall\)", text)  # the elapsed time in 8 digits
+    full = re.search(r"^e0\s+(\S+)\s*$", text, re.M)  # a print-only build's e(0) as %.17e
     return {"iterations": grab("Iteration count", int), "e0_printed": grab("Final Origin Energy",
                                                                             str),
-            "elapsed_s": grab("Elapsed time"), "fom": grab("FOM"),
+            "size": grab("Problem size", int), "tasks": grab("MPI tasks", int),
+            "elapsed_s": float(overall.group(1)) if overall else grab("Elapsed time"),
+            "fom": grab("FOM"), "e0_full": float(full.group(1)) if full else None,
+            "openmp": re.search(r"^Num threads:", text, re.M) is not None,  # printed if _OPENMP
             "grind": grab("Grind time (us/z/c)"),
             "symmetry": [grab("MaxAbsDiff"), grab("TotalAbsDiff"), grab("MaxRelDiff")]}
 
@@ -226,6 +254,231 @@ def verify(s, runs, refs) -> list:
     return bad
 
 
+# -- on MPI ranks ------------------------------------------------------------------------------
+
+def find_mpiexec() -> str | None:
+    """The mpiexec next to the running Python (a virtual environment's, from MPICH's wheel),
+    else the one on PATH, else None."""
+    return shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or \
+        shutil.which("mpiexec")
+
+
+def parse_ranks(text: str) -> list:
+    """`--ranks 1,8`: positive rank counts, in order, without repeats (ValueError otherwise)."""
+    try:
+        ranks = [int(r) for r in text.split(",") if r.strip()]
+    except ValueError:
+        raise ValueError(f"--ranks takes comma-separated integers, got {text!r}") from None
+    if not ranks or min(ranks) < 1 or len(set(ranks)) != len(ranks):
+        raise ValueError(f"--ranks takes distinct positive integers, got {text!r}")
+    return ranks
+
+
+def reference_size(s: int, ranks: int) -> int:
+    """The reference MPI build's -s for the global size `s` on `ranks` ranks: it lays the ranks
+    out as a k x k x k cube of domains of (-s)^3 elements each, so -s = s / k with k = cbrt(ranks).
+    ValueError when `ranks` is not a cube or `s` is not a multiple of k."""
+    k = round(ranks ** (1.0 / 3.0))
+    if k ** 3 != ranks:
+        raise ValueError(f"the reference's MPI build needs a cube number of ranks (1, 8, 27, "
+                         f"64, ...), not {ranks}")
+    if s % k:
+        raise ValueError(f"-s {s} on {ranks} ranks: the reference's -s is the size of one rank's "
+                         f"domain, s / cbrt({ranks}) = {s} / {k}, which must be an integer")
+    return s // k
+
+
+def _short(path: str) -> str:
+    """A binary's directory and name (the two references are both called lulesh2.0)."""
+    parts = pathlib.Path(path).resolve().parts
+    return "/".join(parts[-2:])
+
+
+def _relative(a: float, b: float) -> float:
+    return abs(a - b) / abs(b) if b else abs(a - b)
+
+
+def verify_ranks(s, runs, refs, serial, serial_e0=None) -> tuple:
+    """(problems, notes) of the rank comparison: relsim bit-identical on every rank count (and
+    with the reference's serial end state where known); the reference MPI runs' iterations equal
+    the serial reference's (`serial`: iterations, printed e(0)) and their e(0) compared with it,
+    printed and, where both are known, in full precision (`serial_e0`, the runs' `e0_full`): a
+    difference in the last digits is a note (the reference sums nodal forces across domains in
+    another order), as is full-precision equality."""
+    bad, notes = [], []
+    first = runs[0]
+    keys = ("iterations", "time", "dt", "e0", "symmetry", "sums")
+    for r in runs:
+        diff = [k for k in keys if r[k] != first[k]]
+        if diff:
+            bad.append(f"relsim on {r['ranks']} rank(s) differs from {first['ranks']} in "
+                       f"{', '.join(diff)} (e0 {r['e0']!r} vs {first['e0']!r})")
+        if max(r["symmetry"].values()) >= 1e-8:
+            bad.append(f"relsim symmetry figures {r['symmetry']} not < 1e-8")
+    spec = SPEC.get(s)
+    if spec and (first["iterations"], f"{first['e0']:e}") != spec:
+        bad.append(f"relsim: {first['iterations']} cycles, e(0) {first['e0']:e}; the "
+                   f"reference's published values are {spec}")
+    want = SERIAL.get(s, {})
+    for key in ("e0", "time", "dt", "sums"):
+        if key in want and first[key] != want[key]:
+            bad.append(f"relsim {key} {first[key]!r} is not the reference's serial "
+                       f"{want[key]!r} bit for bit")
+    for x in refs:
+        if serial is not None:
+            its, e0 = serial
+            if x["iterations"] != its:
+                bad.append(f"reference MPI on {x['ranks']} rank(s): {x['iterations']} cycles, "
+                           f"the serial reference {its}")
+            if x["e0_printed"] != e0:
+                d = float(x["e0_printed"]) - float(e0)
+                notes.append(f"reference MPI on {x['ranks']} rank(s) prints e(0) "
+                             f"{x['e0_printed']}, the serial reference {e0} (difference {d:+.6e}, "
+                             f"relative {_relative(float(x['e0_printed']), float(e0)):.1e})")
+        if serial_e0 is not None and x["e0_full"] is not None:
+            d = x["e0_full"] - serial_e0
+            rel = _relative(x["e0_full"], serial_e0)
+            notes.append(f"reference MPI on {x['ranks']} rank(s): e(0) {x['e0_full']:.17e}, the "
+                         f"serial reference {serial_e0:.17e}: "
+                         + (f"difference {d:+.3e} (relative {rel:.1e}, "
+                            f"{abs(d) / math.ulp(serial_e0):.0f} ulp)" if d else "bit-identical"))
+        if x["tasks"] != x["ranks"] or x["size"] * round(x["ranks"] ** (1 / 3)) != s:
+            bad.append(f"reference MPI reports {x['tasks']} task(s) of size {x['size']}, not "
+                       f"{x['ranks']} of the global size {s}")
+        fom = s ** 3 * x["iterations"] / (1000.0 * x["elapsed_s"])
+        if _relative(fom, x["fom"]) > 1e-6:
+            bad.append(f"reference MPI on {x['ranks']} rank(s) prints FOM {x['fom']}, not the "
+                       f"global zones * cycles / (1000 elapsed) = {fom:.8g}")
+        if max(x["symmetry"]) >= 1e-8:
+            bad.append(f"reference MPI symmetry figures {x['symmetry']} not < 1e-8")
+    return list(dict.fromkeys(bad)), list(dict.fromkeys(notes))  # once each, not per repeat
+
+
+def main_ranks(a, p, threads) -> int:
+    """`relsim bench lulesh --ranks ...`: relsim and the reference MPI build on each rank count,
+    the same global problem."""
+    try:
+        ranks = parse_ranks(a.ranks or "1,8")
+        sizes = {n: reference_size(a.s, n) for n in ranks} if a.reference_mpi else {}
+    except ValueError as exc:
+        p.error(str(exc))
+    for opt, path in (("--reference-mpi", a.reference_mpi), ("--reference", a.reference)):
+        if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            p.error(f"{opt} {path!r} is not an executable file")
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        print("relsim bench lulesh --ranks: skipped, no mpiexec next to Python or on PATH "
+              "(pip install 'relsim[mpi]')")
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    t = threads[0]
+    ref = a.reference_mpi
+    print(f"relsim bench lulesh: s={a.s} on {ranks} rank(s), {t} thread(s) per rank, {a.repeat} "
+          f"interleaved repeat(s), target {a.target}; reference MPI: {ref or 'none'}; "
+          f"{mpiexec}")
+    print(machine_line())
+    serial, serial_e0 = None, SERIAL.get(a.s, {}).get("e0")
+    if a.reference:
+        x = run_reference(a.reference, a.s, 1)
+        serial = (x["iterations"], x["e0_printed"])
+        serial_e0 = x["e0_full"] if x["e0_full"] is not None else serial_e0
+        print(f"serial reference {a.reference} -s {a.s}: {x['iterations']} cycles, e(0) "
+              f"{x['e0_printed']}, FOM {x['fom']:.1f}")
+    elif a.s in SPEC:
+        serial = SPEC[a.s]
+    runs, refs = [], []
+    for rep in range(a.repeat):
+        for n in ranks:
+            launch = (mpiexec, "-n", str(n))
+            r = run_relsim(a.s, t, a.target, launcher=launch)
+            r["ranks"] = n
+            runs.append(r)
+            line = f"[{rep + 1}/{a.repeat}] {n} rank(s)" \
+                   f"{' (oversubscribed)' if n > cores else ''}: relsim FOM {r['fom']:8.1f} " \
+                   f"({r['elapsed_s']:.2f} s, setup {r['setup_s']:.1f} s)"
+            if ref:
+                x = run_reference(ref, sizes[n], t, launcher=launch)
+                x["ranks"] = n
+                refs.append(x)
+                line += f", reference MPI -s {sizes[n]} FOM {x['fom']:8.1f} " \
+                        f"({x['elapsed_s']:.2f} s)"
+            print(line, flush=True)
+    bad, notes = verify_ranks(a.s, runs, refs, serial, serial_e0)
+    first = runs[0]
+    rows = []
+    for n in ranks:
+        mine = [r for r in runs if r["ranks"] == n]
+        best = max(r["fom"] for r in mine)
+        same = all(all(r[k] == first[k] for k in ("iterations", "time", "dt", "e0", "symmetry",
+                                                    "sums")) for r in mine)
+        row = [f"{n}{' (oversubscribed)' if n > cores else ''}", f"{best:.1f}"]
+        if ref:
+            theirs = [x for x in refs if x["ranks"] == n]
+            best_ref = max(x["fom"] for x in theirs)
+            row += [f"{best_ref:.1f}", f"{best / best_ref:.2f}", sizes[n],
+                    f"{first['iterations']} / {theirs[0]['iterations']}",
+                    f"{first['e0']:e} / {theirs[0]['e0_printed']}"]
+        else:
+            row += [first["iterations"], f"{first['e0']:e}"]
+        row += ["yes" if same else "NO", f"{min(r['setup_s'] for r in mine):.1f}"]
+        rows.append(row)
+    headers = ["ranks", "relsim FOM"] + (
+        ["reference MPI FOM", "relsim / reference", "reference -s (per rank)",
+         "iterations relsim / ref", "e(0) relsim / ref MPI (printed)"] if ref
+        else ["iterations", "e(0)"]) + [f"relsim bits as on {ranks[0]} rank(s)", "relsim setup s"]
+    cmd = f"relsim bench lulesh -s {a.s} --ranks {','.join(map(str, ranks))}" \
+          f"{' --reference-mpi ' + _short(ref) if ref else ''}" \
+          f"{' --reference ' + _short(a.reference) if a.reference else ''} --repeat {a.repeat}"
+    over = [n for n in ranks if n > cores]
+    lines = [f"Command: `{cmd}`. Machine: {machine_line()}.",
+             f"The same global problem (s={a.s}, {a.s ** 3} elements; default options) on each "
+             f"rank count: relsim as `{os.path.basename(mpiexec)} -n N relsim run lulesh -s "
+             f"{a.s} --threads {t}`"
+             + (f", the reference's MPI build (-DUSE_MPI=1, "
+                f"{'with OpenMP' if refs[0]['openmp'] else 'without OpenMP'}) as `mpiexec -n N "
+                f"lulesh2.0 -s {a.s}/cbrt(N)` (its -s is per rank), OMP_NUM_THREADS={t}"
+                if ref else "")
+             + f". FOM = global zones * cycles / (1000 * elapsed), elapsed = the slowest rank's "
+               f"time loop (the reference's own FOM, checked against its printed elapsed time); "
+               f"best of {a.repeat} interleaved runs per rank count."
+             + (f" {', '.join(map(str, over))} ranks on {cores} cores are oversubscribed: "
+                f"ranks wait for a core, and MPI's busy-polling waits spend the cores the "
+                f"others need, so those rows measure the oversubscription more than the code."
+                if over else ""), "",
+             table(headers, rows), ""]
+    lines.append(f"Answers: {'all checks passed' if not bad else 'PROBLEMS: ' + '; '.join(bad)}."
+                 + (f" relsim's iterations, time, dt, e(0), symmetry figures and checksums are "
+                    f"bit-identical on {', '.join(map(str, ranks))} rank(s)"
+                    + (" and equal the reference's serial values" if a.s in SERIAL else "")
+                    + "." if not bad else ""))
+    if ref:
+        full = any(x["e0_full"] is not None for x in refs)
+        lines.append(
+            "\nReference MPI against the serial reference "
+            + (f"(`{_short(a.reference)} -s {a.s}`, run once): " if a.reference else
+               "(published values): " if serial else "(none known for this size): ")
+            + ("iteration counts " + ("equal" if all(x["iterations"] == serial[0] for x in refs)
+                                      else "DIFFER")
+               + "; printed e(0) (7 digits) "
+               + ("identical" if all(x["e0_printed"] == serial[1] for x in refs) else "differs")
+               if serial else "not compared")
+            + ("; " + "; ".join(notes) if notes else "")
+            + ("" if full else "; this build prints e(0) to 7 digits only (a print-only build "
+               "with an `e0 %.17e` line is compared in full precision)") + ".")
+    for n in ranks:
+        mine = ", ".join(f"{r['fom']:.1f}" for r in runs if r["ranks"] == n)
+        theirs = ", ".join(f"{x['fom']:.1f}" for x in refs if x["ranks"] == n)
+        lines.append(f"\nEvery run, {n} rank(s), in order: relsim FOM {mine}"
+                     + (f"; reference MPI FOM {theirs}." if ref else "."))
+    body = "\n".join(lines)
+    print()
+    print(body)
+    if a.markdown:
+        print()
+        update_markdown(a.markdown, RANKS_SECTION.format(s=a.s), body)
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="relsim bench lulesh", description=__doc__.splitlines()[0])
     p.add_argument("--reference", default=None, help="a lulesh2.0 binary (built from LLNL/LULESH)")
@@ -241,6 +494,14 @@ def main(argv=None) -> int:
     p.add_argument("--plot", default=None, help="write a bar chart PNG (needs matplotlib)")
     p.add_argument("--no-startup", action="store_true",
                    help="skip the cold/warm start-up measurement")
+    p.add_argument("--ranks", default=None,
+                   help="compare on MPI rank counts instead, comma-separated (e.g. 1,8): "
+                        "mpiexec -n N relsim run lulesh -s S, one thread per rank (the first "
+                        "of --threads), and --reference-mpi's -s S/cbrt(N); --reference is "
+                        "then run once, for the serial answers")
+    p.add_argument("--reference-mpi", default=None,
+                   help="a lulesh2.0 built with -DUSE_MPI=1, run as mpiexec -n N lulesh2.0 "
+                        "-s S/cbrt(N) (N must be a cube; implies --ranks, default 1,8)")
     a = p.parse_args(argv)
     try:
         threads = [int(t) for t in a.threads.split(",") if t.strip()]
@@ -248,6 +509,8 @@ def main(argv=None) -> int:
         p.error(f"--threads takes comma-separated integers, got {a.threads!r}")
     if not threads or min(threads) < 1 or a.repeat < 1 or a.s < 1:
         p.error("thread counts, --repeat and -s must be positive")
+    if a.ranks is not None or a.reference_mpi is not None:
+        return main_ranks(a, p, threads)
     ref = a.reference
     if ref is not None and not (os.path.isfile(ref) and os.access(ref, os.X_OK)):
         p.error(f"--reference {ref!r} is not an executable file")

@@ -213,3 +213,103 @@ def test_output_writes_vtu_and_xdmf_series(tmp_path, capsys):
     import meshio
     m = meshio.read(tmp_path / "lulesh_elems_000003.vtu")
     assert m.cells[0].data.shape == (8, 8) and m.cell_data["e"][0].shape == (8,)
+
+
+# -- relsim bench lulesh --ranks (no reference binary, no mpiexec needed) ---------------------
+
+def test_bench_reference_size_is_s_over_cbrt_ranks():
+    from simulations.lulesh.bench import reference_size
+    assert [reference_size(20, n) for n in (1, 8)] == [20, 10]
+    assert reference_size(30, 27) == 10 and reference_size(7, 1) == 7
+    with pytest.raises(ValueError, match="cube number of ranks .* not 2"):
+        reference_size(20, 2)
+    with pytest.raises(ValueError, match=r"-s 5 on 8 ranks.*5 / 2"):
+        reference_size(5, 8)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ranks", "1,2", "--reference-mpi", sys.executable], "cube number of ranks"),
+    (["-s", "5", "--reference-mpi", sys.executable], "5 / 2, which must be an integer"),
+    (["--ranks", "1,x"], "comma-separated integers"),
+    (["--ranks", "0,8"], "distinct positive integers"),
+    (["--ranks", "1,1"], "distinct positive integers"),
+    (["--ranks", "1,8", "--reference-mpi", "/nonexistent/lulesh2.0"], "not an executable"),
+])
+def test_bench_ranks_options_are_refused_before_anything_runs(capsys, argv, message):
+    from simulations.lulesh import bench
+    with pytest.raises(SystemExit) as exc:
+        bench.main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_bench_ranks_without_mpiexec_is_skipped(capsys, monkeypatch):
+    from simulations.lulesh import bench
+    monkeypatch.setattr(bench, "find_mpiexec", lambda: None)
+    monkeypatch.setattr(bench, "run_relsim", lambda *a, **k: pytest.fail("ran without mpiexec"))
+    assert bench.main(["-s", "4", "--ranks", "1,8"]) == 0
+    assert "skipped, no mpiexec" in capsys.readouterr().out
+
+
+def test_bench_ranks_checks():
+    from simulations.lulesh.bench import verify_ranks
+    end = dict(iterations=231, time=S10["time"], dt=S10["dt"], e0=S10["e0"], sums=S10["sums"],
+               symmetry={"MaxAbsDiff": 2e-12, "TotalAbsDiff": 1e-11, "MaxRelDiff": 4e-14})
+    runs = [dict(end, ranks=1), dict(end, ranks=8)]
+    ref = dict(iterations=231, e0_printed="2.720531e+04", size=5, tasks=8, elapsed_s=2.0,
+               fom=10 ** 3 * 231 / 2000.0, symmetry=[1e-12, 1e-11, 1e-14], ranks=8,
+               e0_full=None)
+    serial = (231, "2.720531e+04")
+    assert verify_ranks(10, runs, [ref], serial) == ([], [])
+    # relsim: one checksum off in the last bit on 8 ranks is a problem
+    sums = dict(S10["sums"], e=np.nextafter(S10["sums"]["e"], 0.0))
+    bad, _ = verify_ranks(10, [runs[0], dict(end, ranks=8, sums=sums)], [ref], serial)
+    assert len(bad) == 1 and "8 rank(s) differs from 1 in sums" in bad[0]
+    # the reference MPI's printed e(0) in other last digits: reported, not a failure
+    bad, notes = verify_ranks(10, runs, [dict(ref, e0_printed="2.720532e+04")], serial)
+    assert bad == [] and "difference +1.000000e-02" in notes[0]
+    # its iteration count, task count or a FOM that is not global zones * cycles / elapsed
+    for change, says in ((dict(iterations=230), "230 cycles"), (dict(tasks=1), "1 task(s)"),
+                         (dict(fom=231.0), "prints FOM 231.0")):
+        bad, _ = verify_ranks(10, runs, [dict(ref, **change)], serial)
+        assert any(says in b for b in bad), (change, bad)
+    # in full precision (a print-only build): other last digits are a note, in ulp
+    other = dict(ref, e0_full=2.72053116847034435e+04)
+    bad, notes = verify_ranks(10, runs, [other, other], serial, S10["e0"])
+    assert bad == [] and len(notes) == 1  # once, not per repeat
+    assert "difference -2.547e-11" in notes[0] and "ulp" in notes[0]
+    same = dict(ref, e0_full=S10["e0"])
+    assert verify_ranks(10, runs, [same], serial, S10["e0"])[1][0].endswith("bit-identical")
+
+
+REPORT = """Run completed:
+   Problem size        =  5
+   MPI tasks           =  8
+   Iteration count     =  231
+   Final Origin Energy =  2.720531e+04
+   Testing Plane 0 of Energy Array on rank 0:
+        MaxAbsDiff   = 8.185452e-12
+        TotalAbsDiff = 1.512035e-11
+        MaxRelDiff   = 2.520539e-15
+
+Elapsed time         =        9.2 (s)
+Grind time (us/z/c)  =  319.08112 (per dom)  ( 9.2134674 overall)
+FOM                  =  25.071994 (z/s)
+
+e0 2.72053116847034435e+04
+"""
+
+
+def test_bench_reads_the_reference_report(tmp_path):
+    from simulations.lulesh.bench import run_reference, verify_ranks
+    fake = tmp_path / "lulesh2.0"  # prints the report of `mpiexec -n 8 lulesh2.0 -s 5`
+    (tmp_path / "report.txt").write_text(REPORT)
+    fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'report.txt'}\n")
+    fake.chmod(0o755)
+    x = run_reference(str(fake), 5, 1)
+    assert (x["iterations"], x["e0_printed"], x["size"], x["tasks"]) == (231, "2.720531e+04", 5, 8)
+    assert x["elapsed_s"] == 9.2134674 and x["fom"] == 25.071994  # the 8-digit elapsed time
+    assert x["e0_full"] == 2.72053116847034435e+04 and not x["openmp"]
+    end = dict(iterations=231, time=S10["time"], dt=S10["dt"], e0=S10["e0"], sums=S10["sums"],
+               symmetry={"MaxAbsDiff": 2e-12, "TotalAbsDiff": 1e-11, "MaxRelDiff": 4e-14}, ranks=1)
+    bad, notes = verify_ranks(10, [end], [dict(x, ranks=8)], (231, "2.720531e+04"), S10["e0"])
+    assert bad == [] and "ulp" in notes[0]
