@@ -12,13 +12,10 @@ STRONG = 30  # strong scaling: the global problem (s=30, `relsim bench lulesh`'s
 WEAK = 30  # weak scaling: elements per rank = WEAK^3 (the reference's default -s 30)
 TINY = 4  # the per-launch fixed cost is timed on this size
 VALIDATE = 10  # mpiexec runs that count the bytes exchanged
-NOTE = ("The partition modelled is the runtime's: `partition.owners` takes RCB on the nodes' "
-        "first float 3-vector field, the force f, which is all zeros when the nodes are "
-        "partitioned (the first launch): RCB's ties fall back to row order, so every rank owns "
-        "contiguous rows, z-slabs (elements follow their first node). The exact points are "
-        "those slabs; the extrapolation beyond assumes the 3-D surface law of a block "
-        "decomposition, which slabs do not follow (their halo per rank stays about two planes "
-        "of s^2 nodes): it predicts what a 3-D partition would give, not today's slabs.")
+NOTE = ("The partition modelled is the runtime's (`partition.owners`): nodes and elements are "
+        "bisected (RCB) on the mesh geometry the hexmesh domain registers (node coordinates, "
+        "element centroids) as they are at the first launch, so ranks own 3-D blocks; the "
+        "extrapolation beyond the exact points follows the 3-D surface law of such blocks.")
 
 
 def parse(text: str) -> int:
