@@ -70,6 +70,8 @@ def cmd_run(args) -> int:
     w = world.current()  # under mpiexec -n N: rank 0 prints, a failing rank ends them all
     if w is not None and w.rank != 0:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    elif w is not None:
+        print(f"relsim run {args.name}: on {w.size} MPI ranks (rank 0 prints)", file=sys.stderr)
     mod = _load(args.name)
     where = "" if w is None else f" (rank {w.rank} of {w.size})"
     try:

@@ -21,6 +21,8 @@ TARGETS = [t for t in ALL_TARGETS if t not in SLOW_TARGETS]  # every other targe
 def pytest_configure(config):
     config.addinivalue_line("markers", "device_sized: tiny enough for the slow targets too "
                                        "(SLOW_TARGETS: cuda in the simulator)")
+    config.addinivalue_line("markers", "mpi: starts `mpiexec -n N` subprocesses (the `mpi` "
+                                       "extra; deselect with -m 'not mpi')")
 
 
 def pytest_generate_tests(metafunc):

@@ -29,6 +29,9 @@ def explain(kernel, relation, config=None, file=None) -> str:
                 if negated:
                     parts.append(f"    line {site.stmt.loc.line} stores nothing: it reuses "
                                  f"slot {stored} of its row, negated in the fold")
+    halo = getattr(exe, "describe_halo", None)  # on several MPI ranks: this rank's share
+    if halo is not None:
+        parts += [f"-- on MPI rank {exe.world.rank} of {exe.world.size}", halo(relation)]
     sites = getattr(exe, "sites", None)  # a compiled debug variant's checks
     if sites is not None:
         parts.append("-- debug checks (number: check, line)")

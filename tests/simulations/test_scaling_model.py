@@ -63,6 +63,7 @@ def test_extrapolation_keeps_messages_and_scales_the_surface(cycle):
     assert np.array_equal(x[:, Q["recv_msgs"]], base[:, Q["recv_msgs"]])
 
 
+@pytest.mark.mpi
 @pytest.mark.skipif(validate.mpiexec() is None, reason="no mpiexec")
 def test_model_bytes_equal_what_mpiexec_runs_receive():
     rows = validate.compare("airfoil", SIZE, ranks=(2, 3), cycles=3)

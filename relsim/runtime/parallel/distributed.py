@@ -110,6 +110,32 @@ class DistributedLaunch(Launch):
             self.world.comm.Barrier()
             self.inner.launch(relation, p.subset)
 
+    def describe_halo(self, relation, subset=None) -> str:
+        """What this rank runs and reads for a launch over `relation` (or `subset`): for
+        `rs.explain` (`plan.share`: no communication)."""
+        a, w = self.analysed, self.world
+        sh = plans.share(a, relation, subset, w.rank, lambda r: partition.of(r, w).owner)
+        part = partition.of(relation, w)
+        lines = [f"  partition of {relation.name}: {part.method}; this rank owns {part.owned} "
+                 f"of {relation.size} rows",
+                 f"  executes {len(sh.rows)} rows: {len(sh.rows) - len(sh.halo)} owned, "
+                 f"{len(sh.halo)} of other ranks (their reductions reach rows this rank owns)"]
+        paths: dict = {}
+        for acc in a.summary.accesses:
+            if acc.mode == "read" and isinstance(acc.target, Field) and not acc.target.is_key:
+                paths.setdefault(id(acc.target), set()).add(acc.path)
+        width = max((max(map(abs, off)) for off in a.summary.stencil()), default=0)
+        for rel, fields, ghost_rows in sh.ghosts:
+            via = sorted(p for f in fields for p in paths.get(id(f), ()))
+            depth = max((p.count(".") - 1 for p in via), default=0)
+            lines.append(f"  ghosts of {rel.name}: {len(ghost_rows)} rows, fields "
+                         f"{', '.join(f.name for f in fields)}; via {', '.join(via)}; "
+                         f"{depth} key hop(s)" + (f", grid stencil width {width}"
+                                                  if width and rel is relation else ""))
+        if not sh.ghosts:
+            lines.append("  ghosts: none (it reads no other rank's rows)")
+        return "\n".join(lines)
+
     def compile_jobs(self, relation, subset) -> list:
         """What `rs.precompile` compiles: on rank 0 only (the others load it at their first
         launch, see `first_launch`)."""

@@ -67,6 +67,10 @@ def design(outdir):
         history.append(heat.value.hex())
     local = V.T.numpy(local=True)
     assert len(local) == V.partition.owned if V.partition else len(local) == V.size
+    if rs.ranks().size > 1:  # rs.explain shows this rank's share and ghosts
+        text = rs.explain(conduct, E)
+        assert f"-- on MPI rank {rs.ranks().rank} of {rs.ranks().size}" in text, text
+        assert "ghosts of vertices:" in text and "via e.head.T, e.tail.T; 1 key hop(s)" in text
     return {"T": digest(V.T.numpy()), "heat": history}
 
 

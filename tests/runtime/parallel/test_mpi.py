@@ -19,7 +19,8 @@ PROGRAMS = Path(__file__).with_name("programs.py")
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or \
     shutil.which("mpiexec")
 
-pytestmark = pytest.mark.skipif(MPIEXEC is None, reason='no mpiexec: pip install "relsim[mpi]"')
+pytestmark = [pytest.mark.mpi,
+              pytest.mark.skipif(MPIEXEC is None, reason='no mpiexec: pip install "relsim[mpi]"')]
 
 
 def _env():
@@ -141,6 +142,7 @@ def test_airfoil_prints_the_same_numbers(ranks):
                 and not ln.startswith("target ")]
     assert numbers(many.stdout) == numbers(one.stdout)  # (rank 0 alone prints)
     assert f"on each of {ranks} MPI ranks" in many.stdout
+    assert f"relsim run airfoil: on {ranks} MPI ranks" in many.stderr
     assert any(ln.startswith("sha256(q)") for ln in numbers(one.stdout))
     assert len(numbers(one.stdout)) > 4
 
