@@ -11,7 +11,7 @@ The residency moves with the array when fields are swapped (``follows_storage``)
 current belongs to the storage, not to the name."""
 from __future__ import annotations
 
-from . import exchange, partition
+from . import exchange
 
 
 class StaleGhosts:
@@ -25,7 +25,9 @@ class StaleGhosts:
 
     def before_host_read(self, field) -> None:
         field.residency = None
-        exchange.gather_all(self.world, field._stored(), partition.of(field.relation, self.world))
+        # (the partition the rows went stale under: rows never move while they are stale, see
+        # `elastic.RowChanges.apply`)
+        exchange.gather_all(self.world, field._stored(), field.relation.partition)
 
     def after_host_write(self, field) -> None:
         field.residency = None  # the host wrote every row (the same values on every rank)
