@@ -86,31 +86,6 @@ def _check_threads(threads: int) -> None:
                           f"({numba.config.NUMBA_NUM_THREADS}); set NUMBA_NUM_THREADS")
 
 
-def _apply_row_changes(relation, deleted, inserts, rows, sink) -> None:
-    """Deleted rows go (order kept), then flagged insert slots become rows, in slot order;
-    the flag arrays are cleared for the next launch. With a `sink` (the distributed layer's
-    `RowChanges`), the changes go to it instead, with the source row of each inserted row
-    (`rows`: the launch's rows, None for every row)."""
-    cols_by_rel, sources = {}, {}
-    for rel, flags, values, per_row in inserts:
-        picked = np.flatnonzero(flags)
-        cols = {f.name: vals[picked].reshape((len(picked),) + f.type.shape)
-                for f, vals in values.items()}
-        cols_by_rel[rel] = (len(picked), cols)
-        positions = picked // per_row
-        sources[rel] = positions if rows is None else rows[positions]
-        flags[:] = False
-    mask = None
-    if deleted is not None:
-        mask = deleted.copy()
-        deleted[:] = False
-    if sink is None:
-        row_changes.apply(relation, mask, cols_by_rel)
-    else:
-        sink.record(relation, None if mask is None else np.flatnonzero(mask),
-                    [(rel, sources[rel], cols) for rel, (_, cols) in cols_by_rel.items()])
-
-
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)[:40]
 
@@ -455,7 +430,7 @@ class CpuExecutable(Launch):
         if b.debug is not None:  # checked first; the targets_<k> runs above recorded too
             b.debug[0].fill(0)
             b.post.append((self.check_debug, (b, relation, subset)))
-        row_changes = deleted is not None or bool(inserts)
+        moves_rows = deleted is not None or bool(inserts)
         for f, F, off, ids, vals, op, is_bool, split_lay in gathers:
             if is_bool:
                 fn = cpu_folds.gather_bool_parallel if parallel else cpu_folds.gather_bool_serial
@@ -469,14 +444,15 @@ class CpuExecutable(Launch):
                                                         elem_of(split_lay.target.type)),)))
                 continue
             pf = cpu_folds.PendingFold(f, fn, args, op, (off, ids, vals), b)
-            if row_changes:  # rows move after this launch: fold now
+            if moves_rows:  # rows move after this launch: fold now
                 b.post.append((pf.fold, ()))
             else:
                 b.deferred.append(pf)
-        if row_changes:
-            b.post.append((_apply_row_changes, (relation, deleted, tuple(inserts.values()),
-                                                 b.rows if b.has_rows else None,
-                                                 self.row_sink)))
+        if moves_rows:
+            b.post.append((row_changes.apply_flagged, (relation, deleted,
+                                                       tuple(inserts.values()),
+                                                       b.rows if b.has_rows else None,
+                                                       self.row_sink)))
         b.post, b.deferred = tuple(b.post), tuple(b.deferred)
         b.folds = tuple(b.folds)
         b.globals = tuple({id(p.glob): p.glob for p in self.params

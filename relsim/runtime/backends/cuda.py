@@ -37,7 +37,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...relations.field import Field
 from ...types import elem_of
-from .. import affine, cache, debug_checks
+from .. import affine, cache, debug_checks, row_changes
 from ..lowering import (
     DebugFirst,
     DebugValues,
@@ -56,7 +56,7 @@ from ..lowering.emit import unparse
 from ..slots import identity
 from . import cpu_folds, cuda_memory, cuda_runtime
 from .base import Backend, Launch
-from .cpu import CpuExecutable, _apply_row_changes, _safe
+from .cpu import CpuExecutable, _safe
 
 THREADS_PER_BLOCK = 256  # on a GPU; the simulator runs each thread as a Python thread
 SIM_THREADS = 8
@@ -226,8 +226,8 @@ class CudaExecutable(Launch):
         if not changed:
             return
         # (also clears the host flags)
-        _apply_row_changes(relation, deleted, tuple(inserts), b.rows if b.has_rows else None,
-                           self.row_sink)
+        row_changes.apply_flagged(relation, deleted, tuple(inserts),
+                                  b.rows if b.has_rows else None, self.row_sink)
         if b.deleted is not None:
             b.deleted.copy_to_device(deleted)
         for (_, flags_dev, _, _), (_, flags, _, _) in zip(b.inserts, inserts):

@@ -164,7 +164,7 @@ class InterpExecutable(Launch):
                 flat[c] = exact_sum.exact_sum_reference([flat[c]] + contributions, flat.dtype)
         if self.row_sink is not None:
             self.row_sink.record(
-                relation, None if self.deleted is None else np.flatnonzero(self.deleted),
+                None if self.deleted is None else np.flatnonzero(self.deleted),
                 [(rel, np.array(self.sources[rel], dtype=np.int64), _columns(rel, rows_)[1])
                  for rel, rows_ in self.inserted.items()])
             return

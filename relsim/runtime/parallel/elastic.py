@@ -29,9 +29,9 @@ class RowChanges:
         self.owner = owner
         self.pending = None
 
-    def record(self, relation, deleted, inserts) -> None:
-        """`deleted`: rows of `relation` (global ids) or None; `inserts`: [(relation, source
-        rows, {field name: values})]."""
+    def record(self, deleted, inserts) -> None:
+        """`deleted`: rows of the launch relation (global ids) or None; `inserts`: [(relation,
+        source rows, {field name: values})]."""
         rank, owner = self.world.rank, self.owner
         mine = None if deleted is None else deleted[owner[deleted] == rank]
         kept = {}

@@ -18,6 +18,7 @@ import itertools
 import numpy as np
 
 from .. import ir
+from ..access import stmt_exprs
 from . import exchange, partition
 from .rowsets import Reach
 
@@ -27,20 +28,19 @@ _ids = itertools.count(1)
 class RelationGhosts:
     """The ghost rows of one relation for one plan, and the value fields read there."""
 
-    __slots__ = ("id", "relation", "fields", "recv", "send", "rows")
+    __slots__ = ("id", "relation", "fields", "recv", "send")
 
-    def __init__(self, relation, fields, rows, recv, send):
+    def __init__(self, relation, fields, recv, send):
         self.id = next(_ids)
-        self.relation, self.fields, self.rows = relation, fields, rows
+        self.relation, self.fields = relation, fields
         self.recv, self.send = recv, send
 
 
 class Plan:
-    __slots__ = ("subset", "rows", "ghosts", "part", "halo", "owned_positions")
+    __slots__ = ("subset", "ghosts", "part", "halo", "owned_positions")
 
     def __init__(self, subset, rows, ghosts, part, halo):
         self.subset = subset  # what the wrapped launch runs over (a Subset, or None: every row)
-        self.rows = rows  # its rows (global ids, ascending)
         self.ghosts = ghosts  # RelationGhosts, in the kernel's order of first access
         self.part = part  # the launch relation's Partition
         self.halo = halo  # executed rows this rank does not own
@@ -60,26 +60,25 @@ def reads(analysed) -> list:
     return list(out.values())
 
 
-def _field_reads(body):
-    from ..access import stmt_exprs
+def _expr_nodes(body):
+    """Every node of every expression the statements of `body` evaluate."""
     for s in ir.walk_stmts(body):
         for e in stmt_exprs(s):
-            for node in e.walk():
-                if isinstance(node, ir.FieldRead):
-                    yield node
+            yield from e.walk()
+
+
+def _field_reads(body):
+    return (node for node in _expr_nodes(body) if isinstance(node, ir.FieldRead))
 
 
 def key_fields(analysed) -> tuple:
     """The key fields the kernel's keys go through (their versions key the plan cache)."""
     out: dict = {}
-    for s in ir.walk_stmts(analysed.body):
-        from ..access import stmt_exprs
-        for e in stmt_exprs(s):
-            for node in e.walk():
-                if isinstance(node, ir.FieldRead) and node.field.is_key:
-                    out[id(node.field)] = node.field
-                elif isinstance(node, ir.GroupRead):
-                    out[id(node.grouping.key_field)] = node.grouping.key_field
+    for node in _expr_nodes(analysed.body):
+        if isinstance(node, ir.FieldRead) and node.field.is_key:
+            out[id(node.field)] = node.field
+        elif isinstance(node, ir.GroupRead):
+            out[id(node.grouping.key_field)] = node.grouping.key_field
     return tuple(out.values())
 
 
@@ -137,7 +136,7 @@ def build(analysed, relation, subset, world, make_subset) -> Plan:
         recv, send = exchange.requests(world, mine, rel_part.owner)
         rel_part.add_ghosts(mine)
         if recv or send:  # (nothing to move for this rank: no exchange to make)
-            ghosts.append(RelationGhosts(rel, fields, mine, recv, send))
+            ghosts.append(RelationGhosts(rel, fields, recv, send))
     rows = sh.rows
     run_over = None if subset is None and len(rows) == relation.size else make_subset(rows)
     return Plan(run_over, rows, tuple(ghosts), part, sh.halo)
