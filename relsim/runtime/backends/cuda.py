@@ -13,8 +13,10 @@ Launch path:
   3. key reductions into fields: `gather_<k>`, one thread per target row folding its slots in
      slot order (no atomics); written fields are marked device-newer (downloaded when the host
      reads them, or at once when `numpy()` handed their array out);
-  4. Global reductions: the slots are downloaded and folded **on the host** by the cpu
-     backend's folds (exact float sums `exact_sum.fold_of`, ordered folds for min/max/arg);
+  4. Global reductions: folded on the device by `cuda_folds` (a few passes of reduction
+     kernels; exact float sums through device exact accumulators), one partial result per
+     component downloaded and folded into the Global by the cpu's rules; on several MPI ranks
+     the slots are downloaded instead, for the layer's exact merge;
   5. rows inserted or deleted by the kernel: the flags and values are downloaded and the rows
      changed on the host, as on the cpu (a host round trip: the fields' device copies are
      downloaded first and are stale afterwards, uploaded again by the next launch; its cost per
@@ -177,14 +179,13 @@ class CudaExecutable(Launch):
             self.gathers[k][_shape(f.relation.size)](f.relation.size, F, off, ids, vals)
         for f in self.written:
             cuda_memory.written(f)
-        for g, dev, host, fold, lay in b.folds:  # on the host, by the cpu backend's folds
-            cuda_memory.download(dev, "slots", host)
-            if self.partials is not None:  # on several ranks: merged by the layer
-                self.partials.collect(g, lay.op, host, lay.per_row,
-                                      b.rows if b.has_rows else None)
+        for g, dev, host, fold, lay in b.folds:
+            if self.partials is None:
+                fold.run()  # on the device, then one value per component on the host
                 continue
-            g.data  # noqa: B018 (settles anything pending on the Global first)
-            fold()
+            # on several ranks: the slots go to the layer's exact merge
+            cuda_memory.download(dev, "slots", host)
+            self.partials.collect(g, lay.op, host, lay.per_row, b.rows if b.has_rows else None)
         if b.deleted is not None or b.inserts:
             self.change_rows(relation, b)
 
@@ -242,6 +243,7 @@ class CudaExecutable(Launch):
         return f"the reduction slots of kernel {self.analysed.kernel_name!r} into {into}"
 
     def bind(self, relation, subset, versions) -> _Binding:
+        from . import cuda_folds  # imports numba.cuda: only once a cuda kernel is bound
         b = _Binding()
         b.versions = versions
         b.n = relation.size if subset is None else len(subset.rows)
@@ -296,7 +298,7 @@ class CudaExecutable(Launch):
                          if isinstance(p, ReductionSlots) and p.layout is lay][0]]
             if not isinstance(lay.target, Field):
                 b.folds.append((lay.target, vals, host,
-                                CpuExecutable.make_fold(lay, host, b), lay))
+                                cuda_folds.DeviceFold(lay, vals, b.rows, b.has_rows), lay))
                 continue
             tgt = cuda_memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
                                      what=f"the slot targets of {self.slots_name(lay)}")

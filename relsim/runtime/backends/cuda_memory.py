@@ -47,6 +47,18 @@ def upload(arr: np.ndarray, kind: str, dev=None, what: str | None = None):
         raise DeviceMemoryError(_no_room(what or f"{kind} array", arr.nbytes, exc)) from exc
 
 
+def empty(shape, dtype, what: str):
+    """An uninitialised device array (device scratch space: nothing is copied); a
+    `DeviceMemoryError` naming `what` when the device has no room."""
+    try:
+        return cuda_runtime.cuda().device_array(shape, dtype=dtype)
+    except Exception as exc:
+        if not out_of_memory(exc):
+            raise
+        raise DeviceMemoryError(_no_room(what, int(np.prod(shape)) * np.dtype(dtype).itemsize,
+                                         exc)) from exc
+
+
 def out_of_memory(exc: BaseException) -> bool:
     """Whether `exc` is the device running out of memory: the driver's CUDA_ERROR_OUT_OF_MEMORY
     (code 2, a numba CudaAPIError), or a MemoryError from an external memory manager."""
