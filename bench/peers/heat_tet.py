@@ -188,7 +188,7 @@ class Relsim:
 
 def load_peer(name):
     """The peer's module, or None after one line saying why it is skipped."""
-    package = {"taichi": "taichi", "warp": "warp"}[name]
+    package = {"taichi": "taichi", "warp": "warp", "numba_cuda": "numba.cuda"}[name]
     if importlib.util.find_spec(package) is None:
         print(f"{name} not installed: skipped")
         return None
