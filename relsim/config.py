@@ -34,6 +34,11 @@ class Config:
     # relations over the ranks (each computes its share, the same bits as one process); False
     # runs the whole problem on every rank
     distributed: bool | None = None
+    # let the compiler fuse a product and a sum into one fused multiply-add (one rounding
+    # instead of two): faster, and no longer the bits of interp and of other targets (a GPU
+    # fuses them unless told not to; relsim tells it not to by default). Division, square
+    # root, subnormals and the order of every operation stay as they are.
+    fast_math: bool = False
 
     def __post_init__(self):
         _targets.get(self.target)  # a ConfigError naming the registered targets if unknown
@@ -47,6 +52,8 @@ class Config:
                               f"{self.distributed!r}")
         if not isinstance(self.debug, bool):
             raise ConfigError(f"debug must be True or False, got {self.debug!r}")
+        if not isinstance(self.fast_math, bool):
+            raise ConfigError(f"fast_math must be True or False, got {self.fast_math!r}")
 
     @property
     def backend(self):

@@ -72,8 +72,10 @@ class CpuBackend(Backend):
         sites = debug_checks.Sites() if options.debug else None
         lowerer = CpuLowerer(analysed, debug=sites)
         module_ast = lowerer.module()
+        # (the header keeps variants apart in the disk cache: Numba's index ignores the flags)
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
-            (", with debug checks" if sites is not None else "") + "\n" + \
+            (", with debug checks" if sites is not None else "") + \
+            (", products may fuse (fast_math)" if options.fast_math else "") + "\n" + \
             unparse(module_ast) + "\n"
         mod = cache.module_for(source, options.cache_path(), _safe(analysed.kernel_name))
         return CpuExecutable(analysed, lowerer.params.items, mod, source, options, self.serial,
@@ -112,6 +114,8 @@ class CpuExecutable(Launch):
         self.source = source
         self.path = mod.__file__
         self.flags = flags = dict(cache=True, error_model="numpy", boundscheck=False)
+        if options.fast_math:  # LLVM may fuse a product and a sum (where the CPU has FMA)
+            flags["fastmath"] = {"contract"}
         # keyed by "is the launch over a subset": dispatchers compile on first call only
         self.serial = {False: njit(**flags)(mod.kernel_serial),
                        True: njit(**flags)(mod.kernel_serial_rows)}
@@ -243,14 +247,14 @@ class CpuExecutable(Launch):
         if fn is None:
             lowerer = CpuLowerer(self.analysed, absorb=folds, debug=self.sites)
             source = f"# relsim kernel {self.analysed.kernel_name!r} over " \
-                f"{self.analysed.relation.name}, folding pending reductions first\n" + \
-                unparse(lowerer.module()) + "\n"
+                f"{self.analysed.relation.name}, folding pending reductions first" + \
+                (", products may fuse (fast_math)" if self.options.fast_math else "") + \
+                "\n" + unparse(lowerer.module()) + "\n"
             if [p.name for p in lowerer.params.items] != [p.name for p in self.params]:
                 raise AssertionError("absorbing variant lowered with different parameters")
             mod = cache.module_for(source, self.options.cache_path(),
                                    _safe(self.analysed.kernel_name) + "_absorb")
-            flags = dict(cache=True, error_model="numpy", boundscheck=False)
-            fn = njit(parallel=parallel, **flags)(
+            fn = njit(parallel=parallel, **self.flags)(
                 mod.kernel_parallel if parallel else mod.kernel_serial)
             self.absorbing_fns[key] = fn
         return fn

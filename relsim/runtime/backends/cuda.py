@@ -97,9 +97,10 @@ class CudaBackend(Backend):
         if why is not None:
             raise ConfigError(f"target 'cuda' is not available: {why}")
         sites = debug_checks.Sites() if options.debug else None
-        lowerer = CudaLowerer(analysed, debug=sites)
+        lowerer = CudaLowerer(analysed, debug=sites, fast_math=options.fast_math)
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
-            f"for numba.cuda" + (", with debug checks" if sites is not None else "") + "\n" + \
+            f"for numba.cuda" + (", with debug checks" if sites is not None else "") + \
+            (", products may fuse (fast_math)" if options.fast_math else "") + "\n" + \
             unparse(lowerer.module()) + "\n"
         mod = cache.module_for(source, options.cache_path(),
                                _safe(analysed.kernel_name) + "_cuda")

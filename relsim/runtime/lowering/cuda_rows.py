@@ -45,8 +45,12 @@ class CudaEmitAlgebra(EmitAlgebra):
     multiply-add (one rounding instead of two) even without fast-math, which the host never
     does; a product rounded on its own is never fused."""
 
+    def __init__(self, fused: bool = False):
+        super().__init__()
+        self.fused = fused  # Config(fast_math=True): plain products, which NVVM may fuse
+
     def binop(self, op, a, b, t):
-        if op == "*" and t.is_float:
+        if op == "*" and t.is_float and not self.fused:
             return self.bind(call("_dev.mul_f32" if t == f32 else "_dev.mul", a, b))
         return super().binop(op, a, b, t)
 
@@ -59,11 +63,12 @@ class CudaEmitAlgebra(EmitAlgebra):
 
 class CudaLowerer(BodyLowerer):
     """`debug`: a `debug_checks.Sites` to lower the debug variant (the shared lowering emits the
-    checks; the backend binds `DebugFirst`/`DebugValues`/`RelationSize`), else None."""
+    checks; the backend binds `DebugFirst`/`DebugValues`/`RelationSize`), else None.
+    `fast_math`: float products as plain products, which NVVM fuses with sums into FMAs."""
 
-    def __init__(self, analysed, debug=None):
+    def __init__(self, analysed, debug=None, fast_math=False):
         super().__init__(analysed, debug)
-        self.alg = CudaEmitAlgebra()
+        self.alg = CudaEmitAlgebra(fused=fast_math)
 
     # -- the seam (body.BodyLowerer) ------------------------------------------------------
     def next_row(self) -> ast.stmt:
