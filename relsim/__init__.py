@@ -40,7 +40,7 @@ from .errors import (
     RelsimWarning,
     SchemaError,
 )
-from .kernel import Func, Kernel, func, kernel
+from .kernel import Func, FusedKernel, Kernel, func, fuse, kernel
 from .output import write
 from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
 from .relations import launch as _launch
@@ -61,7 +61,8 @@ _output.install_writer_check(lambda: ranks().rank == 0)
 
 __all__ = [
     "Relation", "new_relation", "Field", "KeyField", "Subset", "Grouping", "Global",
-    "kernel", "func", "Kernel", "Func", "explain", "precompile", "configure", "Config", "targets",
+    "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
+    "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",

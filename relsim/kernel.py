@@ -51,6 +51,46 @@ class Kernel:
         return f"<relsim kernel {self.name}>"
 
 
+class FusedKernel(Kernel):
+    """Several kernels run as one over the same relation: for each row, the first kernel's
+    body, then the second's, ... (`rs.fuse`). The rows are streamed once instead of once per
+    kernel. Accepted only where that gives the results of running the kernels one after the
+    other (checked when it is first launched: `runtime/pipeline.py`)."""
+
+    def __init__(self, parts, name=None):
+        if len(parts) < 2:
+            raise TypeError("rs.fuse takes two kernels or more")
+        for k in parts:
+            if not isinstance(k, Kernel):
+                raise TypeError(f"rs.fuse takes @rs.kernel kernels, not {k!r}")
+            if isinstance(k, FusedKernel):
+                raise TypeError(f"rs.fuse: {k!r} is fused already: pass its kernels instead")
+        self.parts = tuple(parts)
+        super().__init__(parts[0].fn, parts[0].scope)
+        self.name = name or "+".join(k.name for k in parts)
+        self.__doc__ = f"{self.name}: " + ", then ".join(k.name for k in parts) + ", per row"
+
+    @property
+    def source_text(self) -> str:
+        return "\n".join(k.source_text for k in self.parts)
+
+    def __repr__(self) -> str:
+        return f"<relsim fused kernel {self.name}>"
+
+
+def fuse(*kernels, name: str | None = None) -> FusedKernel:
+    """One kernel that runs `kernels` (over the same relation) as one pass: for each row, the
+    first kernel's body, then the next's. ``R.foreach(rs.fuse(a, b))`` gives the bits of
+    ``R.foreach(a); R.foreach(b)`` and reads and writes the rows once. Refused (a PhaseError
+    or KernelSyntaxError naming both kernels' lines) where it could not give those bits: a
+    later kernel reading what an earlier one reduces into through keys or into a Global, two
+    kernels reducing into the same field through keys or into the same Global, an early
+    ``return``, ``rs.delete`` or ``rs.insert`` in any kernel but the last, and anything one
+    kernel alone may not do (a later kernel reading another row of a field an earlier one
+    writes is the phase rule's read-and-written)."""
+    return FusedKernel(kernels, name)
+
+
 class Func:
     """A helper callable from kernels: inlined at each call and specialised to its argument
     types. Outside kernels it is the plain Python function."""

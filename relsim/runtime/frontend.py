@@ -76,6 +76,23 @@ class Frontend:
         body = self.block(src.tree.body, scope, in_func=False)
         return param, body
 
+    def fused(self, parts) -> tuple[str, tuple, tuple]:
+        """The kernels `parts` as one body (each part's locals renamed apart, every part's
+        parameter the first's row): (param, body, the parts' bodies)."""
+        bodies, param = [], None
+        for j, kernel in enumerate(parts):
+            src = Source.of(kernel.fn)
+            args = src.tree.args
+            if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs:
+                raise self.syntax(f"a kernel takes exactly one parameter: the key of the row "
+                                  f"it runs for ({kernel.name})", src.loc(src.tree))
+            own = args.args[0].arg
+            param = param or own
+            scope = Scope(src, visible_names(kernel.fn, kernel.scope), own,
+                          assigned_names(src.tree), rename=f"_{kernel.name}{j}_" if j else "")
+            bodies.append(self.block(src.tree.body, scope, in_func=False))
+        return param, tuple(s for b in bodies for s in b), tuple(bodies)
+
     def error(self, cls, msg, loc):
         return cls(msg, loc, self.kernel_name)
 

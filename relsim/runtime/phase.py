@@ -19,7 +19,7 @@ class PhaseInfo:
     global_reduced: dict  # Global -> op
 
 
-def _name(t) -> str:
+def target_name(t) -> str:
     if isinstance(t, Field):
         return f"field {t.qualname}"
     return f"Global {t.name!r}" if t.name else "Global"
@@ -35,8 +35,8 @@ def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:
             bad_write = next((a for a in through if a.mode == "write"), None)
             if bad_write:
                 raise PhaseError(
-                    f"{_name(t)} is written through the key path '{bad_write.path}'; only the "
-                    f"kernel's own row may be written (another row may write the same entry: a "
+                    f"{target_name(t)} is written through the key path '{bad_write.path}'; only "
+                    f"the kernel's own row may be written (another row may write the same entry: a "
                     f"race). Reduce into it instead (+=, *=, min, max)", bad_write.loc,
                     kernel_name)
             if not through:
@@ -53,7 +53,7 @@ def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:
             verb = "written" if first_other.mode == "write" else \
                 f"reduced with '{first_other.op}'"
             raise PhaseError(
-                f"{_name(t)} is read and {verb} in the same kernel ({rule}; the result would "
+                f"{target_name(t)} is read and {verb} in the same kernel ({rule}; the result would "
                 f"depend on the order rows run in)", reads[0].loc, kernel_name,
                 extra=[(f"{verb} here" + (f" ({first_other.path})" if is_field else ""),
                         first_other.loc)])
@@ -63,9 +63,10 @@ def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:
         if len(ops) > 1:
             (op1, a1), (op2, a2) = list(ops.items())[:2]
             raise PhaseError(
-                f"{_name(t)} is reduced with both '{op1}' and '{op2}' (one reduction operator "
-                f"per {'field' if is_field else 'Global'} and kernel; mixed operators do not "
-                f"commute)", a1.loc, kernel_name, extra=[(f"reduced with '{op2}' here", a2.loc)])
+                f"{target_name(t)} is reduced with both '{op1}' and '{op2}' (one reduction "
+                f"operator per {'field' if is_field else 'Global'} and kernel; mixed operators do "
+                f"not commute)", a1.loc, kernel_name,
+                extra=[(f"reduced with '{op2}' here", a2.loc)])
         if others:
             (key_reduced if is_field else global_reduced)[t] = others[0].op
     return PhaseInfo(key_reduced, global_reduced)

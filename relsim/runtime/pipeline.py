@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import access, affine, ir, phase, slots
+from . import access, affine, fusion, ir, phase, slots
 from .frontend import Frontend
 from .typecheck import TypeChecker
 
@@ -32,11 +32,17 @@ class Analysed:
 def analyse(kernel, relation) -> Analysed:
     name = kernel.name
     fe = Frontend(name)
-    param, untyped = fe.kernel(kernel)
+    parts = getattr(kernel, "parts", None)  # rs.fuse: one body, each part's after the other
+    if parts:
+        param, untyped, bodies = fe.fused(parts)
+    else:
+        param, untyped = fe.kernel(kernel)
     tc = TypeChecker(name, relation, param)
     body = tc.check(untyped)
     summary = access.summarize(relation, body)
     info = phase.check(summary, name)
+    if parts:
+        fusion.check(name, parts, relation, param, bodies)
     layouts = tuple(slots.layouts(body, info, name))
     inserts = tuple(slots.insert_layouts(body, name))
     deletes = any(isinstance(s, ir.Delete) for s in ir.walk_stmts(body))
