@@ -127,7 +127,8 @@ def profile(mesh, iterations, threads, peer) -> list:
     launches = [("save_soln (once per iteration)", C, k["save_soln"]),
                 ("adt_calc", C, k["adt_calc"]), ("res_calc (fold left pending)", E, k["res_calc"]),
                 ("bres_calc (fold left pending)", B, k["bres_calc"]),
-                ("update (folds res's pending slots first)", C, k["update"])]
+                ("update (folds res's pending slots first)", C, k["update"]),
+                ("update_adt: update, then adt_calc, one pass", C, k["update_adt"])]
     hw = None
     if peer is not None:
         numba.set_num_threads(threads)
@@ -368,9 +369,9 @@ def main(argv=None) -> int:
         "res_calc's `+= F` and `-= F` to one stored slot per edge (the second target folds it "
         "negated), leaves the folds pending, and `update`, which reads res at its own key, "
         "folds each cell's slots (in edge order, then bres_calc's) before its body; the first "
-        "stage's rms fold is dropped, as `rms = 0` overwrites it. Per stage the cells are "
-        "streamed twice (adt_calc; update with the folds) where the hand-written baseline "
-        "streams them once (it fuses adt_calc into its cell pass). `relsim-gather` "
+        "stage's rms fold is dropped, as `rms = 0` overwrites it. Each update runs fused with "
+        "the next stage's adt_calc (`rs.fuse(update, adt_calc)`: one pass over the cells per "
+        "stage, as the hand-written baseline's cell pass). `relsim-gather` "
         "(`gather.py`) is the same solver written in relsim as the baseline's fused gather, "
         "with the same bits.")
     if start:
