@@ -128,7 +128,8 @@ def profile(mesh, iterations, threads, peer) -> list:
                 ("adt_calc", C, k["adt_calc"]), ("res_calc (fold left pending)", E, k["res_calc"]),
                 ("bres_calc (fold left pending)", B, k["bres_calc"]),
                 ("update (folds res's pending slots first)", C, k["update"]),
-                ("update_adt: update, then adt_calc, one pass", C, k["update_adt"])]
+                ("update_adt: update, then adt_calc, one pass", C, k["update_adt"]),
+                ("update_adt_save: ... then save_soln", C, k["update_adt_save"])]
     hw = None
     if peer is not None:
         numba.set_num_threads(threads)
@@ -370,8 +371,9 @@ def main(argv=None) -> int:
         "negated), leaves the folds pending, and `update`, which reads res at its own key, "
         "folds each cell's slots (in edge order, then bres_calc's) before its body; the first "
         "stage's rms fold is dropped, as `rms = 0` overwrites it. Each update runs fused with "
-        "the next stage's adt_calc (`rs.fuse(update, adt_calc)`: one pass over the cells per "
-        "stage, as the hand-written baseline's cell pass). `relsim-gather` "
+        "the next stage's adt_calc, and after the second stage with the next iteration's "
+        "save_soln (`rs.fuse`: one pass over the cells per stage, as the hand-written "
+        "baseline's cell pass). `relsim-gather` "
         "(`gather.py`) is the same solver written in relsim as the baseline's fused gather, "
         "with the same bits.")
     if start:

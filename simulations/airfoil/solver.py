@@ -4,8 +4,9 @@ Five kernels, as in OP2: ``save_soln`` and ``adt_calc`` over cells, ``res_calc``
 flux of a face is added to its first cell and subtracted from its second: two ``+`` reductions
 through the ``pecell`` keys), ``bres_calc`` over boundary edges (a reduction through ``pbecell``),
 and ``update`` over cells (``rms`` is a Global sum). The iteration loop is plain Python; it runs
-each update fused with the next stage's adt_calc (``rs.fuse``: one pass over the cells, the
-bits of the two launches), as the hand-written peer fuses its cell pass.
+each update fused with the next stage's adt_calc and, after the second stage, the next
+iteration's save_soln (``rs.fuse``: one pass over the cells, the bits of the separate launches),
+as the hand-written peer fuses its cell pass.
 
 Every expression keeps the reference's grouping and order of evaluation (the reference's
 section 2.3): do not "simplify" them. relsim folds key reductions one contribution at a time in
@@ -167,8 +168,11 @@ def build(mesh) -> Airfoil:
     # update, then the next stage's adt_calc, in one pass over the cells (adt[c] depends only on
     # the cell's own q and its nodes' x, so the pass gives the bits of the two launches)
     update_adt = rs.fuse(update, adt_calc, name="update_adt")
+    # ... and, after an iteration's second stage, the next iteration's save_soln too
+    update_adt_save = rs.fuse(update, adt_calc, save_soln, name="update_adt_save")
     kernels = dict(save_soln=save_soln, adt_calc=adt_calc, res_calc=res_calc,
-                   bres_calc=bres_calc, update=update, update_adt=update_adt)
+                   bres_calc=bres_calc, update=update, update_adt=update_adt,
+                   update_adt_save=update_adt_save)
     return Airfoil(nodes, cells, edges, bedges, rms, kernels)
 
 
@@ -181,26 +185,38 @@ def solve(a: Airfoil, iterations: int, config=None, report=None, timings=None, h
     ``history``: the rms of the iterations already done (a restarted run goes on from there)."""
     k = a.kernels
     save_soln, adt_calc, res_calc = k["save_soln"], k["adt_calc"], k["res_calc"]
-    bres_calc, update, update_adt = k["bres_calc"], k["update"], k["update_adt"]
+    bres_calc, update = k["bres_calc"], k["update"]
+    update_adt, update_adt_save = k["update_adt"], k["update_adt_save"]
     cells, edges, bedges, rms = a.cells, a.edges, a.bedges, a.rms
     ncell = cells.size
     done = 0 if history is None else len(history)
     history = np.concatenate([np.asarray(history if done else [], dtype=np.float64),
                               np.empty(max(iterations - done, 0))])
     t0 = t1 = time.perf_counter()
-    adt_current = False  # adt holds adt_calc of the current q (save_soln does not change q)
+    # whether adt holds adt_calc of the current q, and qold the current q (save_soln's), done
+    # by the fused update of the stage before
+    adt_current = saved = False
     for it in range(done + 1, iterations + 1):
-        cells.foreach(save_soln, config)
+        if not saved:
+            cells.foreach(save_soln, config)
+        saved = False
         for stage in range(2):
             if not adt_current:
                 cells.foreach(adt_calc, config)
             edges.foreach(res_calc, config)
             bedges.foreach(bres_calc, config)
             rms.value = 0.0
-            # the next stage's adt_calc fused into this update; not after the very last one,
-            # so every field ends as the reference's order leaves it
-            adt_current = not (it == iterations and stage == 1)
-            cells.foreach(update_adt if adt_current else update, config)
+            # the next stage's adt_calc (and the next iteration's save_soln) fused into this
+            # update; not after the very last one, so every field ends as the reference's
+            # order leaves it
+            if it == iterations and stage == 1:
+                cells.foreach(update, config)
+            elif stage == 1:
+                cells.foreach(update_adt_save, config)
+                adt_current = saved = True
+            else:
+                cells.foreach(update_adt, config)
+                adt_current = True
         history[it - 1] = math.sqrt(rms.value / ncell)
         if it == done + 1:
             t1 = time.perf_counter()
