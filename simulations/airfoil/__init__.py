@@ -45,7 +45,9 @@ def main(argv=None) -> int:
     mesh_arguments(p)
     p.add_argument("--iterations", type=int, default=1000)
     p.add_argument("--threads", type=int, default=None, help="Numba threads (default: all)")
-    p.add_argument("--target", default=None, help="backend: a registered target (rs.targets()): cpu (default), cpu-serial, interp, cuda")
+    p.add_argument("--target", default=None,
+                   help="backend: a registered target (rs.targets()): cpu (default), "
+                   "cpu-serial, interp, cuda")
     p.add_argument("--every", type=int, default=100, help="print the rms every N iterations")
     p.add_argument("--json", metavar="PATH", help="write the rms history (full precision)")
     checkpointing.add_arguments(p)
