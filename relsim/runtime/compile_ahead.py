@@ -8,8 +8,14 @@ the backend which compilations that needs (`Launch.compile_jobs`), and shares th
 process and worker processes (largest first, each to the least loaded), which write Numba's
 on-disk cache. It returns when all are done; the launches then load what the workers compiled.
 
-Only kernels whose generated module this process wrote (`cache.written`: a cold cache) are
-shared out; a warm run starts no worker. Workers are plain subprocesses
+Only compilations Numba's disk cache cannot give are shared out (those it can are loaded at
+once, as the launch would): a warm run starts no worker.
+
+Tiers (``background=True``): a launch whose parallel variant is not compiled yet runs its
+serial one (same bits; about a third of the compile time) until one more worker, started at a
+lower priority and not waited for, has put the parallel variants in the disk cache; the
+executable (`CpuExecutable.set_tier0`) checks that worker cheaply at each launch and binds the
+parallel variants once it is done. Workers are plain subprocesses
 (``python -m relsim.runtime.compile_ahead``), not a multiprocessing pool: a spawned pool would
 import the user's main script again and run the simulation in every worker. A job a worker
 fails on is left to its launch, which compiles it as without `precompile` and reports any error
@@ -18,6 +24,7 @@ at the user's line.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pickle
 import subprocess
@@ -39,12 +46,37 @@ class CompileJob:
     signature: tuple  # Numba types of the arguments
     cost: int  # an estimate of its compile time, to balance the processes
     here: object = field(default=None, compare=False, repr=False)
+    # loads its machine code from Numba's disk cache when there; whether it did
+    cached: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def parallel(self) -> bool:
+        return dict(self.options).get("parallel", False)
 
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k != "here"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("here", "cached")}
 
     def __setstate__(self, state):
-        self.__dict__.update(state, here=None)
+        self.__dict__.update(state, here=None, cached=None)
+
+
+def load_cached(fn, signature) -> bool:
+    """Load dispatcher `fn`'s machine code for `signature` (a tuple of Numba types) from Numba's
+    disk cache if it is there, as its first call would; whether `fn` now has it."""
+    from numba.core.compiler_lock import global_compiler_lock
+    if tuple(signature) in fn.overloads:
+        return True
+    try:
+        with global_compiler_lock:
+            cres = fn._cache.load_overload(tuple(signature), fn.targetctx)
+            if cres is None:
+                return False
+            if not cres.objectmode:
+                fn.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            fn.add_overload(cres)
+    except Exception:  # noqa: BLE001 (Numba internals moved: its first call loads or compiles)
+        return False
+    return True
 
 
 _running: list = []  # worker processes not known to have finished
@@ -62,18 +94,25 @@ def _nothing(relation, subset) -> list:
     return []  # a launch that compiles nothing ahead (Launch.compile_jobs is optional)
 
 
-def precompile(launches, config=None, workers: int | None = None) -> int:
+def precompile(launches, config=None, workers: int | None = None,
+               background: bool = False) -> int:
     """Compile the kernels of `launches` — ``(kernel, relation_or_subset)`` pairs, as the
     program will launch them — in this process and up to `workers` others at once (default:
     one per CPU core but this one), before their first launch; returns the number of
-    compilations shared out (0 when the cache is warm or there is no core to spare). Results
-    never change; only the first launches get faster."""
+    compilations done ahead (0 when the cache is warm).
+
+    With `background`, the launches that will run a parallel variant not yet compiled run the
+    serial one instead (it compiles in about a third of the time) until a worker process,
+    started here and left running, has compiled the parallel variants into Numba's disk cache;
+    their next launch then loads them. A short run thus starts sooner and a long one starts
+    computing sooner; a worker still running when the program ends is stopped (its launches
+    take the same way next time). Results never change: every variant gives the same bits."""
     from ..relations.relation import Relation
     from ..relations.subset import Subset
     from .execute import executable
 
     cfg = config if config is not None else _config.current()
-    jobs = {}
+    jobs, later, tiered = {}, {}, []
     for kernel, where in launches:
         if isinstance(where, Subset):
             relation, subset = where.relation, where
@@ -83,10 +122,19 @@ def precompile(launches, config=None, workers: int | None = None) -> int:
             raise TypeError(f"precompile takes (kernel, relation or subset) pairs, got "
                             f"{where!r}")
         exe = executable(kernel, relation, cfg)
-        if getattr(exe, "path", None) not in cache.written:
-            continue  # its module was in the cache: so, most likely, is its machine code
-        for job in getattr(exe, "compile_jobs", _nothing)(relation, subset):
+        todo = _uncompiled(exe, relation, subset)
+        if background and any(j.parallel for j in todo) and hasattr(exe, "set_tier0"):
+            for job in todo:
+                later.setdefault((job.path, job.function, job.signature), job)
+            exe.set_tier0(True)  # `done` is set once the worker runs
+            tiered.append(exe)
+            todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
+        for job in todo:
             jobs.setdefault((job.path, job.function, job.signature), job)
+    if later:
+        done = _background(list(later.values()))
+        for exe in tiered:
+            exe.tier_done = done
     # one function's signatures all go to one process: Numba's cache index of a function is
     # read, extended and written back, so two processes saving different signatures of it at
     # once could pair one's index entry with the other's machine code
@@ -95,24 +143,13 @@ def precompile(launches, config=None, workers: int | None = None) -> int:
         groups.setdefault((job.path, job.function), []).append(job)
     n = min(workers if workers is not None else _cores() - 1, len(groups) - 1)
     if n < 1:  # nothing to share: the launches compile as they come
-        return 0
+        return len(later)
     shares, loads = [[] for _ in range(n + 1)], [0] * (n + 1)  # shares[0]: this process
     for group in sorted(groups.values(), key=lambda g: -sum(j.cost for j in g)):
         i = loads.index(min(loads))
         shares[i].extend(group)
         loads[i] += sum(j.cost for j in group)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
-                                        [p for p in sys.path if p])
-    procs = []
-    for share in shares[1:]:
-        proc = subprocess.Popen([sys.executable, "-m", "relsim.runtime.compile_ahead"],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env=env)
-        proc.stdin.write(pickle.dumps(share))
-        proc.stdin.close()
-        procs.append(proc)
-    _running.extend(procs)
+    procs = [_start(share) for share in shares[1:]]
     for job in shares[0]:
         try:
             job.here()
@@ -122,7 +159,44 @@ def precompile(launches, config=None, workers: int | None = None) -> int:
         proc.wait()
         _running.remove(proc)
     cache.written.difference_update(job.path for job in jobs.values())  # in Numba's cache now
-    return len(jobs)
+    return len(jobs) + len(later)
+
+
+def _uncompiled(exe, relation, subset) -> list:
+    """The compilations `exe`'s next launch over `relation` / `subset` needs that Numba's disk
+    cache cannot give (those it can are loaded now, as that launch would)."""
+    return [job for job in getattr(exe, "compile_jobs", _nothing)(relation, subset)
+            if job.cached is None or not job.cached()]
+
+
+def _start(jobs, background: bool = False):
+    """A worker process compiling `jobs` into Numba's disk cache (stopped at exit if still
+    running); a background one runs at a lower priority than the program."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
+                                        [p for p in sys.path if p])
+    args = [sys.executable, "-m", "relsim.runtime.compile_ahead"] + \
+        (["--background"] if background else [])
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    proc.stdin.write(pickle.dumps(jobs))
+    proc.stdin.close()
+    _running.append(proc)
+    return proc
+
+
+def _background(jobs):
+    """Start one worker for `jobs` (all signatures of a function in one process, as Numba's
+    cache index wants); returns a cheap test of whether it has finished."""
+    proc = _start(jobs, background=True)
+
+    def done() -> bool:
+        if proc.poll() is None:
+            return False
+        if proc in _running:
+            _running.remove(proc)
+        return True
+    return done
 
 
 @atexit.register
@@ -136,12 +210,39 @@ def _stop_workers() -> None:
 
 def _worker() -> None:
     from numba import njit
+    background = "--background" in sys.argv[1:]
+    if background and hasattr(os, "nice"):
+        os.nice(10)  # the program's serial launches run meanwhile: they come first
     for job in pickle.loads(sys.stdin.buffer.read()):
         try:
-            fn = getattr(cache.module_at(Path(job.path)), job.function)
-            njit(**dict(job.options))(fn).compile(job.signature)
+            fn = njit(**dict(job.options))(getattr(cache.module_at(Path(job.path)),
+                                                   job.function))
+            if not background:
+                fn.compile(job.signature)
+                continue
+            # another program's background worker may be compiling the same function into the
+            # same cache (Numba's index is read-modify-write): one at a time, and only once
+            with _cache_lock(Path(job.path)):
+                if not load_cached(fn, job.signature):
+                    fn.compile(job.signature)
         except Exception:  # noqa: BLE001, S112  (the launch compiles it again and reports)
             continue
+
+
+@contextlib.contextmanager
+def _cache_lock(module: Path):
+    """An exclusive lock on the cache directory of a generated module (where fcntl exists)."""
+    try:
+        import fcntl
+    except ImportError:  # not on POSIX: no lock
+        yield
+        return
+    with open(module.with_name(".compile.lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Airfoil's part of the scaling model (`simulations._scaling`): the NACA0012 mesh of I x J
-(3 I J cells), one iteration (save_soln, then twice adt_calc, res_calc, bres_calc, update with
-its Global rms sum), and the weak-scaling rule (I and J grow as sqrt(P): a 2-D mesh)."""
+(3 I J cells), one iteration of a one-iteration run (save_soln and adt_calc, then twice
+res_calc, bres_calc and update with its Global rms sum, the first update fused with the second
+stage's adt_calc), and the weak-scaling rule (I and J grow as sqrt(P): a 2-D mesh)."""
 from __future__ import annotations
 
 NAME = "Airfoil"

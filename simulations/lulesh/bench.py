@@ -390,7 +390,7 @@ def main_ranks(a, p, threads) -> int:
     for rep in range(a.repeat):
         for n in ranks:
             launch = (mpiexec, "-n", str(n))
-            r = run_relsim(a.s, t, a.target, launcher=launch)
+            r = run_relsim(a.s, t, a.target, ("--wait-compile",), launcher=launch)
             r["ranks"] = n
             runs.append(r)
             line = f"[{rep + 1}/{a.repeat}] {n} rank(s)" \
@@ -527,11 +527,12 @@ def main(argv=None) -> int:
               f"(setup + compilation {cold['setup_s']:.1f} s), warm {warm['wall_s']:.1f} s "
               f"(setup {warm['setup_s']:.1f} s)")
     else:
-        run_relsim(min(a.s, 5), threads[0], a.target, ("-i", "1"))  # fill the cache
+        # fill the cache (every parallel variant: --wait-compile)
+        run_relsim(min(a.s, 5), threads[0], a.target, ("-i", "1", "--wait-compile"))
     runs, refs = [], []
     for rep in range(a.repeat):
         for t in threads:
-            r = run_relsim(a.s, t, a.target)
+            r = run_relsim(a.s, t, a.target, ("--wait-compile",))
             runs.append(r)
             line = f"[{rep + 1}/{a.repeat}] {t} thread(s): relsim FOM {r['fom']:8.1f} " \
                    f"({r['elapsed_s']:.2f} s)"

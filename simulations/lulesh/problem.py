@@ -172,15 +172,19 @@ class Lulesh:
         self.dtcourant = float(g.dtcourant.value)
         self.dthydro = float(g.dthydro.value)
 
-    def warm_up(self) -> None:
+    def warm_up(self, background: bool = False) -> int:
         """Compile (or load from the cache) every kernel by running one cycle, then restore the
-        state exactly, so that the timed loop measures the simulation only."""
+        state exactly, so that the timed loop measures the simulation only. With `background`,
+        kernels whose parallel variant is not in the cache run their serial one (same bits)
+        while a worker compiles the parallel ones (`rs.precompile`): the run starts sooner, and
+        its first cycles may run serial code. Returns what `rs.precompile` compiled (or
+        started compiling) ahead."""
         fields = [f for rel in (self.nodes, self.elems) for f in rel.fields.values()
                   if not f.is_key]
         saved = [(f, f.numpy(copy=True)) for f in fields]
         scalars = (self.time, self.cycle, self.deltatime, self.dtcourant, self.dthydro)
         # with a cold cache the cycle is mostly compilation: share it out over the cores
-        rs.precompile(self.launches(), self.cfg)
+        ahead = rs.precompile(self.launches(), self.cfg, background=background)
         try:
             self.time_increment()
             self.lagrange_leapfrog()
@@ -191,6 +195,7 @@ class Lulesh:
         self.time, self.cycle, self.deltatime, self.dtcourant, self.dthydro = scalars
         self.g.volume_error.value = False
         self.g.qstop_error.value = False
+        return ahead
 
     # -- checkpoint / restart -----------------------------------------------------------------
     SCALARS = ("time", "cycle", "deltatime", "dtcourant", "dthydro")

@@ -1,5 +1,7 @@
 """rs.precompile: kernels compiled ahead, shared between this process and worker processes,
 give the same results, and the launches load what the workers compiled."""
+import time
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,61 @@ def test_other_targets_and_bad_pairs(tmp_path):
     conduct, _ = _kernels()
     with pytest.raises(TypeError, match="relation or subset"):
         rs.precompile([(conduct, "E")])
+
+
+def test_background_runs_serial_variants_until_the_parallel_ones_are_compiled(tmp_path):
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "c"))
+    V, E = chain_mesh(200)
+    V.new_field("T", rs.f64, init=np.sin(np.arange(200.0)))
+    V.new_field("flux", rs.f64)
+    # kernels of their own (the others' machine code is in this process already)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.head.T - e.tail.T
+        e.tail.flux += d
+        e.head.flux -= d
+
+    @rs.kernel
+    def update(v):
+        v.T += 0.125 * v.flux
+        v.flux = 0.0
+
+    launches = [(conduct, E), (update, V)]
+    ahead = rs.precompile(launches, cfg, workers=1, background=True)
+    exes = [execute.executable(k, R, cfg) for k, R in launches]
+    tiered = [exe for exe in exes if exe.tier0]  # (conduct's scheme may be serial anyway)
+    assert ahead >= 1 and exes[1] in tiered
+    E.foreach(conduct, cfg)
+    V.foreach(update, cfg)
+    # tier 0: the serial variants (and a serial scheme for a scatter)
+    assert not any(exe.bindings[None].parallel for exe in tiered)
+    deadline = time.monotonic() + 300
+    while not all(exe.tier_done() for exe in tiered):
+        assert time.monotonic() < deadline, "the background worker did not finish"
+        time.sleep(0.2)
+    for _ in range(2):
+        E.foreach(conduct, cfg)
+        V.foreach(update, cfg)
+    # the parallel variants, loaded from the disk cache the worker wrote
+    assert not any(exe.tier0 for exe in exes)
+    assert exes[1].bindings[None].parallel
+    assert sum(exes[1].bindings[None].fn.stats.cache_hits.values()) == 1
+    V2, E2 = chain_mesh(200)
+    V2.new_field("T", rs.f64, init=np.sin(np.arange(200.0)))
+    V2.new_field("flux", rs.f64)
+    for _ in range(3):
+        E2.foreach(conduct, rs.Config(target="interp"))
+        V2.foreach(update, rs.Config(target="interp"))
+    assert V.T.numpy().tobytes() == V2.T.numpy().tobytes()
+
+
+def test_background_with_a_warm_cache_starts_nothing(tmp_path):
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "d"))
+    _run(cfg, precompile=True)
+    V, E = chain_mesh(200)
+    V.new_field("T", rs.f64)
+    V.new_field("flux", rs.f64)
+    conduct, update = _kernels()
+    assert rs.precompile([(conduct, E), (update, V)], cfg, background=True) == 0
+    assert not execute.executable(update, V, cfg).tier0

@@ -25,12 +25,13 @@ def cycle():
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_bytes_follow_plan_share_and_the_dirty_rule(cycle, nranks):
     launches, start = cycle
-    assert [ln.name for ln in launches] == ["save_soln"] + ["adt_calc", "res_calc",
-                                                            "bres_calc", "update"] * 2
+    # a one-iteration run: its first update runs fused with the second stage's adt_calc
+    assert [ln.name for ln in launches] == ["save_soln", "adt_calc", "res_calc", "bres_calc",
+                                            "update_adt", "res_calc", "bres_calc", "update"]
     q = traffic.exact(launches, nranks, start)
     # q is written by update (the previous iteration's, then the first stage's), adt by
-    # adt_calc: each plan that reads them at ghost rows receives them once after each write;
-    # x (never written) and res (reduced: run by the execution halo) never travel
+    # adt_calc and update_adt: each plan that reads them at ghost rows receives them once after
+    # each write; x (never written) and res (reduced: run by the execution halo) never travel
     sent = {"adt_calc": {"q"}, "res_calc": {"q", "adt"}, "bres_calc": {"q", "adt"}}
     for i, ln in enumerate(launches):
         for r in range(nranks):

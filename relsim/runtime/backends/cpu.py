@@ -26,7 +26,7 @@ from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import elem_of
 from .. import affine, cache, debug_checks, epoch, exact_sum, pending, row_changes
-from ..compile_ahead import CompileJob
+from ..compile_ahead import CompileJob, load_cached
 from ..lowering import (
     CpuLowerer,
     DebugFirst,
@@ -174,6 +174,10 @@ class CpuExecutable(Launch):
                 all(t is not g for g in self.gather_fields) and not elem_of(t.type).is_bool
             self.touched.append((t, absorbable))
         self.bindings: dict = {}
+        # tier 0 (`rs.precompile(..., background=True)`): launches run the serial variants
+        # (same bits) until `tier_done()` says the parallel ones are in Numba's disk cache
+        self.tier0 = False
+        self.tier_done = None
         self.err = np.zeros(1, dtype=np.int64)  # a failed check's line (-line: see flag_error)
         self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
 
@@ -183,6 +187,8 @@ class CpuExecutable(Launch):
             base.host_side(self.host_fields)
         if self.threads is not None and numba.get_num_threads() != self.threads:
             return self.launch_with_threads(relation, subset)
+        if self.tier_done is not None and self.tier_done():
+            self.set_tier0(False)  # the parallel variants are compiled: bind them
         b = self.bindings.get(subset)
         if b is None or b.epoch != epoch.value or b.size != relation.size:
             b = self.refresh(relation, subset, b)
@@ -210,6 +216,12 @@ class CpuExecutable(Launch):
         else:  # on several ranks: the distributed layer merges the contributions
             for g, _, lay, vals in b.folds:
                 self.partials.collect(g, lay.op, vals, lay.per_row, b.rows if b.has_rows else None)
+
+    def set_tier0(self, on: bool, done=None) -> None:
+        """Run the serial variants (`on`) until `done()` is true, or the chosen ones again; the
+        bindings are made again at the next launch (pending folds keep their own arrays)."""
+        self.tier0, self.tier_done = on, (done if on else None)
+        self.bindings.clear()
 
     def settle(self, b):
         """Before a launch, with reductions pending somewhere: fold this kernel's own pending
@@ -275,7 +287,7 @@ class CpuExecutable(Launch):
         # the module's size estimates the time (a parallel function costs ~2.5 serial ones)
         cost = len(self.source) * (5 if parallel else 2) // 2
         return [CompileJob(self.path, fn.py_func.__name__, options, signature, cost,
-                           lambda: fn.compile(signature))]
+                           lambda: fn.compile(signature), lambda: load_cached(fn, signature))]
 
     def launch_with_threads(self, relation, subset) -> None:
         """A launch under a Config with its own thread count (restored afterwards)."""
@@ -411,7 +423,7 @@ class CpuExecutable(Launch):
             gathers.append((f, F, off, ids, vals, op, elem_of(f.type).is_bool, None))
         # what launch calls: the kernel, then `post` (boolean folds, the split's shared folds;
         # every fold when rows change), and leaves the other folds pending (see `launch`)
-        parallel = not self.force_serial and b.n >= self.threshold
+        parallel = not (self.force_serial or self.tier0) and b.n >= self.threshold
         if scheme == "direct":
             b.fn, parallel = self.direct[b.has_rows], False
         elif scheme == "split":
@@ -483,7 +495,7 @@ class CpuExecutable(Launch):
         """How this binding applies its key reductions into fields (`cpu_scatter.choose`)."""
         field_layouts = {k: lay for k, lay in enumerate(self.analysed.layouts)
                          if isinstance(lay.target, Field)}
-        serial = self.force_serial or b.n < self.threshold
+        serial = self.force_serial or self.tier0 or b.n < self.threshold
         return cpu_scatter.choose(self.scatter, field_layouts, b.n, serial, self.nthreads(),
                                   lambda k, lay: self.slot_targets(b, k, lay),
                                   self.scatter_share)
