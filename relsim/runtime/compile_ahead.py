@@ -103,10 +103,11 @@ def precompile(launches, config=None, workers: int | None = None,
 
     With `background`, the launches that will run a parallel variant not yet compiled run the
     serial one instead (it compiles in about a third of the time) until a worker process,
-    started here and left running, has compiled the parallel variants into Numba's disk cache;
-    their next launch then loads them. A short run thus starts sooner and a long one starts
-    computing sooner; a worker still running when the program ends is stopped (its launches
-    take the same way next time). Results never change: every variant gives the same bits."""
+    started here and left running, has compiled its parallel variant into Numba's disk cache
+    (smallest first); its next launch then loads it. A short run thus starts sooner and a long
+    one starts computing sooner; a worker still running when the program ends finishes its
+    compilations on its own, at low priority, so that the next run finds them. Results never
+    change: every variant gives the same bits."""
     from ..relations.relation import Relation
     from ..relations.subset import Subset
     from .execute import executable
@@ -124,17 +125,14 @@ def precompile(launches, config=None, workers: int | None = None,
         exe = executable(kernel, relation, cfg)
         todo = _uncompiled(exe, relation, subset)
         if background and any(j.parallel for j in todo) and hasattr(exe, "set_tier0"):
-            for job in todo:
-                later.setdefault((job.path, job.function, job.signature), job)
-            exe.set_tier0(True)  # `done` is set once the worker runs
-            tiered.append(exe)
+            keys = [(job.path, job.function, job.signature) for job in todo]
+            for key, job in zip(keys, todo):
+                later.setdefault(key, job)
+            exe.set_tier0(True)  # `tier_done` is set once the worker runs
+            tiered.append((exe, keys))
             todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
         for job in todo:
             jobs.setdefault((job.path, job.function, job.signature), job)
-    if later:
-        done = _background(list(later.values()))
-        for exe in tiered:
-            exe.tier_done = done
     # one function's signatures all go to one process: Numba's cache index of a function is
     # read, extended and written back, so two processes saving different signatures of it at
     # once could pair one's index entry with the other's machine code
@@ -143,6 +141,7 @@ def precompile(launches, config=None, workers: int | None = None,
         groups.setdefault((job.path, job.function), []).append(job)
     n = min(workers if workers is not None else _cores() - 1, len(groups) - 1)
     if n < 1:  # nothing to share: the launches compile as they come
+        _in_background(later, tiered)
         return len(later)
     shares, loads = [[] for _ in range(n + 1)], [0] * (n + 1)  # shares[0]: this process
     for group in sorted(groups.values(), key=lambda g: -sum(j.cost for j in g)):
@@ -159,7 +158,21 @@ def precompile(launches, config=None, workers: int | None = None,
         proc.wait()
         _running.remove(proc)
     cache.written.difference_update(job.path for job in jobs.values())  # in Numba's cache now
+    _in_background(later, tiered)  # started last: the compilations waited for come first
     return len(jobs) + len(later)
+
+
+def _in_background(later: dict, tiered: list) -> None:
+    """Start the background worker for the jobs `later` (smallest first, so that a short run
+    still leaves some in the cache), and tell each tiered launch how to learn that its own
+    are done."""
+    if not later:
+        return
+    order = sorted(later, key=lambda key: later[key].cost)
+    progress = _Progress(_start([later[key] for key in order], background=True))
+    index = {key: i for i, key in enumerate(order)}
+    for exe, keys in tiered:
+        exe.tier_done = progress.test({index[key] for key in keys})
 
 
 def _uncompiled(exe, relation, subset) -> list:
@@ -170,33 +183,53 @@ def _uncompiled(exe, relation, subset) -> list:
 
 
 def _start(jobs, background: bool = False):
-    """A worker process compiling `jobs` into Numba's disk cache (stopped at exit if still
-    running); a background one runs at a lower priority than the program."""
+    """A worker process compiling `jobs` into Numba's disk cache, stopped at exit if still
+    running; a background one runs at a lower priority than the program and is left to finish
+    after it (so that the next run finds every parallel variant; Ctrl-C stops it too)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
                                         [p for p in sys.path if p])
     args = [sys.executable, "-m", "relsim.runtime.compile_ahead"] + \
         (["--background"] if background else [])
-    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE if background else subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
     proc.stdin.write(pickle.dumps(jobs))
     proc.stdin.close()
-    _running.append(proc)
+    if not background:
+        _running.append(proc)
     return proc
 
 
-def _background(jobs):
-    """Start one worker for `jobs` (all signatures of a function in one process, as Numba's
-    cache index wants); returns a cheap test of whether it has finished."""
-    proc = _start(jobs, background=True)
+class _Progress:
+    """What a background worker has finished: it writes the index of each job once that job's
+    machine code is in the cache (or its compilation failed: its launch then compiles it)."""
 
-    def done() -> bool:
-        if proc.poll() is None:
-            return False
-        if proc in _running:
-            _running.remove(proc)
-        return True
-    return done
+    def __init__(self, proc):
+        self.proc, self.done, self.ended, self.buf = proc, set(), False, b""
+        os.set_blocking(proc.stdout.fileno(), False)
+
+    def poll(self) -> None:
+        while not self.ended:
+            try:
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+            except BlockingIOError:
+                return
+            if not chunk:  # the worker exited: everything it wrote has been read
+                self.ended = True
+                self.proc.wait()
+                return
+            self.buf += chunk
+            *lines, self.buf = self.buf.split(b"\n")
+            self.done.update(int(line) for line in lines if line.strip())
+
+    def test(self, wanted: set):
+        """A cheap test (a non-blocking read of the worker's pipe) of whether the jobs
+        `wanted` are done, or the worker ended."""
+        def done() -> bool:
+            self.poll()
+            return self.ended or wanted <= self.done
+        return done
 
 
 @atexit.register
@@ -210,10 +243,10 @@ def _stop_workers() -> None:
 
 def _worker() -> None:
     from numba import njit
-    background = "--background" in sys.argv[1:]
+    background = report = "--background" in sys.argv[1:]
     if background and hasattr(os, "nice"):
         os.nice(10)  # the program's serial launches run meanwhile: they come first
-    for job in pickle.loads(sys.stdin.buffer.read()):
+    for i, job in enumerate(pickle.loads(sys.stdin.buffer.read())):
         try:
             fn = njit(**dict(job.options))(getattr(cache.module_at(Path(job.path)),
                                                    job.function))
@@ -226,7 +259,13 @@ def _worker() -> None:
                 if not load_cached(fn, job.signature):
                     fn.compile(job.signature)
         except Exception:  # noqa: BLE001, S112  (the launch compiles it again and reports)
-            continue
+            pass
+        if background and report:  # its launch may now load it
+            try:
+                sys.stdout.write(f"{i}\n")
+                sys.stdout.flush()
+            except OSError:  # the program has ended: compile the rest for the next run
+                report = False
 
 
 @contextlib.contextmanager
