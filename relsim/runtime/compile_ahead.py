@@ -207,9 +207,16 @@ class _Progress:
 
     def __init__(self, proc):
         self.proc, self.done, self.ended, self.buf = proc, set(), False, b""
-        os.set_blocking(proc.stdout.fileno(), False)
+        try:
+            os.set_blocking(proc.stdout.fileno(), False)
+            self.piped = True
+        except (OSError, AttributeError):  # no non-blocking pipes: learn only that it ended
+            self.piped = False
 
     def poll(self) -> None:
+        if not self.piped:
+            self.ended = self.proc.poll() is not None
+            return
         while not self.ended:
             try:
                 chunk = os.read(self.proc.stdout.fileno(), 4096)
