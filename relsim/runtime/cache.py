@@ -18,11 +18,6 @@ from pathlib import Path
 
 CACHE_FORMAT = "1"
 
-# the generated modules this process wrote (not found in the cache directory): their machine
-# code is not in Numba's cache either (compile_ahead compiles these ahead)
-written: set = set()
-
-
 def module_for(source: str, cache_dir: Path, stem: str):
     """Import (writing first if needed) the module whose text is `source`."""
     digest = hashlib.sha256((CACHE_FORMAT + "\0" + source).encode()).hexdigest()[:24]
@@ -35,7 +30,6 @@ def module_for(source: str, cache_dir: Path, stem: str):
     if not path.exists() or path.read_text() != source:
         _write(path, source.encode())
         code_path.unlink(missing_ok=True)
-        written.add(str(path))
     return _execute(modname, path, code_path, source)
 
 

@@ -157,7 +157,6 @@ def precompile(launches, config=None, workers: int | None = None,
     for proc in procs:
         proc.wait()
         _running.remove(proc)
-    cache.written.difference_update(job.path for job in jobs.values())  # in Numba's cache now
     _in_background(later, tiered)  # started last: the compilations waited for come first
     return len(jobs) + len(later)
 
