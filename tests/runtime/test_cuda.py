@@ -424,3 +424,26 @@ def test_reduction_slots_too_large_and_other_driver_errors(monkeypatch):
                         _failing_to_device(lambda a: True, code=700))
     with pytest.raises(_FakeCudaAPIError, match="700"):
         E.foreach(k, CUDA)
+
+
+@needs_cuda
+def test_an_empty_launch_still_folds_its_globals():
+    # the exact sum of no contributions is the value rounded once: -0.0 becomes +0.0, as on
+    # every target; a min over nothing leaves the value
+    def build():
+        V, _ = chain(5)
+        return V, rs.Global(rs.f64, -0.0), rs.Global(rs.f64, float("nan"))
+
+    def run(state, cfg):
+        V, total, lo = state
+
+        @rs.kernel
+        def k(v):
+            total += v.x
+            lo = min(lo, v.x)
+
+        V.subset("none", np.zeros(0, dtype=np.int64)).foreach(k, cfg)
+        return [total.value, lo.value]
+
+    got = differential(build, run)
+    assert math.copysign(1.0, got[0]) == 1.0

@@ -164,7 +164,8 @@ class CudaExecutable(Launch):
         b = self.bindings.get(subset)
         if b is None or b.versions != versions:
             b = self.bind(relation, subset, versions)
-        if b.n == 0:
+        if b.n == 0:  # no rows: only the Globals' folds (a float sum still rounds the value)
+            self.fold_globals(b)
             return
         args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
         devs = {id(p.field): a for p, a in zip(self.params, args) if isinstance(p, FieldStorage)}
@@ -180,6 +181,11 @@ class CudaExecutable(Launch):
             self.gathers[k][_shape(f.relation.size)](f.relation.size, F, off, ids, vals)
         for f in self.written:
             cuda_memory.written(f)
+        self.fold_globals(b)
+        if b.deleted is not None or b.inserts:
+            self.change_rows(relation, b)
+
+    def fold_globals(self, b) -> None:
         for g, dev, host, fold, lay in b.folds:
             if self.partials is None:
                 fold.run()  # on the device, then one value per component on the host
@@ -187,8 +193,6 @@ class CudaExecutable(Launch):
             # on several ranks: the slots go to the layer's exact merge
             cuda_memory.download(dev, "slots", host)
             self.partials.collect(g, lay.op, host, lay.per_row, b.rows if b.has_rows else None)
-        if b.deleted is not None or b.inserts:
-            self.change_rows(relation, b)
 
     def check_debug(self, b, relation, subset) -> None:
         """Debug mode: download the per-position first failed check and its value and raise the

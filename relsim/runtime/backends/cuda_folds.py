@@ -247,17 +247,18 @@ class DeviceFold:
                             for nt in self.counts]
 
     def run(self) -> None:
-        if not self.counts:
-            return
+        if not self.counts and not self.sum:
+            return  # no slots: a fold of nothing leaves the value
         g = self.glob
         g.data  # noqa: B018 (settles anything pending on the Global first)
         flat = g._data.reshape(-1)
         ncomp = self.dev.shape[1]
-        if self.sum:
+        if self.sum:  # (of no slots too: the value rounded once, so -0.0 becomes +0.0)
             accs = exact_sum.new_many(ncomp)
             for c in range(ncomp):
                 exact_sum.add(accs[c], float(flat[c]))
-                exact_sum.merge(accs[c], self._reduce_sum(c))
+                if self.counts:
+                    exact_sum.merge(accs[c], self._reduce_sum(c))
             rnd = exact_sum.round_f32 if flat.dtype == np.float32 else exact_sum.round_f64
             for c in range(ncomp):
                 flat[c] = rnd(accs[c])
