@@ -64,7 +64,8 @@ class Frontend:
         self.captures = {}  # (id of holder, name) -> captures.Capture: constants to watch
 
     # -- entry points ---------------------------------------------------------------------
-    def kernel(self, kernel) -> tuple[str, tuple]:
+    def kernel(self, kernel, rename: str = "") -> tuple[str, tuple]:
+        """(parameter name, untyped body) of `kernel`; `rename` prefixes its locals."""
         fn = kernel.fn
         src = Source.of(fn)
         args = src.tree.args
@@ -72,26 +73,18 @@ class Frontend:
             raise self.syntax("a kernel takes exactly one parameter: the key of the row it "
                               "runs for", src.loc(src.tree))
         param = args.args[0].arg
-        scope = Scope(src, visible_names(fn, kernel.scope), param, assigned_names(src.tree))
+        scope = Scope(src, visible_names(fn, kernel.scope), param, assigned_names(src.tree),
+                      rename=rename)
         body = self.block(src.tree.body, scope, in_func=False)
         return param, body
 
     def fused(self, parts) -> tuple[str, tuple, tuple]:
-        """The kernels `parts` as one body (each part's locals renamed apart, every part's
-        parameter the first's row): (param, body, the parts' bodies)."""
-        bodies, param = [], None
-        for j, kernel in enumerate(parts):
-            src = Source.of(kernel.fn)
-            args = src.tree.args
-            if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs:
-                raise self.syntax(f"a kernel takes exactly one parameter: the key of the row "
-                                  f"it runs for ({kernel.name})", src.loc(src.tree))
-            own = args.args[0].arg
-            param = param or own
-            scope = Scope(src, visible_names(kernel.fn, kernel.scope), own,
-                          assigned_names(src.tree), rename=f"_{kernel.name}{j}_" if j else "")
-            bodies.append(self.block(src.tree.body, scope, in_func=False))
-        return param, tuple(s for b in bodies for s in b), tuple(bodies)
+        """The kernels `parts` as one body (the locals of each part after the first renamed
+        apart; each part's parameter is the row's key): (the first's parameter, the body,
+        the parts' bodies)."""
+        params, bodies = zip(*(self.kernel(k, f"_{k.name}{j}_" if j else "")
+                               for j, k in enumerate(parts)))
+        return params[0], tuple(s for b in bodies for s in b), bodies
 
     def error(self, cls, msg, loc):
         return cls(msg, loc, self.kernel_name)

@@ -217,10 +217,11 @@ class CpuExecutable(Launch):
             for g, _, lay, vals in b.folds:
                 self.partials.collect(g, lay.op, vals, lay.per_row, b.rows if b.has_rows else None)
 
-    def set_tier0(self, on: bool, done=None) -> None:
-        """Run the serial variants (`on`) until `done()` is true, or the chosen ones again; the
-        bindings are made again at the next launch (pending folds keep their own arrays)."""
-        self.tier0, self.tier_done = on, (done if on else None)
+    def set_tier0(self, on: bool) -> None:
+        """Run the serial variants (`on`; until `tier_done()`, once `rs.precompile` sets it), or
+        the chosen ones again; the bindings are made again at the next launch (pending folds
+        keep their own arrays)."""
+        self.tier0, self.tier_done = on, None
         self.bindings.clear()
 
     def settle(self, b):
