@@ -10,7 +10,8 @@ from relsim.runtime import execute
 from tests.conftest import chain_mesh
 
 
-def _kernels():
+def _kernels(rate=0.1):
+    """The two kernels; `rate` is compiled in: another value, other modules (a cold cache)."""
     @rs.kernel
     def conduct(e):
         d = e.head.T - e.tail.T
@@ -19,7 +20,7 @@ def _kernels():
 
     @rs.kernel
     def update(v):
-        v.T += 0.1 * v.flux
+        v.T += rate * v.flux
         v.flux = 0.0
 
     return conduct, update
@@ -70,18 +71,7 @@ def test_background_runs_serial_variants_until_the_parallel_ones_are_compiled(tm
     V.new_field("T", rs.f64, init=np.sin(np.arange(200.0)))
     V.new_field("flux", rs.f64)
     # kernels of their own (the others' machine code is in this process already)
-
-    @rs.kernel
-    def conduct(e):
-        d = e.head.T - e.tail.T
-        e.tail.flux += d
-        e.head.flux -= d
-
-    @rs.kernel
-    def update(v):
-        v.T += 0.125 * v.flux
-        v.flux = 0.0
-
+    conduct, update = _kernels(0.125)
     launches = [(conduct, E), (update, V)]
     ahead = rs.precompile(launches, cfg, workers=1, background=True)
     exes = [execute.executable(k, R, cfg) for k, R in launches]
