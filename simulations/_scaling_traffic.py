@@ -80,29 +80,39 @@ class Recording(list):
 
 
 @contextlib.contextmanager
+def _launches_through(make):
+    """Within the block, every launch goes through `make(inner)` (`inner`: the launcher it
+    stands in front of, which it calls)."""
+    inner, listener = _launch_hook._launcher, _launch_hook._storage_listener
+    _launch_hook.install(make(inner), listener)
+    try:
+        yield
+    finally:
+        _launch_hook.install(inner, listener)
+
+
+@contextlib.contextmanager
 def record(seen: dict | None = None):
     """Within the block, every launch is run as usual and appended, with its wall time, to the
     `Recording` the block receives. `Launch`s are made once per plan key (`seen`: those of
     earlier recordings of the same program, shared)."""
-    inner, listener = _launch_hook._launcher, _launch_hook._storage_listener
     seen = {} if seen is None else seen
     out = Recording()
 
-    def timed(kernel, relation, subset, config):
-        key = (id(kernel), id(relation), id(subset))
-        if key not in seen:
+    def timed(inner):
+        def launch(kernel, relation, subset, config):
+            key = (id(kernel), id(relation), id(subset))
+            if key not in seen:
+                t0 = time.perf_counter()
+                seen[key] = Launch(kernel, relation, subset)
+                out.analysing += time.perf_counter() - t0
             t0 = time.perf_counter()
-            seen[key] = Launch(kernel, relation, subset)
-            out.analysing += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        inner(kernel, relation, subset, config)
-        out.append((seen[key], time.perf_counter() - t0))
+            inner(kernel, relation, subset, config)
+            out.append((seen[key], time.perf_counter() - t0))
+        return launch
 
-    _launch_hook.install(timed, listener)
-    try:
+    with _launches_through(timed):
         yield out
-    finally:
-        _launch_hook.install(inner, listener)
 
 
 @contextlib.contextmanager
@@ -111,24 +121,22 @@ def first_coordinates():
     (`partition.coordinate_fields`) of every relation a launch touches, copied as they
     are at its first launch: the runtime partitions a relation then, once. The block receives
     {id(field): (field, values)}, for `exact`."""
-    inner, listener = _launch_hook._launcher, _launch_hook._storage_listener
     out: dict = {}
     seen: set = set()
 
-    def snap(kernel, relation, subset, config):
-        if (id(kernel), id(relation)) not in seen:
-            seen.add((id(kernel), id(relation)))
-            for rel in [relation] + [r for r, _ in plans.reads(analyse(kernel, relation))]:
-                for f in partition.coordinate_fields(rel):
-                    if id(f) not in out:
-                        out[id(f)] = (f, f.numpy(copy=True))
-        inner(kernel, relation, subset, config)
+    def snap(inner):
+        def launch(kernel, relation, subset, config):
+            if (id(kernel), id(relation)) not in seen:
+                seen.add((id(kernel), id(relation)))
+                for rel in [relation] + [r for r, _ in plans.reads(analyse(kernel, relation))]:
+                    for f in partition.coordinate_fields(rel):
+                        if id(f) not in out:
+                            out[id(f)] = (f, f.numpy(copy=True))
+            inner(kernel, relation, subset, config)
+        return launch
 
-    _launch_hook.install(snap, listener)
-    try:
+    with _launches_through(snap):
         yield out
-    finally:
-        _launch_hook.install(inner, listener)
 
 
 @contextlib.contextmanager

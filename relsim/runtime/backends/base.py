@@ -78,6 +78,14 @@ class Backend(ABC):
 device_copies = False
 
 
+def variant_note(options, debug: bool) -> str:
+    """What a generated module's first line says of its variant: debug checks, products that
+    may fuse. It also keeps variants apart in the disk cache (named by the text; Numba's
+    index ignores the jit flags)."""
+    return (", with debug checks" if debug else "") + \
+        (", products may fuse (fast_math)" if options.fast_math else "")
+
+
 def host_side(fields) -> None:
     """Before a host-side launch touching `fields`: download those a device holds newer, and
     drop their device copies (the launch may write the host arrays; the device backend makes

@@ -45,7 +45,7 @@ from ..lowering import (
 from ..lowering.emit import unparse
 from ..slots import identity
 from . import base, cpu_folds, cpu_scatter, threading_layer
-from .base import Backend, Launch
+from .base import Backend, Launch, variant_note
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -72,11 +72,8 @@ class CpuBackend(Backend):
         sites = debug_checks.Sites() if options.debug else None
         lowerer = CpuLowerer(analysed, debug=sites)
         module_ast = lowerer.module()
-        # (the header keeps variants apart in the disk cache: Numba's index ignores the flags)
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
-            (", with debug checks" if sites is not None else "") + \
-            (", products may fuse (fast_math)" if options.fast_math else "") + "\n" + \
-            unparse(module_ast) + "\n"
+            variant_note(options, sites is not None) + "\n" + unparse(module_ast) + "\n"
         mod = cache.module_for(source, options.cache_path(), _safe(analysed.kernel_name))
         return CpuExecutable(analysed, lowerer.params.items, mod, source, options, self.serial,
                              sites)
@@ -261,8 +258,7 @@ class CpuExecutable(Launch):
             lowerer = CpuLowerer(self.analysed, absorb=folds, debug=self.sites)
             source = f"# relsim kernel {self.analysed.kernel_name!r} over " \
                 f"{self.analysed.relation.name}, folding pending reductions first" + \
-                (", products may fuse (fast_math)" if self.options.fast_math else "") + \
-                "\n" + unparse(lowerer.module()) + "\n"
+                variant_note(self.options, False) + "\n" + unparse(lowerer.module()) + "\n"
             if [p.name for p in lowerer.params.items] != [p.name for p in self.params]:
                 raise AssertionError("absorbing variant lowered with different parameters")
             mod = cache.module_for(source, self.options.cache_path(),

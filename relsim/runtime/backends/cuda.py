@@ -57,7 +57,7 @@ from ..lowering.cuda_rows import CudaLowerer
 from ..lowering.emit import unparse
 from ..slots import identity
 from . import cpu_folds, cuda_memory, cuda_runtime
-from .base import Backend, Launch
+from .base import Backend, Launch, variant_note
 from .cpu import CpuExecutable, _safe
 
 THREADS_PER_BLOCK = 256  # on a GPU; the simulator runs each thread as a Python thread
@@ -99,8 +99,7 @@ class CudaBackend(Backend):
         sites = debug_checks.Sites() if options.debug else None
         lowerer = CudaLowerer(analysed, debug=sites, fast_math=options.fast_math)
         source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
-            f"for numba.cuda" + (", with debug checks" if sites is not None else "") + \
-            (", products may fuse (fast_math)" if options.fast_math else "") + "\n" + \
+            f"for numba.cuda" + variant_note(options, sites is not None) + "\n" + \
             unparse(lowerer.module()) + "\n"
         mod = cache.module_for(source, options.cache_path(),
                                _safe(analysed.kernel_name) + "_cuda")

@@ -305,12 +305,9 @@ class DeviceFold:
         return cuda_memory.download(src, "fold")[0]
 
     def _fold_arg(self, flat, grow, v, slot) -> None:
-        """The serial arg rule (`cpu_folds.fold_arg`) for the Global's value, then one
-        candidate: taken when strictly better, or when it is the first NaN."""
-        best = flat[0]
-        if best != best:
-            return
-        if v != v or (v < best if self.op == "argmin" else v > best):
-            i = slot // self.per_row
-            flat[0] = v
-            grow[0] = self.rows[i] if self.has_rows else i
+        """The cpu's arg rule (`cpu_folds.fold_arg`) over the Global's value, then the one
+        candidate, at the row of its slot."""
+        i = slot // self.per_row
+        row = np.array([self.rows[i] if self.has_rows else i], dtype=np.int64)
+        cpu_folds.fold_arg(flat, grow, np.array([[v]], dtype=flat.dtype), 1, row, True,
+                           self.op == "argmin")
