@@ -85,8 +85,10 @@ from fractions import Fraction
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import prange, types
 from numba.extending import intrinsic, overload
+
+from .jit import njit
 
 # Every constant the compiled code uses is defined in this file: Numba's on-disk cache is keyed
 # by this file alone, so compiled code must not depend on values from another module.

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from .jit import njit
 
 UNTOUCHED = -2  # `owners`: a target row no slot reaches
 SHARED = -1  # `owners`: a target row reached from more than one block

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit
 
 from ...errors import ConfigError, KernelRuntimeError
 from ...relations.field import Field
@@ -27,6 +26,7 @@ from ...relations.globals import Global
 from ...types import elem_of
 from .. import affine, cache, debug_checks, epoch, exact_sum, pending, row_changes
 from ..compile_ahead import CompileJob, load_cached
+from ..jit import njit
 from ..lowering import (
     CpuLowerer,
     DebugFirst,

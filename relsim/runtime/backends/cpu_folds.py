@@ -13,9 +13,10 @@ from __future__ import annotations
 import types
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from .. import semantics
+from ..jit import njit
 
 
 class PendingFold:

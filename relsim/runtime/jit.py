@@ -1,0 +1,53 @@
+"""`njit` for relsim's own compiled functions (generated kernels, folds, exact sums): Numba's,
+with a leaner load from its disk cache.
+
+Before it loads a cached function, Numba sets up its whole compiler (`BaseContext.refresh`:
+every typing and lowering registry, and third-party extensions): ~0.2 s of a warm start that
+compiles nothing. Loading machine code needs only Numba's runtime (NRT, for allocations); the C
+helpers and math symbols are installed when the target context is made, and a parallel
+function's threading layer is started by the cached library itself (`reload_init`). So the
+functions made here load with just the runtime set up, and a program that does compile
+something sets the compiler up then, as every compilation does (`CompilerBase.__init__`).
+
+Where this Numba's cache lacks the pieces this relies on, the stock cache stays in place.
+"""
+from __future__ import annotations
+
+import numba
+from numba.core import caching
+
+try:
+    from numba.core.runtime import rtsys
+except ImportError:  # pragma: no cover - an older layout: keep Numba's own loading
+    rtsys = None
+
+_LEAN = rtsys is not None and hasattr(caching.FunctionCache, "_load_overload") and \
+    hasattr(caching.FunctionCache, "_guard_against_spurious_io_errors")
+
+
+class _LeanLoadCache(caching.FunctionCache):
+    """Numba's per-function disk cache, loading with only the runtime initialised."""
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)  # idempotent: a flag after the first call
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+        return None  # the guard swallowed an I/O error (Windows): not cached
+
+
+def lean_loading(dispatcher):
+    """`dispatcher` (cache=True), loading from the disk cache without the compiler set-up."""
+    if _LEAN and type(getattr(dispatcher, "_cache", None)) is caching.FunctionCache:
+        dispatcher._cache = _LeanLoadCache(dispatcher.py_func)
+    return dispatcher
+
+
+def njit(*args, **options):
+    """`numba.njit`, whose cached functions (``cache=True``) load with `lean_loading`."""
+    if args and callable(args[0]):  # @njit without arguments
+        return lean_loading(numba.njit(**options)(args[0]))
+
+    def decorate(fn):
+        return lean_loading(numba.njit(*args, **options)(fn))
+
+    return decorate

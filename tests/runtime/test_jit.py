@@ -1,0 +1,73 @@
+"""relsim's njit: a process that only loads compiled kernels from the disk cache (parallel ones,
+with key reductions folded and an exact Global sum) skips Numba's compiler set-up and computes
+the bits the compiling process did."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from numba.core import base
+    refreshes = []
+    _refresh = base.BaseContext.refresh
+    def counting(self):
+        refreshes.append(1)
+        return _refresh(self)
+    base.BaseContext.refresh = counting
+
+    import relsim as rs
+    from relsim.runtime import execute
+
+    V = rs.Relation("V", 3000)
+    E = rs.Relation("E", 6000)
+    rng = np.random.default_rng(7)
+    E.new_key_field("tail", V, values=rng.integers(0, 3000, 6000))
+    E.new_key_field("head", V, values=rng.integers(0, 3000, 6000))
+    V.new_field("T", rs.f64, init=rng.standard_normal(3000))
+    V.new_field("flux", rs.f64)
+    total = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.head.T - e.tail.T
+        e.tail.flux += d
+        e.head.flux -= d
+
+    @rs.kernel
+    def update(v):
+        v.T += 0.1 * v.flux
+        v.flux = 0.0
+        total += v.T * v.T
+
+    cfg = rs.Config(target="cpu", parallel_threshold=1, threads=2, cache_dir=sys.argv[1])
+    for _ in range(3):
+        E.foreach(conduct, cfg)
+        V.foreach(update, cfg)
+    fns = [execute.executable(k, R, cfg).bindings[None].fn for k, R in ((conduct, E), (update, V))]
+    print(json.dumps({"T": V.T.numpy().tobytes().hex(), "total": total.value.hex(),
+                      "hits": sum(sum(f.stats.cache_hits.values()) for f in fns),
+                      "refreshes": len(refreshes)}))
+""")
+
+
+def _run(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), NUMBA_NUM_THREADS="2")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    script = tmp_path / "script.py"  # kernels are read from their file
+    script.write_text(SCRIPT)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "kernels")], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_process_that_only_loads_skips_the_compiler_set_up(tmp_path):
+    first = _run(tmp_path)  # compiles (and sets the compiler up)
+    assert first["hits"] == 0 and first["refreshes"] > 0
+    second = _run(tmp_path)  # loads every function: the kernels, folds and exact sums
+    assert second["hits"] == 2
+    assert second["refreshes"] == 0
+    assert (second["T"], second["total"]) == (first["T"], first["total"])
