@@ -28,7 +28,7 @@ def module_for(source: str, cache_dir: Path, stem: str):
     path = cache_dir / f"{modname}.py"
     code_path = cache_dir / f"{modname}.{sys.implementation.cache_tag}.code"
     if not path.exists() or path.read_text() != source:
-        _write(path, source.encode())
+        write_atomic(path, source.encode())
         code_path.unlink(missing_ok=True)
     return _execute(modname, path, code_path, source)
 
@@ -47,7 +47,7 @@ def _execute(modname: str, path: Path, code_path: Path, source: str | None):
     code = _load_code(code_path)
     if code is None:
         code = compile(path.read_text() if source is None else source, str(path), "exec")
-        _write(code_path, marshal.dumps(code))
+        write_atomic(code_path, marshal.dumps(code))
     mod = types.ModuleType(modname)
     mod.__file__ = str(path)
     sys.modules[modname] = mod
@@ -63,7 +63,7 @@ def _load_code(path: Path):
     return code if isinstance(code, types.CodeType) else None
 
 
-def _write(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "wb") as f:
         f.write(data)

@@ -24,7 +24,16 @@ from ...errors import ConfigError, KernelRuntimeError
 from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import elem_of
-from .. import affine, cache, debug_checks, epoch, exact_sum, pending, row_changes
+from .. import (
+    affine,
+    cache,
+    debug_checks,
+    epoch,
+    exact_sum,
+    lowered_cache,
+    pending,
+    row_changes,
+)
 from ..compile_ahead import CompileJob, load_cached
 from ..jit import njit
 from ..lowering import (
@@ -70,13 +79,19 @@ class CpuBackend(Backend):
 
     def compile(self, analysed, options):
         sites = debug_checks.Sites() if options.debug else None
-        lowerer = CpuLowerer(analysed, debug=sites)
-        module_ast = lowerer.module()
-        source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
-            variant_note(options, sites is not None) + "\n" + unparse(module_ast) + "\n"
+        note = variant_note(options, sites is not None)
+
+        def lower():
+            lowerer = CpuLowerer(analysed, debug=sites)
+            module_ast = lowerer.module()
+            return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
+                note + "\n" + unparse(module_ast) + "\n", lowerer.params.items
+
+        # the debug variant's lowering also records its check sites: always lowered
+        source, params = lower() if sites is not None else \
+            lowered_cache.lowered(analysed, options, "cpu" + note, lower)
         mod = cache.module_for(source, options.cache_path(), _safe(analysed.kernel_name))
-        return CpuExecutable(analysed, lowerer.params.items, mod, source, options, self.serial,
-                             sites)
+        return CpuExecutable(analysed, params, mod, source, options, self.serial, sites)
 
 
 def _check_threads(threads: int) -> None:

@@ -39,7 +39,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...relations.field import Field
 from ...types import elem_of
-from .. import affine, cache, debug_checks, row_changes
+from .. import affine, cache, debug_checks, lowered_cache, row_changes
 from ..lowering import (
     DebugFirst,
     DebugValues,
@@ -97,13 +97,20 @@ class CudaBackend(Backend):
         if why is not None:
             raise ConfigError(f"target 'cuda' is not available: {why}")
         sites = debug_checks.Sites() if options.debug else None
-        lowerer = CudaLowerer(analysed, debug=sites, fast_math=options.fast_math)
-        source = f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
-            f"for numba.cuda" + variant_note(options, sites is not None) + "\n" + \
-            unparse(lowerer.module()) + "\n"
+        note = variant_note(options, sites is not None)
+
+        def lower():
+            lowerer = CudaLowerer(analysed, debug=sites, fast_math=options.fast_math)
+            return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
+                f"for numba.cuda" + note + "\n" + unparse(lowerer.module()) + "\n", \
+                lowerer.params.items
+
+        # the debug variant's lowering also records its check sites: always lowered
+        source, params = lower() if sites is not None else \
+            lowered_cache.lowered(analysed, options, "cuda" + note, lower)
         mod = cache.module_for(source, options.cache_path(),
                                _safe(analysed.kernel_name) + "_cuda")
-        return CudaExecutable(analysed, lowerer.params.items, mod, source, sites)
+        return CudaExecutable(analysed, params, mod, source, sites)
 
 
 class _Binding:
