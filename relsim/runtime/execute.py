@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import config as _config
 from . import parallel
 from .captures import Watch
+from .gc_pause import collector_paused
 from .pipeline import analyse
 
 
@@ -16,8 +17,9 @@ def executable(kernel, relation, cfg):
     if exe is None:
         if not hasattr(kernel, "_plans"):
             raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}")
-        analysed = analyse(kernel, relation)
-        exe = parallel.wrap(cfg.backend.compile(analysed, cfg), cfg)
+        with collector_paused():
+            analysed = analyse(kernel, relation)
+            exe = parallel.wrap(cfg.backend.compile(analysed, cfg), cfg)
         kernel._plans[key] = exe
         # the captured values compiled into exe, checked before each of its launches
         kernel._watches[key] = Watch.of(kernel, analysed.captures)

@@ -38,8 +38,11 @@ class Node:
     loc: Loc
 
     def children(self):
-        for f in fields(self):
-            v = getattr(self, f.name)
+        names = _CHILD_FIELDS.get(type(self))
+        if names is None:
+            names = _child_fields(type(self))
+        for n in names:
+            v = getattr(self, n)
             if isinstance(v, Node):
                 yield v
             elif isinstance(v, tuple):
@@ -48,9 +51,34 @@ class Node:
                         yield x
 
     def walk(self):
-        yield self
-        for c in self.children():
-            yield from c.walk()
+        """This node and every node below it, depth first, each before its children (in
+        field order); iterative: analysing a large kernel walks its IR several times."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            kids = list(node.children())
+            kids.reverse()
+            stack.extend(kids)
+
+
+# the fields that may hold nodes, per node class (a Loc and a type never do)
+_CHILD_FIELDS: dict = {}
+
+
+def _child_fields(cls) -> tuple:
+    names = _CHILD_FIELDS[cls] = tuple(f.name for f in fields(cls)
+                                       if f.name not in ("loc", "type"))
+    return names
+
+
+def typed(e, t):
+    """`e` with type `t`: ``dataclasses.replace(e, type=t)`` without re-running the
+    constructor (the type checker types every expression this way)."""
+    new = object.__new__(type(e))
+    new.__dict__.update(e.__dict__)
+    new.__dict__["type"] = t
+    return new
 
 
 def _node(cls):

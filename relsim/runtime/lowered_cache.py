@@ -35,7 +35,6 @@ from .lowering import params as _params
 FORMAT = "1"
 _PARAM_CLASSES = {c.__name__: c for c in vars(_params).values()
                   if isinstance(c, type) and issubclass(c, _params.Param)}
-_FIELDS: dict = {}  # dataclass -> its field names
 _stamp: str | None = None
 
 
@@ -98,39 +97,27 @@ class _Walk:
             ref = self.seen.get(id(v))
             if ref is not None:
                 out.append(ref)
+                return
+            kind, names = _KINDS.get(t) or _kind(t)
+            if kind is _RECORD:  # an IR node, Loc, layout, site, value type: memoised
+                self.seen[id(v)] = ("@", len(self.keep))
+                self.keep.append(v)
+                out.append(t.__qualname__)
+                for n in names:
+                    self.value(getattr(v, n))
+            elif kind is _MODEL:
+                self.seen[id(v)] = ("#", len(self.table))
+                self.keep.append(v)
+                self.table.append(v)
+                self.describe(v)
+            elif kind is _KEY_TYPE:
+                out.append(t.__qualname__)
+                for n in names:
+                    self.value(getattr(v, n))
+            elif kind is _SCALAR:
+                out.append(("np", v.dtype.str, v.tobytes()))
             else:
-                self.new(v, t)
-
-    def new(self, v, t) -> None:
-        out = self.out
-        if isinstance(v, (Relation, Field, Global, Grouping)):
-            self.seen[id(v)] = ("#", len(self.table))
-            self.keep.append(v)
-            self.table.append(v)
-            self.describe(v)
-            return
-        if dataclasses.is_dataclass(t):
-            names = _FIELDS.get(t)
-            if names is None:
-                names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
-            self.seen[id(v)] = ("@", len(self.keep))
-            self.keep.append(v)
-            out.append(t.__qualname__)
-            for n in names:
-                self.value(getattr(v, n))
-            return
-        slots = getattr(t, "__slots__", None)
-        if slots is not None and t.__module__ == "relsim.types":  # key types
-            out.append(t.__qualname__)
-            for n in slots:
-                self.value(getattr(v, n))
-            return
-        if isinstance(v, np.generic):
-            out.append(("np", v.dtype.str, v.tobytes()))
-        elif t is np.ndarray:
-            out.append(("nd", v.dtype.str, v.shape, v.tobytes()))
-        else:
-            raise Uncacheable(t.__qualname__)
+                out.append(("nd", v.dtype.str, v.shape, v.tobytes()))
 
     def describe(self, v) -> None:
         """A data-model object by its schema: what lowering may read of it, never its data."""
@@ -151,6 +138,28 @@ class _Walk:
             self.out.append(("Grouping", v.name))
             self.value(v.key_field)
             self.value(v.target)
+
+
+_RECORD, _MODEL, _KEY_TYPE, _SCALAR, _ARRAY = "record", "model", "key type", "scalar", "array"
+_KINDS: dict = {}  # type -> (kind, attribute names)
+
+
+def _kind(t) -> tuple:
+    """How the walk describes values of type `t` (decided once per type)."""
+    if issubclass(t, (Relation, Field, Global, Grouping)):
+        kind = (_MODEL, ())
+    elif dataclasses.is_dataclass(t):
+        kind = (_RECORD, tuple(f.name for f in dataclasses.fields(t)))
+    elif t.__module__ == "relsim.types" and hasattr(t, "__slots__"):
+        kind = (_KEY_TYPE, tuple(t.__slots__))
+    elif issubclass(t, np.generic):
+        kind = (_SCALAR, ())
+    elif t is np.ndarray:
+        kind = (_ARRAY, ())
+    else:
+        raise Uncacheable(t.__qualname__)
+    _KINDS[t] = kind
+    return kind
 
 
 def _source_stamp() -> str:
@@ -175,7 +184,7 @@ def _encode(source, params, table, analysed):
     items = []
     for p in params:
         fields = []
-        for n in _FIELDS.get(type(p)) or _names(type(p)):
+        for n in _param_fields(type(p)):
             v = getattr(p, n)
             if type(v) in (int, str) or v is None:
                 fields.append((n, "v", v))
@@ -209,6 +218,5 @@ def _load(path: Path, table, analysed):
         return None
 
 
-def _names(cls) -> tuple:
-    names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    return names
+def _param_fields(cls) -> tuple:
+    return tuple(f.name for f in dataclasses.fields(cls))

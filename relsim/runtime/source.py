@@ -131,7 +131,15 @@ class Scope:
 
 def assigned_names(fdef, subscripts=False) -> set:
     """Names assigned in `fdef`; with `subscripts`, also those assigned through an index
-    (``p[0] = x``)."""
+    (``p[0] = x``). Memoised on the tree (an @rs.func's is walked at each of its calls)."""
+    memo = fdef.__dict__.setdefault("_relsim_assigned", {})
+    names = memo.get(subscripts)
+    if names is None:
+        names = memo[subscripts] = frozenset(_assigned_names(fdef, subscripts))
+    return set(names)
+
+
+def _assigned_names(fdef, subscripts) -> set:
     names = set()
     for node in ast.walk(fdef):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):

@@ -276,12 +276,12 @@ class TypeChecker(OperatorTyping):
             t = scalar_of(e.value)
         except TypeError:
             raise self.err(f"unsupported constant {e.value!r}", e.loc) from None
-        return replace(e, type=t)
+        return ir.typed(e, t)
 
     def e_Local(self, e):
         if e.name not in self.env or e.name not in self.defined:
             raise self.unassigned(e.name, e.loc)
-        return replace(e, type=self.env[e.name])
+        return ir.typed(e, self.env[e.name])
 
     def unassigned(self, name, loc):
         if name not in self.env:
@@ -293,10 +293,10 @@ class TypeChecker(OperatorTyping):
                         loc, KernelNameError)
 
     def e_Centred(self, e):
-        return replace(e, type=KeyType(self.relation))
+        return ir.typed(e, KeyType(self.relation))
 
     def e_GlobalRead(self, e):
-        return replace(e, type=e.ref.type)
+        return ir.typed(e, e.ref.type)
 
     def e_Attr(self, e):
         obj = self.expr(e.obj)
