@@ -36,13 +36,6 @@ class Kernel:
         # fast path
         self._last = (None, None, -1, None, None)
 
-    @property
-    def source_text(self) -> str:
-        try:
-            return inspect.getsource(self.fn)
-        except OSError:
-            return ""
-
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel {self.name!r} is not called directly; run it over a relation "
                         f"with R.foreach({self.name})")
@@ -69,10 +62,6 @@ class FusedKernel(Kernel):
         super().__init__(parts[0].fn, parts[0].scope)
         self.name = name or "+".join(k.name for k in parts)
         self.__doc__ = f"{self.name}: " + ", then ".join(k.name for k in parts) + ", per row"
-
-    @property
-    def source_text(self) -> str:
-        return "\n".join(k.source_text for k in self.parts)
 
     def __repr__(self) -> str:
         return f"<relsim fused kernel {self.name}>"

@@ -25,7 +25,6 @@ class Analysed:
     inserts: tuple  # slots.Layout per relation the kernel inserts rows into
     deletes: bool  # the kernel may delete its own rows
     stencil: tuple  # (offsets, loc) of affine accesses from the kernel's own key
-    source_key: str  # what the compiled code depends on, for caches
     captures: tuple = ()  # captures.Capture: Python values compiled in as constants
 
 
@@ -48,4 +47,4 @@ def analyse(kernel, relation) -> Analysed:
     deletes = any(isinstance(s, ir.Delete) for s in ir.walk_stmts(body))
     stencil = tuple(affine.centred_stencil(body))
     return Analysed(name, relation, param, untyped, body, dict(tc.env), summary, info, layouts,
-                    inserts, deletes, stencil, kernel.source_text, tuple(fe.captures.values()))
+                    inserts, deletes, stencil, tuple(fe.captures.values()))

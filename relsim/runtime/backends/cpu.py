@@ -111,6 +111,18 @@ class _Binding:
                  "row_args", "debug")
 
 
+class _Variants(dict):
+    """Compiled variants of a generated function, each made on first use by `make(key)`."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key):
+        fn = self[key] = self.make(key)
+        return fn
+
+
 class CpuExecutable(Launch):
     # set by the distributed layer (`parallel.global_merge.GlobalMerge`): Global contributions
     # go to it instead of being folded into the Globals
@@ -128,29 +140,32 @@ class CpuExecutable(Launch):
         self.flags = flags = dict(cache=True, error_model="numpy", boundscheck=False)
         if options.fast_math:  # LLVM may fuse a product and a sum (where the CPU has FMA)
             flags["fastmath"] = {"contract"}
-        # keyed by "is the launch over a subset": dispatchers compile on first call only
-        self.serial = {False: njit(**flags)(mod.kernel_serial),
-                       True: njit(**flags)(mod.kernel_serial_rows)}
-        self.parallel = {False: njit(parallel=True, **flags)(mod.kernel_parallel),
-                         True: njit(parallel=True, **flags)(mod.kernel_parallel_rows)}
+
+        def jit(fn, parallel=False):
+            return njit(parallel=True, **flags)(fn) if parallel else njit(**flags)(fn)
+
+        # keyed by "is the launch over a subset"; each dispatcher is made when a binding first
+        # picks it (making one costs ~0.7 ms, and a program launches few of the variants)
+        self.serial = _Variants(lambda rows: jit(mod.kernel_serial_rows if rows else
+                                                 mod.kernel_serial))
+        self.parallel = _Variants(lambda rows: jit(mod.kernel_parallel_rows if rows else
+                                                   mod.kernel_parallel, parallel=True))
         if hasattr(mod, "kernel_direct"):  # it reduces into fields through keys
-            self.direct = {False: njit(**flags)(mod.kernel_direct),
-                           True: njit(**flags)(mod.kernel_direct_rows)}
-            self.split = {False: njit(parallel=True, **flags)(mod.kernel_split),
-                          True: njit(parallel=True, **flags)(mod.kernel_split_rows)}
+            self.direct = _Variants(lambda rows: jit(mod.kernel_direct_rows if rows else
+                                                     mod.kernel_direct))
+            self.split = _Variants(lambda rows: jit(mod.kernel_split_rows if rows else
+                                                    mod.kernel_split, parallel=True))
         self.scatter = options.scatter
         self.scatter_share = cpu_scatter.scatter_share(analysed)
         grid = analysed.relation.grid
         if hasattr(mod, "kernel_grid"):  # nested loops over a box of the grid it was lowered for
-            self.grid_loops = {True: njit(parallel=True, **flags)(mod.kernel_grid),
-                               False: njit(**flags)(mod.kernel_grid_serial)}
+            self.grid_loops = _Variants(lambda par: jit(mod.kernel_grid, parallel=True) if par
+                                        else jit(mod.kernel_grid_serial))
             self.grid = (grid.shape, grid.periodic)
         else:
             self.grid_loops = None
         # serial: they run once per binding, and a parallel compilation costs ~2.4x
-        self.targets = {k: njit(**flags)(getattr(mod, f"targets_{k}"))
-                        for k in range(len(analysed.layouts))
-                        if hasattr(mod, f"targets_{k}")}
+        self.targets = _Variants(lambda k: jit(getattr(mod, f"targets_{k}")))
         self.force_serial = serial
         self.threads = options.threads
         if self.threads is not None:
