@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import weakref
 from dataclasses import dataclass
-from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
@@ -252,6 +251,8 @@ class TimeSeries:
         write(name, self.relation, self.fields)
         entries = [(s, f"{os.path.basename(stem)}_{i:06d}.vtu")
                    for i, s in enumerate(self.steps + [t])]
+        from xml.sax.saxutils import quoteattr  # here: it imports urllib and ssl (~40 ms)
+
         lines = ['<?xml version="1.0"?>',
                  '<VTKFile type="Collection" version="0.1" byte_order="LittleEndian">',
                  "  <Collection>"]

@@ -18,7 +18,7 @@ def executable(kernel, relation, cfg):
         if not hasattr(kernel, "_plans"):
             raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}")
         with collector_paused():
-            analysed = analyse(kernel, relation)
+            analysed = analyse(kernel, relation, cfg.cache_path())
             exe = parallel.wrap(cfg.backend.compile(analysed, cfg), cfg)
         kernel._plans[key] = exe
         # the captured values compiled into exe, checked before each of its launches

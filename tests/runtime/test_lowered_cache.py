@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import relsim as rs
-from relsim.runtime import lowered_cache
+from relsim.runtime import fingerprint
 from relsim.runtime.lowering import CpuLowerer
 from relsim.runtime.pipeline import analyse
 from tests.conftest import chain_mesh
@@ -135,7 +135,7 @@ def test_an_unknown_value_in_the_kernel_is_not_cached(tmp_path, lowerings, monke
     class Odd:
         pass
 
-    monkeypatch.setattr(lowered_cache._Walk, "analysed",
+    monkeypatch.setattr(fingerprint.Walk, "analysed",
                         lambda self, a: self.value(Odd()))
     cfg = rs.Config(target="cpu", cache_dir=str(tmp_path))
     V, E = _mesh()

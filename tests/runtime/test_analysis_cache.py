@@ -1,0 +1,164 @@
+"""The analysis cache: a kernel analysed again over relations of the same schema (new objects,
+as in a new process) skips the passes after the frontend and refers to the new objects; a
+change in the kernel, a captured constant or any reachable relation's schema analyses again;
+failures and damaged or foreign entries are never reused."""
+import pickle
+
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim.runtime import analysis_cache, ir
+from relsim.runtime.pipeline import analyse
+from relsim.runtime.typecheck import TypeChecker
+from tests.conftest import chain_mesh
+
+RATE = 0.5
+
+
+@rs.kernel
+def conduct(e):
+    d = e.head.T - e.tail.T
+    e.tail.flux += d
+    e.head.flux -= d
+    total += d * d  # noqa: F821 (a captured Global)
+
+
+@rs.kernel
+def update(v):
+    v.T += RATE * v.flux
+
+
+@rs.kernel
+def bad(v):
+    v.T = v.flux + v.nothing
+
+
+total = rs.Global(rs.f64, 0.0)
+
+
+def _mesh(n=30, dtype=rs.f64, extra=False):
+    V, E = chain_mesh(n)
+    V.new_field("T", dtype).load(np.linspace(0.0, 1.0, n))
+    V.new_field("flux", dtype)
+    if extra:
+        V.new_field("unused", rs.i32)
+    return V, E
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """The kernels the type checker ran for (analysis cache misses)."""
+    ran = []
+    check = TypeChecker.check
+
+    def counting(self, untyped):
+        ran.append(self.kernel_name)
+        return check(self, untyped)
+
+    monkeypatch.setattr(TypeChecker, "check", counting)
+    return ran
+
+
+def _fields_read(a):
+    return {id(n.field) for s in a.body for n in s.walk() if isinstance(n, ir.FieldRead)}
+
+
+def test_a_schema_twin_hits_and_refers_to_its_own_objects(tmp_path, checks):
+    V1, E1 = _mesh()
+    first = analyse(conduct, E1, tmp_path)
+    V2, E2 = _mesh()
+    second = analyse(conduct, E2, tmp_path)
+    assert len(checks) == 1
+    assert _fields_read(second) == {id(V2.field("T")), id(E2.field("head")), id(E2.field("tail"))}
+    assert second.relation is E2 and second.key[0] == first.key[0]
+    targets = {id(lay.target) for lay in second.layouts}
+    assert targets == {id(V2.field("flux")), id(total)}
+    assert [s.__class__ for s in second.body] == [s.__class__ for s in first.body]
+    assert second.locals == first.locals
+
+
+def test_what_changes_the_analysis_is_analysed_again(tmp_path, checks, monkeypatch):
+    V, E = _mesh()
+    analyse(update, V, tmp_path)
+    analyse(update, _mesh(dtype=rs.f32)[0], tmp_path)  # a field's type
+    analyse(update, _mesh(extra=True)[0], tmp_path)  # another field in the schema
+    monkeypatch.setitem(globals(), "RATE", 0.25)  # a captured constant
+    analyse(update, V, tmp_path)
+    assert len(checks) == 4
+    analyse(update, V, tmp_path)
+    assert len(checks) == 4
+
+
+def test_a_schema_change_through_a_key_is_seen(tmp_path, checks):
+    _, E = _mesh()
+    analyse(conduct, E, tmp_path)
+    V2, E2 = _mesh()
+    V2.new_field("elsewhere", rs.f64)  # on the relation E's keys reach
+    analyse(conduct, E2, tmp_path)
+    assert len(checks) == 2
+
+
+def test_a_failing_analysis_is_never_stored(tmp_path):
+    V, _ = _mesh()
+    for _ in range(2):
+        with pytest.raises(rs.KernelNameError, match="no field or grouping 'nothing'"):
+            analyse(bad, V, tmp_path)
+    assert not (tmp_path / "analysed").exists() or not any((tmp_path / "analysed").iterdir())
+
+
+def test_damaged_and_foreign_entries_are_analysed_again(tmp_path, checks):
+    V, E = _mesh()
+    analyse(conduct, E, tmp_path)
+    (entry,) = (tmp_path / "analysed").iterdir()
+    good = entry.read_bytes()
+    entry.write_bytes(good[: len(good) // 2])
+    analyse(conduct, E, tmp_path)
+    assert entry.read_bytes() == good  # stored again
+    entry.write_bytes(pickle.dumps((analysis_cache.FORMAT, print)))  # not an analysis
+    analyse(conduct, E, tmp_path)
+
+    class Boom:
+        def __reduce__(self):
+            import os
+            return (os.getcwd, ())
+
+    entry.write_bytes(pickle.dumps((analysis_cache.FORMAT, Boom())))  # a foreign class
+    a = analyse(conduct, E, tmp_path)
+    assert len(checks) == 4 and a.layouts
+
+
+def test_a_result_holding_an_object_outside_the_key_stores_nothing(tmp_path):
+    V, E = _mesh()
+    other, _ = _mesh()
+    key = analysis_cache.Key("k", E, "e", (), None, tmp_path)
+    key.store((other.field("T"),))
+    assert not key.path.exists()
+    key.store((V.field("T"), 1.5))  # reached through E's keys: in the table
+    assert key.load() == (V.field("T"), 1.5)
+
+
+def test_fused_kernels_hit_too(tmp_path, checks):
+    V, E = _mesh()
+    both = rs.fuse(update, update, name="twice")
+    analyse(both, V, tmp_path)
+    first = len(checks)  # the fusion check types each part too
+    analyse(both, _mesh()[0], tmp_path)
+    assert first and len(checks) == first
+
+
+def test_launches_from_the_cache_give_the_same_bits(tmp_path):
+    out = []
+    for _ in range(2):
+        cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path))
+        V, E = _mesh()
+        for k in (conduct, update):
+            k._plans.clear()
+            k._last = (None, None, -1, None, None)
+        total.value = 0.0
+        for _ in range(3):
+            E.foreach(conduct, cfg)
+            V.foreach(update, cfg)
+        out.append((V.T.numpy(copy=True).tobytes(), float(total.value)))
+    assert out[0] == out[1]
+    assert len(list((tmp_path / "analysed").iterdir())) == 2
