@@ -18,10 +18,18 @@ a private ``PYTHONPYCACHEPREFIX`` (even where ``PYTHONDONTWRITEBYTECODE`` is set
 The default script is the heat example of the design sketch on a 1-D chain (built with the
 public API only); ``--script`` runs another one (then only wall times are reported).
 
+``--relsim ARGS`` times a `relsim` command instead (``python -m relsim.cli ARGS``, e.g.
+``--relsim "run lulesh -s 30 -i 1 --threads 2"``): per repeat, one cold run on fresh cache
+directories, then (once a background compile worker the cold run left, `rs.precompile(...,
+background=True)`, has finished: Linux only, else the warm runs may overlap it) ``--warm``
+warm runs on the same directories.
+
 Usage::
 
     python bench/startup.py [--repeats 3] [--script PATH] [--markdown docs/benchmarks.md]
                             [--chart PATH]
+    python bench/startup.py --relsim "run lulesh -s 30 -i 1 --threads 2" [--repeats 2]
+                            [--warm 5] [--markdown docs/benchmarks.md]
 """
 from __future__ import annotations
 
@@ -112,11 +120,59 @@ def import_time(stmt, env):
     return wall, phases["inside"]
 
 
+def background_workers() -> int:
+    """How many background compile workers (`compile_ahead --background`) are running (Linux:
+    read from /proc; elsewhere 0)."""
+    n = 0
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        n += b"compile_ahead" in cmd and b"--background" in cmd
+    return n
+
+
+def relsim_command(args, env0, work) -> str:
+    """Cold and warm wall times of ``python -m relsim.cli ARGS`` (see the module docstring)."""
+    cmd = [sys.executable, "-m", "relsim.cli"] + args.relsim.split()
+    cold, warm = [], []
+    for r in range(args.repeats):
+        d = os.path.join(work, f"cache{r}")
+        env = dict(env0, RELSIM_CACHE_DIR=os.path.join(d, "relsim"),
+                   NUMBA_CACHE_DIR=os.path.join(d, "numba"))
+        cold.append(run(cmd, env)[0])
+        while background_workers():  # the cold run's worker compiles on: let it finish
+            time.sleep(0.5)
+        warm += [run(cmd, env)[0] for _ in range(args.warm)]
+
+    def s(x):
+        return f"{x:.2f}"
+
+    rows = [["cold (empty RELSIM_CACHE_DIR and NUMBA_CACHE_DIR)", s(min(cold)),
+             s(sorted(cold)[len(cold) // 2]), " ".join(s(x) for x in cold)],
+            ["warm (the same directories, every compilation done)", s(min(warm)),
+             s(sorted(warm)[len(warm) // 2]), " ".join(s(x) for x in warm)]]
+    C.chart(args.chart, f"Start-up of relsim {args.relsim}", ["cold", "warm"],
+            {"min s": [min(cold), min(warm)],
+             "median s": [sorted(xs)[len(xs) // 2] for xs in (cold, warm)]},
+            "subprocess wall time, s")
+    return "\n".join([f"Machine: {C.machine_line()}.",
+                      f"Command: `relsim {args.relsim}`; {args.repeats} cold run(s), each on "
+                      f"fresh cache directories, then {args.warm} warm run(s) on them. Wall "
+                      "time of the whole subprocess, seconds.", "",
+                      C.table(["run", "min s", "median s", "each"], rows)])
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3,
                     help="cold/new-script/warm triples (fresh caches each)")
     ap.add_argument("--script", help="run this script instead of the built-in heat example")
+    ap.add_argument("--relsim", metavar="ARGS",
+                    help="time `relsim ARGS` (e.g. \"run lulesh -s 30 -i 1\") instead")
+    ap.add_argument("--warm", type=int, default=5, help="warm runs per cold one (--relsim)")
     ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
     C.add_chart_argument(ap, "startup")
     args = ap.parse_args(argv)
@@ -136,6 +192,15 @@ def main(argv=None) -> None:
     prime = dict(env0, RELSIM_CACHE_DIR=os.path.join(work, "prime", "relsim"),
                  NUMBA_CACHE_DIR=os.path.join(work, "prime", "numba"))
     run([sys.executable, "-c", "import relsim, json, numpy"], prime)  # write the .pyc files
+    if args.relsim:
+        try:
+            text = relsim_command(args, env0, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(text)
+        if args.markdown:
+            C.update_markdown(args.markdown, f"Start-up: relsim {args.relsim}", text)
+        return
 
     cold, warm, helpers, imports = [], [], [], {k: [] for k in IMPORTS}
     try:
