@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import os
 import pickle
 import subprocess
@@ -41,8 +42,8 @@ from .gc_pause import collector_paused
 class CompileJob:
     """One function of a generated module to compile for one signature (picklable but for
     `here`, which compiles it in this process)."""
-    path: str  # the generated module's file
-    function: str  # the function's name in it
+    path: str  # the generated module's file, or the dotted name of one of relsim's modules
+    function: str  # the function's name in it (a relsim module's: its dispatcher's py_func's)
     options: tuple  # Numba jit options, as sorted (name, value) pairs
     signature: tuple  # Numba types of the arguments
     cost: int  # an estimate of its compile time, to balance the processes
@@ -256,14 +257,19 @@ def _worker() -> None:
         os.nice(10)  # the program's serial launches run meanwhile: they come first
     for i, job in enumerate(pickle.loads(sys.stdin.buffer.read())):
         try:
-            fn = njit(**dict(job.options))(getattr(cache.module_at(Path(job.path)),
-                                                   job.function))
+            if job.path.endswith(".py"):  # a generated module
+                fn = njit(**dict(job.options))(getattr(cache.module_at(Path(job.path)),
+                                                       job.function))
+            else:  # one of relsim's compiled folds
+                fn = next(v for v in vars(importlib.import_module(job.path)).values()
+                          if getattr(getattr(v, "py_func", None), "__name__", "") ==
+                          job.function)
             if not background:
                 fn.compile(job.signature)
                 continue
             # another program's background worker may be compiling the same function into the
             # same cache (Numba's index is read-modify-write): one at a time, and only once
-            with _cache_lock(Path(job.path)):
+            with _cache_lock(Path(fn._cache.cache_path)):
                 if not load_cached(fn, job.signature):
                     fn.compile(job.signature)
         except Exception:  # noqa: BLE001, S112  (the launch compiles it again and reports)
@@ -277,14 +283,15 @@ def _worker() -> None:
 
 
 @contextlib.contextmanager
-def _cache_lock(module: Path):
-    """An exclusive lock on the cache directory of a generated module (where fcntl exists)."""
+def _cache_lock(directory: Path):
+    """An exclusive lock on a directory of Numba's disk cache (where fcntl exists)."""
     try:
         import fcntl
     except ImportError:  # not on POSIX: no lock
         yield
         return
-    with open(module.with_name(".compile.lock"), "a") as fh:
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".compile.lock", "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

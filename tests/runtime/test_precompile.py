@@ -110,3 +110,36 @@ def test_background_with_a_warm_cache_starts_nothing(tmp_path):
     conduct, update = _kernels()
     assert rs.precompile([(conduct, E), (update, V)], cfg, background=True) == 0
     assert not execute.executable(update, V, cfg).tier0
+
+
+def test_a_worker_compiles_relsim_folds_into_the_disk_cache(tmp_path, monkeypatch):
+    """A parallel binding's folds (a scatter's shared slots, parked slots) are jobs too: the
+    worker finds them by module name, so the first launch with the parallel variants (maybe
+    in the next run) loads them instead of compiling."""
+    from numba import types
+
+    from relsim.runtime import compile_ahead
+    from relsim.runtime.backends import cpu_folds
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    fn = cpu_folds.gather_num_rows_serial
+    # float32 values folded into float32 rows: a signature no other test compiles
+    f32_2d, i64_1d = types.float32[:, :], types.int64[:]
+    signature = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)
+    job = compile_ahead.CompileJob(fn.py_func.__module__, fn.py_func.__name__,
+                                   tuple(sorted(fn.targetoptions.items())), signature, 1)
+    for background in (False, True):
+        proc = compile_ahead._start([job], background=background)
+        proc.wait(timeout=300)
+        compile_ahead._running[:] = [p for p in compile_ahead._running if p is not proc]
+    check = ("import sys\nfrom numba import types\nfrom relsim.runtime.backends import cpu_folds\n"
+             "from relsim.runtime.compile_ahead import load_cached\n"
+             "f32_2d, i64_1d = types.float32[:, :], types.int64[:]\n"
+             "sig = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)\n"
+             "sys.exit(0 if load_cached(cpu_folds.gather_num_rows_serial, sig) else 3)\n")
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", check], env=dict(os.environ),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr

@@ -17,6 +17,8 @@ raises the lowest row's (`check_debug`), before any fold or row change.
 """
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
@@ -299,22 +301,34 @@ class CpuExecutable(Launch):
         return fn
 
     def compile_jobs(self, relation, subset) -> list:
-        """The compilation the next launch over `relation` (or `subset`) needs, if any, as
-        `compile_ahead.CompileJob`s: the function its binding calls, for its arguments' types
-        (binding now, as that launch would; the launch then reuses the binding)."""
+        """The compilations the next launch over `relation` (or `subset`) needs, as
+        `compile_ahead.CompileJob`s: the function its binding calls and the compiled folds it
+        runs after it (a scatter's shared slots, parked slots), each for its arguments' types
+        and not compiled (or loaded) yet (binding now, as that launch would; the launch then
+        reuses the binding)."""
         b = self.bindings.get(subset)
         if b is None or b.epoch != epoch.value or b.size != relation.size:
             b = self.refresh(relation, subset, b)
-        fn = b.fn
-        if fn.signatures:  # compiled (or loaded) already
-            return []
-        parallel = bool(fn.targetoptions.get("parallel", False))
-        options = tuple(sorted(dict(self.flags, parallel=parallel).items()))
-        signature = tuple(fn.typeof_pyval(a) for a in b.call_args)
-        # the module's size estimates the time (a parallel function costs ~2.5 serial ones)
-        cost = len(self.source) * (5 if parallel else 2) // 2
-        return [CompileJob(self.path, fn.py_func.__name__, options, signature, cost,
-                           lambda: fn.compile(signature), lambda: load_cached(fn, signature))]
+        calls = [(b.fn, b.call_args)] + [(fn, args) for fn, args in b.post
+                                         if hasattr(fn, "typeof_pyval")] + \
+            [(pf.fn, pf.args) for pf in b.deferred]
+        jobs = []
+        for fn, args in calls:
+            signature = tuple(fn.typeof_pyval(a) for a in args)
+            if signature in fn.overloads:
+                continue
+            parallel = bool(fn.targetoptions.get("parallel", False))
+            if fn is b.fn:  # the generated kernel: the module's size estimates the time (a
+                # parallel function costs ~2.5 serial ones)
+                options = tuple(sorted(dict(self.flags, parallel=parallel).items()))
+                where, cost = self.path, len(self.source) * (5 if parallel else 2) // 2
+            else:  # one of relsim's folds, found by its module's name (small: compiled first)
+                options = tuple(sorted(fn.targetoptions.items()))
+                where, cost = fn.py_func.__module__, 5000
+            jobs.append(CompileJob(where, fn.py_func.__name__, options, signature, cost,
+                                   functools.partial(fn.compile, signature),
+                                   functools.partial(load_cached, fn, signature)))
+        return jobs
 
     def launch_with_threads(self, relation, subset) -> None:
         """A launch under a Config with its own thread count (restored afterwards)."""
