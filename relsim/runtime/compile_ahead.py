@@ -35,7 +35,6 @@ from pathlib import Path
 
 from .. import config as _config
 from . import cache
-from .gc_pause import collector_paused
 
 
 @dataclass(frozen=True)
@@ -116,26 +115,25 @@ def precompile(launches, config=None, workers: int | None = None,
 
     cfg = config if config is not None else _config.current()
     jobs, later, tiered = {}, {}, []
-    with collector_paused():  # analysis and binding allocate; the collector finds nothing
-        for kernel, where in launches:
-            if isinstance(where, Subset):
-                relation, subset = where.relation, where
-            elif isinstance(where, Relation):
-                relation, subset = where, None
-            else:
-                raise TypeError(f"precompile takes (kernel, relation or subset) pairs, got "
-                                f"{where!r}")
-            exe = executable(kernel, relation, cfg)
-            todo = _uncompiled(exe, relation, subset)
-            if background and any(j.parallel for j in todo) and hasattr(exe, "set_tier0"):
-                keys = [(job.path, job.function, job.signature) for job in todo]
-                for key, job in zip(keys, todo):
-                    later.setdefault(key, job)
-                exe.set_tier0(True)  # `tier_done` is set once the worker runs
-                tiered.append((exe, keys))
-                todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
-            for job in todo:
-                jobs.setdefault((job.path, job.function, job.signature), job)
+    for kernel, where in launches:
+        if isinstance(where, Subset):
+            relation, subset = where.relation, where
+        elif isinstance(where, Relation):
+            relation, subset = where, None
+        else:
+            raise TypeError(f"precompile takes (kernel, relation or subset) pairs, got "
+                            f"{where!r}")
+        exe = executable(kernel, relation, cfg)
+        todo = _uncompiled(exe, relation, subset)
+        if background and any(j.parallel for j in todo) and hasattr(exe, "set_tier0"):
+            keys = [(job.path, job.function, job.signature) for job in todo]
+            for key, job in zip(keys, todo):
+                later.setdefault(key, job)
+            exe.set_tier0(True)  # `tier_done` is set once the worker runs
+            tiered.append((exe, keys))
+            todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
+        for job in todo:
+            jobs.setdefault((job.path, job.function, job.signature), job)
     # one function's signatures all go to one process: Numba's cache index of a function is
     # read, extended and written back, so two processes saving different signatures of it at
     # once could pair one's index entry with the other's machine code
