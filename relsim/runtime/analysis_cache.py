@@ -5,13 +5,14 @@ now).
 
 The key is the fingerprint (`fingerprint.Walk`) of the frontend's IR (and, for a fused
 kernel, of each part's) and of the schema of every relation the kernel can reach through key
-fields and groupings, with relsim's source stamp. The analysis passes are functions of these:
-they read no data, no sizes and nothing else of the program (their tests cover them). An entry
-is the pickled result, with every relation, field, Global and grouping in it replaced by its
-place in the key's table of objects, resolved against the kernel being analysed; pickling one
-that is not in the table, or anything else the cache does not know, stores nothing. A kernel
-whose analysis fails stores nothing (the next run reports its error again). Entries are written
-atomically; a damaged or foreign entry is analysed again, never trusted.
+fields and groupings or names itself (`rs.insert`), with relsim's source stamp. The passes are
+functions of these: they read no field data and no sizes (a launch checks its space against
+the sizes, `affine.check_launch_space`). An entry is the pickled result, with every relation,
+field, Global and grouping in it replaced by its place in the key's table of objects, resolved
+against the kernel being analysed; pickling one that is not in the table, or anything else the
+cache does not know, stores nothing. A kernel whose analysis fails stores nothing (the next
+run reports its error again). Entries are written atomically; a damaged, foreign or
+mis-shaped entry is analysed again, never trusted.
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ class Key:
             walk = fingerprint.Walk()
             walk.schema(relation)
             walk.value((name, param, untyped, parts_bodies))
+            # relations the kernel names itself (rs.insert's): their schemas too
+            walk.schema(*[o for o in walk.table if isinstance(o, Relation)])
         except fingerprint.Uncacheable:
             return
         self.table = walk.table

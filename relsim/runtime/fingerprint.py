@@ -46,6 +46,7 @@ class Walk:
         self.table: list = []
         self.seen: dict = {}  # id(obj) -> token referring to it
         self.keep: list = []  # memoised objects, alive while ids are compared
+        self.schemas: set = set()  # ids of the relations whose schema is described
 
     def analysed(self, a) -> None:
         """What lowering reads of an analysed kernel."""
@@ -54,16 +55,16 @@ class Walk:
                      a.inserts, a.deletes, a.stencil):
             self.value(part)
 
-    def schema(self, relation) -> None:
-        """The schema of `relation` and of every relation reachable from it through key
+    def schema(self, *relations) -> None:
+        """The schema of `relations` and of every relation reachable from them through key
         fields and groupings: each one's fields and groupings, in order (what the type checker
-        may look up by name)."""
-        todo, done = [relation], set()
+        may look up by name). Relations described already are not described again."""
+        todo = list(relations)
         while todo:
             r = todo.pop(0)
-            if id(r) in done:
+            if id(r) in self.schemas:
                 continue
-            done.add(id(r))
+            self.schemas.add(id(r))
             self.value(r)
             fields, groupings = tuple(r.fields.values()), tuple(r.groupings.values())
             self.value(fields)

@@ -138,6 +138,32 @@ def test_a_result_holding_an_object_outside_the_key_stores_nothing(tmp_path):
     assert key.load() == (V.field("T"), 1.5)
 
 
+def _spawner():
+    S = rs.Relation("S", 5)
+    S.new_field("x", rs.f64).load(np.arange(5.0))
+    P = rs.Relation("P", 0, elastic=True)
+    P.new_field("pos", rs.f64)
+
+    @rs.kernel
+    def spawn(s):
+        if s.x > 1.0:
+            rs.insert(P, pos=2.0 * s.x)
+
+    return S, P, spawn
+
+
+def test_a_relation_the_kernel_inserts_into_is_part_of_the_key(tmp_path, checks):
+    S, P, spawn = _spawner()
+    analyse(spawn, S, tmp_path)
+    S2, P2, _ = _spawner()
+    second = analyse(spawn, S2, tmp_path)  # spawn's P is the first program's: the same key
+    assert len(checks) == 1
+    assert second.inserts[0].target is P
+    P.new_field("vel", rs.f64)  # the inserted-into relation's schema changed
+    analyse(spawn, S, tmp_path)
+    assert len(checks) == 2
+
+
 def test_fused_kernels_hit_too(tmp_path, checks):
     V, E = _mesh()
     both = rs.fuse(update, update, name="twice")
