@@ -23,6 +23,8 @@ from ..relations.field import Field, KeyField
 from ..relations.globals import Global
 from ..relations.grouping import Grouping
 from ..relations.relation import Relation
+from ..types import ScalarType
+from .ir import Loc
 
 _stamp: str | None = None
 
@@ -89,12 +91,21 @@ class Walk:
                 out.append(ref)
                 return
             kind, names = _KINDS.get(t) or _kind(t)
-            if kind is _RECORD:  # an IR node, Loc, layout, site, value type: memoised
+            if kind is _FLAT:  # a Loc, a scalar type: plain values only, memoised
+                self.seen[id(v)] = ("@", len(self.keep))
+                self.keep.append(v)
+                out.append((t.__qualname__,) + tuple([getattr(v, n) for n in names]))
+            elif kind is _RECORD:  # an IR node, layout, site, value type: memoised
                 self.seen[id(v)] = ("@", len(self.keep))
                 self.keep.append(v)
                 out.append(t.__qualname__)
                 for n in names:
-                    self.value(getattr(v, n))
+                    x = getattr(v, n)
+                    tx = type(x)
+                    if x is None or tx is str or tx is int or tx is bool:  # as `value` would
+                        out.append(x)
+                    else:
+                        self.value(x)
             elif kind is _MODEL:
                 self.seen[id(v)] = ("#", len(self.table))
                 self.keep.append(v)
@@ -130,7 +141,10 @@ class Walk:
             self.value(v.target)
 
 
-_RECORD, _MODEL, _KEY_TYPE, _SCALAR, _ARRAY = "record", "model", "key type", "scalar", "array"
+_FLAT, _RECORD, _MODEL, _KEY_TYPE, _SCALAR, _ARRAY = \
+    "flat record", "record", "model", "key type", "scalar", "array"
+# records whose fields are only strings and ints (the most frequent: one in one token)
+_FLAT_TYPES = (Loc, ScalarType)
 _KINDS: dict = {}  # type -> (kind, attribute names)
 
 
@@ -138,6 +152,8 @@ def _kind(t) -> tuple:
     """How the walk describes values of type `t` (decided once per type)."""
     if issubclass(t, (Relation, Field, Global, Grouping)):
         kind = (_MODEL, ())
+    elif t in _FLAT_TYPES:
+        kind = (_FLAT, tuple(f.name for f in dataclasses.fields(t)))
     elif dataclasses.is_dataclass(t):
         kind = (_RECORD, tuple(f.name for f in dataclasses.fields(t)))
     elif t.__module__ == "relsim.types" and hasattr(t, "__slots__"):

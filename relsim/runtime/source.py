@@ -83,7 +83,7 @@ def _definition_ends(filename, lines) -> dict:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         tree = None
-    for node in ast.walk(tree) if tree is not None else ():
+    for node in _statements(tree.body) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
             ends[(first, node.name)] = node.end_lineno
@@ -179,7 +179,7 @@ def assigned_names(fdef, subscripts=False) -> set:
 
 def _assigned_names(fdef, subscripts) -> set:
     names = set()
-    for node in ast.walk(fdef):
+    for node in _statements(fdef.body):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
@@ -190,3 +190,21 @@ def _assigned_names(fdef, subscripts) -> set:
         elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
     return names
+
+
+def _statements(stmts):
+    """Every statement of the block `stmts` and of the blocks nested in it (compound
+    statements' bodies, branches, handlers, cases; nested definitions' bodies): what
+    `ast.walk` would reach of them, without visiting every expression node."""
+    todo = list(reversed(stmts))
+    while todo:
+        s = todo.pop()
+        yield s
+        nested = []
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(s, name, None)
+            if type(block) is list:
+                nested.extend(block)
+        for part in [*getattr(s, "handlers", ()), *getattr(s, "cases", ())]:
+            nested.extend(part.body)
+        todo.extend(reversed(nested))
