@@ -106,3 +106,19 @@ def test_cli_run_prints_a_relsim_error_in_one_line(monkeypatch, capsys):
     monkeypatch.setenv("RELSIM_TRACEBACK", "full")
     with pytest.raises(rs.DataError):
         cli.main(["run", "fake"])
+
+
+def test_importing_relsim_freezes_what_exists_and_restores_the_collector():
+    """`import relsim` pauses the garbage collector while it loads and freezes what exists
+    then (relsim/__init__.py); the collector comes back as the program had it."""
+    import subprocess
+    import sys
+    code = ("import gc, sys\n"
+            "if sys.argv[1] == 'off': gc.disable()\n"
+            "import relsim\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 50000)\n")
+    for state, want in (("on", "True True"), ("off", "False True")):
+        out = subprocess.run([sys.executable, "-c", code, state], capture_output=True,
+                             text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == want.split()
