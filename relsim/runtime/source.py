@@ -28,20 +28,25 @@ class Source:
     def of(cls, fn) -> Source:
         try:
             filename = inspect.getsourcefile(fn) or "<unknown>"
-            lines, first = _definition_lines(fn, filename)
+            found = _definition(fn, filename)
+            if found is None:
+                lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError) as exc:
             raise KernelSyntaxError(f"cannot read the source of {fn.__qualname__!r} ({exc}); "
                                     f"kernels must be defined in a file") from None
-        text = "".join(lines)
-        dedented = textwrap.dedent(text)
-        first_text = next((ln for ln in lines if ln.strip()), "")
-        dedent = len(first_text) - len(first_text.lstrip()) - \
-            (len(dedented.splitlines()[0]) - len(dedented.splitlines()[0].lstrip()))
-        tree = ast.parse(dedented)
-        fdef = tree.body[0]
+        if found is not None:  # the definition's node in its file's tree: positions as they are
+            fdef, all_lines = found
+            first, dedent = 1, 0
+        else:  # parsed alone: positions from its first line, its indentation removed
+            text = "".join(lines)
+            dedented = textwrap.dedent(text)
+            first_text = next((ln for ln in lines if ln.strip()), "")
+            dedent = len(first_text) - len(first_text.lstrip()) - \
+                (len(dedented.splitlines()[0]) - len(dedented.splitlines()[0].lstrip()))
+            fdef = ast.parse(dedented).body[0]
+            all_lines = linecache.getlines(filename) or lines
         if not isinstance(fdef, ast.FunctionDef):
             raise KernelSyntaxError(f"{fn.__qualname__!r} is not a plain function definition")
-        all_lines = linecache.getlines(filename) or lines
         return cls(fn, fdef, filename, first, dedent, all_lines)
 
     def loc(self, node) -> ir.Loc:
@@ -53,32 +58,30 @@ class Source:
         return ir.Loc(self.filename, line, col, max(end, col + 1), text, self.fn.__name__)
 
 
-def _definition_lines(fn, filename):
-    """(lines, first line number) of `fn`'s definition, decorators included, as
-    `inspect.getsourcelines` gives them: looked up in its file's syntax tree (parsed once per
-    file and text) instead of tokenizing the file from the definition on, which cost ~1 ms per
-    kernel and helper. Falls back to `inspect` where the tree does not say (a lambda, a file
-    that does not parse)."""
+def _definition(fn, filename):
+    """(the syntax tree of `fn`'s definition, its file's lines), found in its file's tree
+    (parsed once per file and text; read again when the file changed, as `inspect` does),
+    instead of tokenizing the file from the definition on and parsing that alone (~1 ms per
+    kernel and helper); None where the tree does not say (a lambda, a file that does not
+    parse)."""
     code = getattr(fn, "__code__", None)
-    linecache.checkcache(filename)  # as inspect does: a file edited since is read again
+    linecache.checkcache(filename)
     lines = linecache.getlines(filename)
-    if code is not None and lines:
-        ends = _definition_ends(filename, lines)
-        end = ends.get((code.co_firstlineno, fn.__name__))
-        if end is not None:
-            return lines[code.co_firstlineno - 1:end], code.co_firstlineno
-    return inspect.getsourcelines(fn)
+    if code is None or not lines:
+        return None
+    fdef = _definitions(filename, lines).get((code.co_firstlineno, fn.__name__))
+    return None if fdef is None else (fdef, lines)
 
 
-_DEFINITIONS: dict = {}  # filename -> (text, {(first line, name): last line})
+_DEFINITIONS: dict = {}  # filename -> (text, {(first line, name): definition node})
 
 
-def _definition_ends(filename, lines) -> dict:
+def _definitions(filename, lines) -> dict:
     text = "".join(lines)
     known = _DEFINITIONS.get(filename)
     if known is not None and known[0] == text:
         return known[1]
-    ends = {}
+    found = {}
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -86,9 +89,9 @@ def _definition_ends(filename, lines) -> dict:
     for node in _statements(tree.body) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            ends[(first, node.name)] = node.end_lineno
-    _DEFINITIONS[filename] = (text, ends)
-    return ends
+            found[(first, node.name)] = node
+    _DEFINITIONS[filename] = (text, found)
+    return found
 
 
 class StaticObject:
