@@ -27,9 +27,12 @@ _PARAM_CLASSES = {c.__name__: c for c in vars(_params).values()
                   if isinstance(c, type) and issubclass(c, _params.Param)}
 
 
-def lowered(analysed, options, variant: str, lower):
+def lowered(analysed, options, variant: str, lower, debug: bool = False):
     """(source, params) of `analysed` lowered for `variant` (the backend's name and its
-    options): from the cache when an entry matches, else `lower()`'s, stored for next time."""
+    options): from the cache when an entry matches, else `lower()`'s, stored for next time.
+    A `debug` variant is always lowered: its lowering also records its check sites."""
+    if debug:
+        return lower()
     if analysed.key is not None:  # (digest, table) of the analysis that produced it
         key, table = analysed.key
         key = "analysis " + key
@@ -67,10 +70,10 @@ def _encode(source, params, table, analysed):
                 fields.append((n, "v", v))
             elif id(v) in index:
                 fields.append((n, "o", index[id(v)]))
-            elif any(v is lay for lay in analysed.layouts):
-                fields.append((n, "l", [i for i, x in enumerate(analysed.layouts) if x is v][0]))
-            elif any(v is lay for lay in analysed.inserts):
-                fields.append((n, "i", [i for i, x in enumerate(analysed.inserts) if x is v][0]))
+            elif _position(v, analysed.layouts) is not None:
+                fields.append((n, "l", _position(v, analysed.layouts)))
+            elif _position(v, analysed.inserts) is not None:
+                fields.append((n, "i", _position(v, analysed.inserts)))
             else:
                 return None
         items.append((type(p).__name__, tuple(fields)))
@@ -93,6 +96,11 @@ def _load(path: Path, table, analysed):
         return source, params
     except (OSError, EOFError, ValueError, TypeError, KeyError, IndexError):
         return None
+
+
+def _position(obj, seq):
+    """The index of `obj` itself (not an equal one) in `seq`, or None."""
+    return next((i for i, x in enumerate(seq) if x is obj), None)
 
 
 def _param_fields(cls) -> tuple:

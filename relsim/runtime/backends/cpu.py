@@ -89,9 +89,8 @@ class CpuBackend(Backend):
             return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
                 note + "\n" + unparse(module_ast) + "\n", lowerer.params.items
 
-        # the debug variant's lowering also records its check sites: always lowered
-        source, params = lower() if sites is not None else \
-            lowered_cache.lowered(analysed, options, "cpu" + note, lower)
+        source, params = lowered_cache.lowered(analysed, options, "cpu" + note, lower,
+                                               debug=sites is not None)
         mod = cache.module_for(source, options.cache_path(), _safe(analysed.kernel_name))
         return CpuExecutable(analysed, params, mod, source, options, self.serial, sites)
 

@@ -105,9 +105,8 @@ class CudaBackend(Backend):
                 f"for numba.cuda" + note + "\n" + unparse(lowerer.module()) + "\n", \
                 lowerer.params.items
 
-        # the debug variant's lowering also records its check sites: always lowered
-        source, params = lower() if sites is not None else \
-            lowered_cache.lowered(analysed, options, "cuda" + note, lower)
+        source, params = lowered_cache.lowered(analysed, options, "cuda" + note, lower,
+                                               debug=sites is not None)
         mod = cache.module_for(source, options.cache_path(),
                                _safe(analysed.kernel_name) + "_cuda")
         return CudaExecutable(analysed, params, mod, source, sites)
