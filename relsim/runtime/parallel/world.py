@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 
 from ...errors import ConfigError
 
@@ -86,9 +87,16 @@ def _abort_on_uncaught(world: World) -> None:
     previous = sys.excepthook
 
     def hook(kind, value, tb):
-        sys.stderr.write(f"[relsim rank {world.rank} of {world.size}] uncaught exception; "
-                         f"aborting every rank\n")
-        previous(kind, value, tb)
+        head = f"[relsim rank {world.rank} of {world.size}] uncaught exception; aborting " \
+            f"every rank\n"
+        if previous is sys.__excepthook__:
+            # the label and the whole traceback in one write: the abort can end this rank
+            # while the launcher is still forwarding its output, and a report written line by
+            # line then arrives cut short (seen under load: the label and the first frame only)
+            sys.stderr.write(head + "".join(traceback.format_exception(kind, value, tb)))
+        else:  # the program's own hook reports it
+            sys.stderr.write(head)
+            previous(kind, value, tb)
         abort(world, 1)
 
     sys.excepthook = hook
