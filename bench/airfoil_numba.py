@@ -37,7 +37,7 @@ try:
     if str(_ROOT) not in sys.path:
         sys.path.insert(0, str(_ROOT))
     from relsim.domains.op2mesh import Op2Mesh, naca_mesh, read_op2
-    from relsim.runtime import exact_sum
+    from relsim.runtime.folds import exact_sum
 except ImportError:  # relsim core not importable: use the mesh and sum modules on their own
     sys.path.insert(0, str(_ROOT / "relsim" / "domains"))
     sys.path.insert(0, str(_ROOT / "relsim" / "runtime"))

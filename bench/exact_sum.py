@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Exact Global sums (`relsim.runtime.exact_sum`) against plain float sums.
+"""Exact Global sums (`relsim.runtime.folds.exact_sum`) against plain float sums.
 
 The values: ``--n`` (2.9M) float64, ``rng.standard_normal(n) * 10**rng.uniform(-5, 5, n)``,
 held as a ``(n, 1)`` slot array, the shape a scalar Global's reduction slots have. Variants,
@@ -8,7 +8,7 @@ timed interleaved in one process, at each thread count (``numba.set_num_threads`
 * ``(a) prange sum``: ``s += v[i]`` in a ``prange`` (Numba's parallel reduction; the result
   depends on the thread count, so it is not deterministic);
 * ``(b) serial fold``: one left-to-right loop over the slots, what relsim folds a Global with
-  today (`cpu_folds.fold_num`);
+  today (`host_folds.fold_num`);
 * ``(c) sum_slots``: `exact_sum.sum_slots` into fresh accumulators, then `round_f64`: the
   correctly rounded exact sum, the same bits for every thread count (checked, and checked equal
   to ``math.fsum``);
@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit, prange
 
 import relsim as rs
-from relsim.runtime import exact_sum as es
+from relsim.runtime.folds import exact_sum as es
 
 _JIT = dict(cache=True, error_model="numpy", boundscheck=False)
 

@@ -13,7 +13,7 @@ still running when the budget ends is stopped and says so):
   measured in the same run;
 * ``elastic``: particles moved by a kernel, per launch: without ``rs.insert``/``rs.delete``;
   with them compiled in but no row changing; with 1% of the rows deleted and re-inserted each
-  launch (the host round trip of `backends/cuda.py`); cuda against cpu, bit for bit;
+  launch (the host round trip of `backends/cuda/backend.py`); cuda against cpu, bit for bit;
 * ``airfoil``: Airfoil on the standard mesh, ``--airfoil-iterations`` (1000), cuda against cpu:
   the time, and whether every rms and q are bit-exact;
 * ``lulesh``: LULESH at each ``--sizes`` (50 100 150), the first ``--cycles`` cycles, FOM on
@@ -219,7 +219,7 @@ def part_elastic(a):
 
 
 def part_airfoil(a):
-    from simulations.airfoil import solver
+    from relsim_simulations.airfoil import solver
     mesh = solver.op2mesh.naca_mesh(*a.airfoil_size)
     its, res = a.airfoil_iterations, {}
     for cfg in (CUDA, CPU):
@@ -238,7 +238,7 @@ def part_airfoil(a):
 
 
 def lulesh_run(s: int, cycles: int, cfg):
-    from simulations.lulesh.problem import Lulesh
+    from relsim_simulations.lulesh.problem import Lulesh
     L = Lulesh(s, config=cfg)
     L.warm_up()
     t0 = time.perf_counter()
@@ -360,7 +360,7 @@ def arguments(argv):
 
 def main(argv=None) -> int:
     a = arguments(argv)
-    from relsim.runtime.backends import cuda_runtime
+    from relsim.runtime.backends.cuda import device as cuda_runtime
     why = rs.target_registry.get("cuda").unavailable() if "cuda" in rs.targets() else \
         "numba.cuda cannot be imported (pip install \"relsim[cuda]\")"
     where = "numba's CUDA simulator (figures meaningless)" if "cuda" in rs.targets() and \

@@ -40,7 +40,7 @@ from _common import ROOT, add_chart_argument, chart, machine_line, table, update
 
 def _heat(n):
     sys.path.insert(0, str(ROOT))
-    from simulations.heat import build
+    from relsim_simulations.heat import build
     V, E, conduct, update, heat = build(n, n, 0.1)
 
     def step():
@@ -53,7 +53,7 @@ def _heat(n):
 def _tetheat(n):
     sys.path.insert(0, str(ROOT))
     from relsim.domains import tetmesh
-    from simulations.tetheat import build, initial_temperature
+    from relsim_simulations.tetheat import build, initial_temperature
     mesh = tetmesh.box(n)
     setup, conduct, update, dt, heat = build(mesh, 0.5)
     V, E = mesh.vertices, mesh.edges
@@ -89,7 +89,7 @@ def _diffusion2d(n):
 
 def _airfoil(n):
     sys.path.insert(0, str(ROOT))
-    from simulations.airfoil import solver
+    from relsim_simulations.airfoil import solver
     af = solver.build(solver.op2mesh.naca_mesh(n, max(2, 3 * n // 2)))
     k, cells = af.kernels, af.cells
 

@@ -22,7 +22,7 @@ Rows timed per call, interleaved in one process (ms, min and median over repeats
 
 Also printed: the fraction of contributions going to vertices shared between blocks, and of
 rows reaching them, which is what ``auto`` decides on (`SPLIT_MIXED_COST` in
-`relsim/runtime/backends/cpu_scatter.py`). ``--sweep`` measures that cost: the tet mesh's edges
+`relsim/runtime/backends/cpu/scatter.py`). ``--sweep`` measures that cost: the tet mesh's edges
 with a growing fraction of them moved to random places in the edge order (so more and more
 vertices are shared between the two blocks), split and direct timed at 2 threads for each.
 
@@ -71,7 +71,7 @@ def build(head, tail, nv):
 
 def measure(name, head, tail, nv, threads, repeats, number):
     import relsim as rs
-    from relsim.runtime import ownership
+    from relsim.runtime.backends.cpu import ownership
     V, E, conduct = build(head, tail, nv)
     k, T = E.k.numpy().copy(), V.T.numpy().copy()
     h64, t64 = head.astype(np.int64), tail.astype(np.int64)
@@ -108,7 +108,7 @@ def measure(name, head, tail, nv, threads, repeats, number):
 def sweep(head, tail, nv, repeats, number):
     """Split vs direct at 2 threads as the shared fraction grows (moved edges)."""
     import relsim as rs
-    from relsim.runtime import ownership
+    from relsim.runtime.backends.cpu import ownership
     rng = np.random.default_rng(3)
     rows = []
     for moved in (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.1, 1.0):

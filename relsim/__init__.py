@@ -14,6 +14,7 @@ _collecting = _gc.isenabled()
 _gc.disable()
 
 try:
+    from . import geometry
     from . import output as _output
     from .builtins import (
         cross,
@@ -58,10 +59,10 @@ try:
     from .relations import launch as _launch
     from .runtime import epoch as _epoch
     from .runtime import run as _run
-    from .runtime.compile_ahead import precompile
     from .runtime.explain import explain
     from .runtime.parallel import partition_rows as partition
     from .runtime.parallel import ranks
+    from .runtime.precompile import precompile
     from .target_registry import register_backend, targets
     from .types import bool_, f32, f64, i32, i64, mat, vec
 finally:  # also when an import fails
@@ -87,5 +88,5 @@ __all__ = [
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "KernelCheckError", "DataError", "SchemaError",
     "ConfigError", "DomainError", "DeviceMemoryError", "RelsimWarning",
-    "write", "__version__",
+    "write", "geometry", "__version__",
 ]

@@ -11,14 +11,15 @@ from importlib import metadata
 
 
 def simulations() -> dict:
-    """name -> module path, from the bundled `simulations` package and the entry-point group
-    `relsim.simulations` (third-party simulations)."""
+    """name -> module path, from the bundled `relsim_simulations` package (the repository's
+    simulations/ folder, installed under a name no user's package has) and the entry-point
+    group `relsim.simulations` (third-party simulations)."""
     found = {}
     try:
-        import simulations as pkg
+        import relsim_simulations as pkg
         for info in pkgutil.iter_modules(pkg.__path__):
             if not info.name.startswith("_"):
-                found[info.name] = f"simulations.{info.name}"
+                found[info.name] = f"relsim_simulations.{info.name}"
     except ImportError:
         pass
     for ep in metadata.entry_points(group="relsim.simulations"):
@@ -55,7 +56,7 @@ def cmd_list(_args) -> int:
         check = getattr(rs.target_registry.get(t), "unavailable", None)
         why = check() if check is not None else None
         print(f"  {t}" + (f"  (cannot run here: {why})" if why else ""))
-    from relsim.runtime.backends import threading_layer
+    from .runtime.backends.cpu import threading_layer
     print(f"cpu threading layer: {threading_layer.report()}")
     from relsim import domains
     print("domains:")

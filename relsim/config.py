@@ -3,7 +3,13 @@ compile cache lives, whether kernels run with debug checks. `rs.configure(...)` 
 default; `foreach(k, config=...)` overrides it for one launch. The environment variables
 RELSIM_TARGET and RELSIM_DEBUG (``1``/``0``) pick the default target and debug mode; they are
 read, and checked, when the default is first needed (a bad value is a ConfigError then, never a
-failed ``import relsim``). Targets come from the registry (`relsim.target_registry`)."""
+failed ``import relsim``). Targets come from the registry (`relsim.target_registry`).
+
+Building a Config imports nothing: the target's name is checked against the registered targets
+and the names of installed plugins (their entry points, not loaded until the target is first
+used); options a backend owns (the cpu's `threads`, `parallel_threshold`, `scatter`) are
+validated by that backend (`Backend.check_options`), and only its own launches are keyed by them
+(`Backend.key`)."""
 from __future__ import annotations
 
 import os
@@ -13,16 +19,16 @@ from pathlib import Path
 from . import target_registry as _targets
 from .errors import ConfigError
 
-SCATTER_SCHEMES = ("auto", "direct", "split", "slots")
-
 
 @dataclass(frozen=True)
 class Config:
     target: str = "cpu"  # a registered target: rs.targets()
-    threads: int | None = None  # None: all Numba threads
-    parallel_threshold: int = 4096  # smaller iteration spaces run serially (same results)
+    # owned by the cpu targets (`backends/cpu/backend.py`): threads (None: all Numba threads);
+    # smaller iteration spaces than parallel_threshold run serially (same results)
+    threads: int | None = None
+    parallel_threshold: int = 4096
     cache_dir: str | None = None  # None: $RELSIM_CACHE_DIR or ~/.cache/relsim
-    # how the cpu target applies reductions into fields through keys (same bits every way):
+    # owned by the cpu targets: how they apply reductions into fields through keys (same bits):
     # "auto" chooses; "direct" (serial, straight into the field), "split" (parallel blocks,
     # direct to the targets a block owns), "slots" (every contribution parked, then folded)
     scatter: str = "auto"
@@ -41,12 +47,7 @@ class Config:
     fast_math: bool = False
 
     def __post_init__(self):
-        _targets.get(self.target)  # a ConfigError naming the registered targets if unknown
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ConfigError(f"threads must be a positive int, got {self.threads!r}")
-        if self.scatter not in SCATTER_SCHEMES:
-            raise ConfigError(f"scatter must be one of {', '.join(SCATTER_SCHEMES)}, got "
-                              f"{self.scatter!r}")
+        _targets.check_name(self.target)  # a ConfigError naming the targets if unknown
         if self.distributed not in (None, True, False):
             raise ConfigError(f"distributed must be None, True or False, got "
                               f"{self.distributed!r}")
@@ -54,6 +55,7 @@ class Config:
             raise ConfigError(f"debug must be True or False, got {self.debug!r}")
         if not isinstance(self.fast_math, bool):
             raise ConfigError(f"fast_math must be True or False, got {self.fast_math!r}")
+        _targets.check_options(self)  # each backend validates the options it owns
 
     @property
     def backend(self):

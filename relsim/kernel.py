@@ -30,7 +30,7 @@ class Kernel:
         self.__wrapped__ = fn
         self.scope = scope or {}
         self._plans: dict = {}
-        self._watches: dict = {}  # plan key -> runtime.captures.Watch (or None): see _plans
+        self._watches: dict = {}  # id(compiled launch) -> runtime.captures.Watch (or None)
         self._warned_captures: set = set()  # captured names already reported as changed
         # (relation, config, schema_version, executable, watch) of the latest launch: its
         # fast path
@@ -96,7 +96,7 @@ class Func:
 
     def _source(self):
         if self._src is None:
-            from .runtime.source import Source
+            from .runtime.analysis.source import Source
             self._src = Source.of(self.fn)
         return self._src
 

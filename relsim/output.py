@@ -1,13 +1,15 @@
 """Writing relations' fields to mesh files through meshio (VTU, XDMF+HDF5, VTK, ...).
 
-It imports nothing from relsim but its errors, so both the public API (``rs.write``) and the
-domains (which record geometry here) import it.
+It imports nothing from relsim but its errors, so the public API (``rs.write``,
+``rs.geometry``) and the runtime (which partitions declared relations by where their rows are)
+import it.
 
-A relation can be written when its geometry is known: the mesh domains record it as they
-build a mesh (`register_points` for a vertex relation, `register_cells` for elements, edges and
-boundary faces), and so can any other domain. Fields of a vertex relation are written as point
-data on the mesh's elements; fields of any other registered relation as cell data on its own
-cells. Coordinates are read when writing, so a moving mesh is written where it is now.
+A relation can be written when its geometry is known: every domain, bundled or a plugin,
+declares it with the public `rs.geometry` (relsim/geometry.py: `points` for a vertex relation,
+`cells` for elements, edges and boundary faces, `point_cloud` for particles), which checks it
+and keeps it here (`record`). Fields of a vertex relation are written as point data on the
+mesh's elements; fields of any other declared relation as cell data on its own cells.
+Coordinates are read when writing, so a moving mesh is written where it is now.
 
 * ``rs.write(path, relation, fields)``: one file, format from the suffix (``.vtu``, ``.vtk``,
   ``.xdmf`` (HDF5 heavy data, needs h5py), ``.msh`` ...).
@@ -41,36 +43,12 @@ class _Geometry:
     centring: str             # "point" or "cell"
 
 
-def register_points(vertices, coords, cells, cell_type: str) -> None:
-    """Record that `vertices` (a relation) is the point set of a mesh of `cells` ((m, k) vertex
-    rows, meshio `cell_type`), with coordinates in field `coords` (or (x, y, z) fields)."""
-    arr = np.array(cells, dtype=np.int64)
-    arr.flags.writeable = False
-    _GEOMETRY[vertices] = _Geometry(weakref.ref(vertices), coords, arr, cell_type, "point")
-
-
-def register_cells(relation, vertices, coords, keys, cell_type: str) -> None:
-    """Record that each row of `relation` is a cell of meshio `cell_type` whose vertices (rows
-    of `vertices`) are its key vector `keys`, or its scalar key fields `keys` (a tuple)."""
-    _GEOMETRY[relation] = _Geometry(weakref.ref(vertices), coords, keys, cell_type, "cell")
-
-
-def register(relation, vertices, coords, cell_relation, keys, cell_type: str,
-             centring: str) -> None:
-    """Register `relation` as point-centred (cells read from `cell_relation`'s key field
-    `keys` now) or cell-centred (its own key field(s) `keys`)."""
-    if centring == "point":
-        kf = [cell_relation.field(k).numpy() for k in _as_tuple(keys)]
-        cells = kf[0] if len(kf) == 1 else np.column_stack(kf)
-        register_points(relation, coords, cells, cell_type)
-    else:
-        register_cells(relation, vertices, coords, keys, cell_type)
-
-
-def register_point_cloud(relation, coords) -> None:
-    """Record that `relation` is a cloud of points (particles) at field `coords`; it is written
-    as one vertex cell per row, however many rows it has when written."""
-    _GEOMETRY[relation] = _Geometry(weakref.ref(relation), coords, None, "vertex", "point")
+def record(relation, vertices, coords, cells, cell_type: str, centring: str) -> None:
+    """Keep `relation`'s geometry (as `rs.geometry` checked it: domains call that). `centring`
+    "point": `relation` is `vertices`, with `cells` an (m, k) array of its rows, or None for a
+    point cloud; "cell": `cells` is the key field name(s) of `relation` giving each row's
+    vertices. `coords`: a field name of `vertices`, or a tuple of scalar field names."""
+    _GEOMETRY[relation] = _Geometry(weakref.ref(vertices), coords, cells, cell_type, centring)
 
 
 def geometry_fields(relation) -> list:
@@ -110,14 +88,13 @@ def geometry(relation):
     g = _GEOMETRY.get(relation)
     if g is None:
         raise DomainError(f"relation {relation.name!r} has no mesh geometry: it was not built "
-                          f"by a mesh domain (see relsim.output.register_points / "
-                          f"register_cells)")
+                          f"by a mesh domain (a domain declares it with rs.geometry.points / "
+                          f"cells / point_cloud)")
     V = g.vertices()
     if V is None:
         raise DomainError(f"relation {relation.name!r}: its vertex relation no longer exists")
     cs = [V.field(c).numpy(copy=True) for c in _as_tuple(g.coords)]
-    pts = cs[0] if len(cs) == 1 else np.column_stack(cs)
-    pts = np.asarray(pts, dtype=np.float64)
+    pts = np.column_stack(cs).astype(np.float64)  # (n, 1..3): a vector field or scalars
     if pts.shape[1] < 3:
         pts = np.column_stack([pts, np.zeros((len(pts), 3 - pts.shape[1]))])
     if g.centring == "point":

@@ -76,6 +76,36 @@ def get(name: str):
     return backend
 
 
+def check_name(name: str) -> None:
+    """A ConfigError unless `name` is a registered target or an installed plugin's (by its
+    entry point's name: nothing is imported, the plugin loads when the target is first used)."""
+    if name in _registry:
+        return
+    if name in _unavailable:
+        raise ConfigError(f"target {name!r} is not available: {_unavailable[name]}")
+    if name in _broken:
+        raise ConfigError(f"target {name!r} is installed but failed to load: {_broken[name]}")
+    plugins = set() if _plugins_loaded else \
+        {ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    if name not in plugins:
+        raise ConfigError(f"unknown target {name!r}; choose one of "
+                          f"{', '.join(sorted(set(_registry) | plugins))}")
+
+
+def registered() -> tuple:
+    """The backend objects registered now (plugins not loaded yet are not among them)."""
+    return tuple(_registry.values())
+
+
+def check_options(config) -> None:
+    """Every registered backend validates the options of `config` it owns (a ConfigError for a
+    bad value); plugins not loaded yet validate theirs when first used."""
+    for backend in tuple(_registry.values()):
+        check = getattr(backend, "check_options", None)  # (a plugin need not subclass Backend)
+        if check is not None:
+            check(config)
+
+
 def _load_plugins() -> None:
     global _plugins_loaded
     if _plugins_loaded:
@@ -96,4 +126,4 @@ def _load_plugins() -> None:
 
 
 __all__ = ["register_backend", "unregister_backend", "mark_unavailable", "targets", "get",
-           "ENTRY_POINT_GROUP"]
+           "check_name", "check_options", "registered", "ENTRY_POINT_GROUP"]

@@ -15,7 +15,8 @@ import numpy as np
 
 import relsim as rs
 from relsim.domains import grid
-from simulations._checks import nonfinite
+
+from ._checks import nonfinite
 
 
 def run(n: int, t_end: float = 0.01, k: float = 1.0, output: str | None = None):

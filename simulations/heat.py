@@ -11,8 +11,9 @@ import time
 import numpy as np
 
 import relsim as rs
-from simulations._checks import nonfinite
-from simulations._checks import ranks_note as _ranks
+
+from ._checks import nonfinite
+from ._checks import ranks_note as _ranks
 
 
 def grid_graph(nx: int, ny: int):

@@ -17,7 +17,8 @@ import numpy as np
 
 import relsim as rs
 from relsim.domains import grid, particles
-from simulations._checks import nonfinite
+
+from ._checks import nonfinite
 
 
 def build(n_cells=32, n_particles=2000, seed=1):

@@ -26,8 +26,9 @@ import numpy as np
 import relsim as rs
 from relsim.domains import tetmesh
 from relsim.output import TimeSeries
-from simulations._checks import nonfinite
-from simulations._checks import ranks_note as _ranks
+
+from ._checks import nonfinite
+from ._checks import ranks_note as _ranks
 
 
 def build(mesh, cfl: float = 0.5):

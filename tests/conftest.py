@@ -2,7 +2,6 @@
 import os
 import tempfile
 
-import numpy as np
 import pytest
 
 os.environ.setdefault("RELSIM_CACHE_DIR", os.path.join(tempfile.gettempdir(), "relsim-test-cache"))
@@ -10,12 +9,18 @@ os.environ.setdefault("RELSIM_CACHE_DIR", os.path.join(tempfile.gettempdir(), "r
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import relsim as rs  # noqa: E402
+from tests import heat_graph, proxy_backend  # noqa: E402
 
+# a third backend written against backends/base.py alone runs the shared suite too (in this
+# process only: tests that start subprocesses take SHIPPED_TARGETS)
+proxy_backend.register()
 # targets whose launches are too slow for every backend test (the CUDA simulator runs each
 # thread as a Python thread): they run only the tests marked `device_sized` (tiny relations)
 SLOW_TARGETS = ("cuda",)
 ALL_TARGETS = rs.targets()
 TARGETS = [t for t in ALL_TARGETS if t not in SLOW_TARGETS]  # every other target, every test
+CPU_TARGETS = ("cpu", "cpu-serial")  # for tests of what only the cpu backend does
+SHIPPED_TARGETS = [t for t in ALL_TARGETS if t != proxy_backend.NAME]  # relsim's own
 
 
 def pytest_configure(config):
@@ -55,11 +60,7 @@ def use_target(target):
 
 def chain_mesh(n_vertices=6):
     """A 1-D chain: vertices 0..n-1, edges (i, i+1) with head = i+1, tail = i."""
-    V = rs.Relation("V", n_vertices)
-    E = rs.Relation("E", n_vertices - 1)
-    E.new_key_field("head", V).load(np.arange(1, n_vertices))
-    E.new_key_field("tail", V).load(np.arange(0, n_vertices - 1))
-    return V, E
+    return heat_graph.chain_topology(n_vertices)
 
 
 def run_all_targets(build, kernel_runs):

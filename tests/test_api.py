@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import relsim as rs
+from tests.conftest import SHIPPED_TARGETS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(rs.__file__)))
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
@@ -21,6 +22,15 @@ def test_public_names_exist_and_are_exported():
         assert name in rs.__all__, name
     for name in rs.__all__:
         assert hasattr(rs, name), name
+
+
+def test_domain_plugin_api_is_public_and_documented():
+    """Domains (bundled and plugins) declare their geometry through `rs.geometry`."""
+    assert "geometry" in rs.__all__
+    for name in ("points", "cells", "point_cloud"):
+        fn = getattr(rs.geometry, name)
+        assert callable(fn) and fn.__doc__, name
+    assert rs.geometry.CELL_TYPES["tetra"] == 4
 
 
 def test_errors_subclass_relsim_and_builtin():
@@ -73,7 +83,7 @@ def test_cli_run_help_lists_the_simulations_and_bad_options_are_one_line():
                          text=True, env=ENV)
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
-        "relsim run: unknown target 'bogus'; choose one of " + ", ".join(rs.targets())]
+        "relsim run: unknown target 'bogus'; choose one of " + ", ".join(SHIPPED_TARGETS)]
 
 
 def test_cli_explain_one_kernel(capsys):

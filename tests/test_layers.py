@@ -212,3 +212,65 @@ def test_layers():
     bad += [f"relsim (line {line}) imports {dst}" for dst, line in sorted(g["relsim"].items())
             if _below(dst, "relsim.domains")]
     assert not bad, "imports back up the layers:\n  " + "\n  ".join(bad)
+
+
+# -- inside the runtime -------------------------------------------------------------------------
+RUNTIME = "relsim.runtime"
+ROOMS = {"cpu": f"{RUNTIME}.backends.cpu", "cuda": f"{RUNTIME}.backends.cuda",
+         "interp": f"{RUNTIME}.backends.interp"}
+# the stages below the backends: they serve every backend and know none of them, nor what runs
+# kernels above them (execute, precompile, explain, the MPI layer)
+BELOW_BACKENDS = ("analysis", "caches", "folds", "host", "lowering", "ir", "semantics",
+                  "builtin_table", "numpy_algebra", "epoch", "pipeline", "gc_pause")
+ABOVE_BACKENDS = ("execute", "precompile", "explain", "parallel")
+
+
+def _runtime_violations(g: dict) -> list:
+    bad = []
+    for mod, edges in sorted(g.items()):
+        for dst, line in sorted(edges.items()):
+            why = None
+            room = next((r for r, pkg in ROOMS.items() if _below(mod, pkg)), None)
+            other = next((r for r, pkg in ROOMS.items() if _below(dst, pkg)), None)
+            if room and other and other != room:
+                why = f"the {room} room imports the {other} room"
+            elif any(_below(mod, f"{RUNTIME}.{low}") for low in BELOW_BACKENDS) and (
+                    _below(dst, f"{RUNTIME}.backends") or
+                    any(_below(dst, f"{RUNTIME}.{up}") for up in ABOVE_BACKENDS)):
+                why = "a shared stage below the backends imports a backend or a layer above"
+            elif _below(mod, f"{RUNTIME}.parallel") and _below(dst, f"{RUNTIME}.backends") \
+                    and dst != f"{RUNTIME}.backends.base":
+                why = "the MPI layer sees backends only through backends/base.py"
+            if why:
+                bad.append(f"{mod} (line {line}) imports {dst}: {why}")
+    return bad
+
+
+def test_runtime_rooms_and_stages():
+    """No backend room imports another; lowering/ and the other shared stages import no room;
+    parallel/ sees backends only through backends/base.py; rs.precompile sits above execute
+    and the compile-job plumbing (host/compile_jobs.py) below the backends."""
+    bad = _runtime_violations(import_graph())
+    assert not bad, "imports across the runtime's rooms:\n  " + "\n  ".join(bad)
+
+
+def test_the_room_checker_sees_a_room_importing_another(tmp_path):
+    g = {f"{RUNTIME}.backends.cuda.backend": {f"{RUNTIME}.backends.cpu.backend": 3},
+         f"{RUNTIME}.lowering.body": {f"{RUNTIME}.backends.cuda.rows": 5},
+         f"{RUNTIME}.parallel.plan": {f"{RUNTIME}.backends.base": 1,
+                                      f"{RUNTIME}.backends.interp": 2},
+         f"{RUNTIME}.host.compile_jobs": {f"{RUNTIME}.execute": 7}}
+    bad = _runtime_violations(g)
+    assert len(bad) == 4, bad
+    assert "the cuda room imports the cpu room" in bad[0]
+    assert "backends/base.py" in bad[-1] and "line 2" in bad[-1]
+
+
+def test_nothing_named_for_a_backend_lives_outside_its_room():
+    bad = []
+    for mod in _modules(ROOT):
+        leaf = mod.split(".")
+        for room, pkg in ROOMS.items():
+            if any(room in part for part in leaf) and not _below(mod, pkg):
+                bad.append(f"{mod} is named for the {room} backend but lives outside {pkg}")
+    assert not bad, "\n".join(bad)

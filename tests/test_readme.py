@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-import relsim as rs
+from tests.conftest import SHIPPED_TARGETS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
@@ -64,7 +64,7 @@ def test_readme_has_runnable_examples():
     assert any("@rs.kernel" in "\n".join(body) for _, body in blocks)
 
 
-@pytest.mark.parametrize("tgt", rs.targets())
+@pytest.mark.parametrize("tgt", SHIPPED_TARGETS)
 def test_readme_examples_run(tmp_path, tgt):
     with open(README) as f:
         text = f.read()

@@ -205,3 +205,66 @@ def test_threads_are_set_through_the_cpu_backend():
     finally:
         rs.config._current = old
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+
+
+def test_options_a_backend_owns_are_validated_by_it_and_key_only_its_launches(tmp_path):
+    """`scatter`, `parallel_threshold` and `threads` are the cpu's (`CpuBackend.options`): its
+    `check_options` refuses bad values whatever the target, and only cpu launches are keyed by
+    them; an interp (or cuda) launch is reused when they change."""
+    cpu = rs.Config(target="cpu").backend
+    assert set(cpu.options) == {"scatter", "parallel_threshold", "threads"}
+    for bad, match in ((dict(scatter="fast"), "scatter must be one of auto, direct"),
+                       (dict(parallel_threshold=-1), "parallel_threshold must be an int >= 0"),
+                       (dict(threads=0), "threads must be a positive int")):
+        with pytest.raises(rs.ConfigError, match=match):
+            rs.Config(target="interp", **bad)
+    (tmp_path / "k.py").write_text(KERNEL.split("E.foreach")[0])
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import k
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("k", None)
+    from relsim.runtime import execute
+    others = [t for t in ("interp", "cuda") if t in rs.targets()]
+    for t in others:
+        a = execute.executable(k.conduct, k.E, rs.Config(target=t, cache_dir=str(tmp_path)))
+        b = execute.executable(k.conduct, k.E, rs.Config(target=t, cache_dir=str(tmp_path),
+                                                         scatter="slots", parallel_threshold=7))
+        assert a is b, t
+    a = execute.executable(k.conduct, k.E, rs.Config(target="cpu", cache_dir=str(tmp_path)))
+    b = execute.executable(k.conduct, k.E, rs.Config(target="cpu", cache_dir=str(tmp_path),
+                                                     scatter="slots"))
+    assert a is not b  # the cpu's own option: another launch
+
+
+def test_building_a_config_imports_nothing_and_loads_no_plugin(tmp_path, monkeypatch):
+    """A Config checks its target against the registered targets and the installed plugins'
+    names (entry points), without importing a plugin or any module."""
+    _install(tmp_path, monkeypatch, "relsim-delegate", "delegate_backend", DELEGATE,
+             "delegate = delegate_backend:Delegate")
+    code = textwrap.dedent("""\
+        import sys
+        import relsim as rs
+        from relsim import target_registry
+        before = set(sys.modules)
+        for t in ("cpu", "interp", "delegate"):
+            rs.Config(target=t, scatter="split", debug=True)
+        try:
+            rs.Config(target="nosuch")
+        except rs.ConfigError as e:
+            print(e)
+        print(sorted(set(sys.modules) - before), target_registry._plugins_loaded)
+        rs.Config(target="delegate").backend  # first use: the plugin loads now
+        print("delegate_backend" in sys.modules)
+        """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]))
+    (tmp_path / "configs.py").write_text(code)  # (a script: the plugin is found as by users)
+    out = subprocess.run([sys.executable, str(tmp_path / "configs.py")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("unknown target 'nosuch'; choose one of ") and \
+        "delegate" in lines[0], lines
+    assert lines[1:] == ["[] False", "True"]

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-import relsim as rs
+from tests.conftest import SHIPPED_TARGETS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -86,7 +86,7 @@ def test_compile_error_shows_user_frames_only(tmp_path):
     assert full[-4:] == lines[-4:]
 
 
-@pytest.mark.parametrize("tgt", rs.targets())
+@pytest.mark.parametrize("tgt", SHIPPED_TARGETS)
 def test_runtime_error_shows_user_frames_only(tmp_path, tgt):
     script, lines = run_script(tmp_path, RUNTIME_ERROR, target=tgt)
     assert user_frame(lines, script, 13)

@@ -152,7 +152,7 @@ class Relsim:
     """tetheat's set-up and conduct kernel on the mesh, and the update without the total."""
 
     def __init__(self, mesh):
-        from simulations import tetheat
+        from relsim_simulations import tetheat
         V = mesh.vertices
         setup, conduct, _, dt, _ = tetheat.build(mesh)
         V.T.load(tetheat.initial_temperature(mesh))

@@ -7,7 +7,7 @@ import importlib
 import warnings
 from importlib import metadata
 
-from ..errors import DomainError
+from relsim import DomainError
 
 # bundled domains: name -> module (imported on first use)
 _BUILTIN = {"op2mesh": "relsim.domains.op2mesh", "trimesh": "relsim.domains.trimesh",

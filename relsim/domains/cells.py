@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import DomainError
+from relsim import DomainError
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,6 @@ import numpy as np
 
 import relsim as rs
 
-from .. import output
-
 _SIDES = ("x", "y", "z")
 
 
@@ -70,8 +68,8 @@ class Grid:
                 self.cells.subset(f"{_SIDES[axis]}{side}", coords[:, axis] == pick)
         self.cells.subset("boundary", ~self._interior_mask(1, include_periodic=True))
         ctype = "quad" if d == 2 else "hexahedron"
-        output.register_cells(self.cells, self.vertices, "pos", "v", ctype)
-        output.register_points(self.vertices, "pos", keys, ctype)
+        rs.geometry.cells(self.cells, keys="v", coords="pos", cell_type=ctype)
+        rs.geometry.points(self.vertices, coords="pos", cells=keys, cell_type=ctype)
 
     def _interior_mask(self, depth, include_periodic=False):
         mask = np.ones(len(self._coords), dtype=bool)

@@ -40,7 +40,6 @@ import numpy as np
 
 import relsim as rs
 
-from .. import output
 from . import meshfile
 from .cells import HEXAHEDRON
 from .unstructured import Mesh, Names, build
@@ -121,8 +120,9 @@ def box(n: int, length: float = 1.125) -> HexMesh:
     elems.new_field("elemBC", rs.i32).load(a["elemBC"])
     corners = _add_corners(nodes, elems, "nodelist")
     elems.group_by("nodelist", "elems")
-    output.register(nodes, nodes, ("x", "y", "z"), elems, "nodelist", "hexahedron", "point")
-    output.register(elems, nodes, ("x", "y", "z"), elems, "nodelist", "hexahedron", "cell")
+    xyz = ("x", "y", "z")
+    rs.geometry.points(nodes, coords=xyz, cells=elems.nodelist, cell_type="hexahedron")
+    rs.geometry.cells(elems, keys="nodelist", coords=xyz, cell_type="hexahedron")
     return HexMesh(f"hexmesh.box({n})", {"nodes": nodes, "elems": elems, "corners": corners})
 
 

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DomainError
+from relsim import DomainError
+
 from .cells import TETRA, TRIANGLE, Kind, tet_volumes, triangle_normals
 
 # cell-data keys that hold region tags (become subsets, not fields), with the prefix used to

@@ -20,8 +20,6 @@ import numpy as np
 
 import relsim as rs
 
-from .. import output
-
 
 class Particles:
     """Particles in the cells of `grid` (a `grid.Grid`, 2-D or 3-D).
@@ -46,7 +44,7 @@ class Particles:
             np.zeros_like(pos) if vel is None else np.asarray(vel, dtype=np.float64))
         for fname, (ftype, init) in (fields or {}).items():
             self.rel.new_field(fname, ftype, init=init)
-        output.register_point_cloud(self.rel, "pos")
+        rs.geometry.point_cloud(self.rel, coords="pos")
 
     @property
     def size(self) -> int:

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import relsim as rs
+from relsim import DomainError
 
-from .. import output
-from ..errors import DomainError
 from .cells import Kind, as_points, check_indices, check_shapes, facets, unique_edges
 
 
@@ -159,10 +158,10 @@ def _make(kind, names, p, c, edges, elem_edges, bfacets, belem, bside, pdata, cd
             rel.subset(name, rows)
 
     coords = names.coords[0] if len(names.coords) == 1 else tuple(names.coords)
-    output.register(V, V, coords, C, names.vkey, kind.name, "point")
-    output.register(C, V, coords, C, names.vkey, kind.name, "cell")
-    output.register(E, V, coords, E, ("tail", "head"), "line", "cell")
-    output.register(B, V, coords, B, "v", kind.facet_type, "cell")
+    rs.geometry.points(V, coords=coords, cells=C.field(names.vkey), cell_type=kind.name)
+    rs.geometry.cells(C, keys=names.vkey, coords=coords, cell_type=kind.name)
+    rs.geometry.cells(E, keys=("tail", "head"), coords=coords, cell_type="line")
+    rs.geometry.cells(B, keys="v", coords=coords, cell_type=kind.facet_type)
     return {names.vertices: V, "edges": E, names.elements: C, "boundary": B}
 
 

@@ -2,8 +2,8 @@
 registers relsim's own targets (`relsim.target_registry`)."""
 from ..target_registry import mark_unavailable, register_backend
 from . import epoch
-from .backends import cuda
-from .backends.cpu import CpuBackend
+from .backends.cpu.backend import CpuBackend
+from .backends.cuda import backend as cuda
 from .backends.interp import InterpBackend
 from .execute import run
 

@@ -3,7 +3,7 @@
 * the frontend: which Python objects name a builtin (`callables`, `REDUCE_STATEMENTS`);
 * the type checker (`calls.py`): a math function's arity and result;
 * the lowering (`lowering/emit.py`): the module generated code calls: `math`, NumPy, or
-  `_libm` (`lowering/libm.py`, the C library called directly);
+  `_libm` (`backends/cpu/libm.py`, the C library called directly);
 * the `interp` oracle (`backends/interp.py`): the C library (through ctypes, as compiled code
   calls it) or a NumPy function.
 
@@ -42,7 +42,7 @@ def _math(*names, arity=1, predicate=False, lowered="math", oracle=None) -> list
 # in the order the frontend has always looked them up (an object found twice keeps the last)
 MATH = {f.name: f for f in [
     *_math("sqrt", oracle="np"),
-    # the C library's cbrt, called directly (`lowering/libm.py`: Numba's np.cbrt is a power
+    # the C library's cbrt, called directly (`backends/cpu/libm.py`: Numba's np.cbrt is a power
     # that LLVM folds differently for constants); single precision goes through double
     *_math("cbrt", lowered="_libm"),
     *_math("exp", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos",
@@ -86,11 +86,11 @@ RANDOM_KEYWORDS = ("seed",)
 REDUCE_STATEMENTS = {getattr(rsb, "reduce_" + op): op
                      for op in ("min", "max", "argmin", "argmax")}
 # rs functions a kernel calls while compiling, on compile-time constant arguments
-# (`runtime/static.py`): the type constructors, whose result a kernel then calls to build a
+# (`runtime/analysis/static.py`): the type constructors, whose result a kernel then calls to build a
 # value (`rs.vec(3)(x, y, z)`), and rs.eye, a constant matrix. A compile-time expression (a
 # static loop's iterable) may also call range.
 COMPILE_TIME = {"vec": rst.vec, "mat": rst.mat, "eye": rsb.eye}
-# `for i in rs.static(<iterable>):` a loop unrolled while compiling (`runtime/static.py`)
+# `for i in rs.static(<iterable>):` a loop unrolled while compiling (`runtime/analysis/static.py`)
 STATIC_LOOP = rsb.static
 
 

@@ -5,24 +5,26 @@ from __future__ import annotations
 
 from .. import config as _config
 from . import parallel
-from .captures import Watch
+from .analysis.captures import Watch
 from .gc_pause import collector_paused
 from .pipeline import analyse
 
 
 def executable(kernel, relation, cfg):
-    """The compiled form of `kernel` over `relation` for configuration `cfg` (cached)."""
-    key = (id(relation), relation.schema_version, cfg)
+    """The compiled form of `kernel` over `relation` for configuration `cfg` (cached per what
+    of `cfg` the target's backend depends on: `Backend.key`)."""
+    backend = cfg.backend
+    key = (id(relation), relation.schema_version, backend.key(cfg))
     exe = kernel._plans.get(key)
     if exe is None:
         if not hasattr(kernel, "_plans"):
             raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}")
         with collector_paused():
             analysed = analyse(kernel, relation, cfg.cache_path())
-            exe = parallel.wrap(cfg.backend.compile(analysed, cfg), cfg)
+            exe = parallel.wrap(backend.compile(analysed, cfg), cfg)
         kernel._plans[key] = exe
         # the captured values compiled into exe, checked before each of its launches
-        kernel._watches[key] = Watch.of(kernel, analysed.captures)
+        kernel._watches[id(exe)] = Watch.of(kernel, analysed.captures)
     return exe
 
 
@@ -37,7 +39,7 @@ def run(kernel, relation, subset, config) -> None:
         exe, watch = last[3], last[4]
     else:
         exe = executable(kernel, relation, cfg)
-        watch = kernel._watches[(id(relation), relation.schema_version, cfg)]
+        watch = kernel._watches[id(exe)]
         kernel._last = (relation, cfg, relation.schema_version, exe, watch)
     if watch is not None:  # captured Python values changed since compiled? RelsimWarning
         watch.check()

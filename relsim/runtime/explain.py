@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import config as _config
 from ..errors import entry_point
-from . import ir
+from . import ir, parallel
 from .execute import executable
 
 
@@ -29,17 +29,17 @@ def explain(kernel, relation, config=None, file=None) -> str:
                 if negated:
                     parts.append(f"    line {site.stmt.loc.line} stores nothing: it reuses "
                                  f"slot {stored} of its row, negated in the fold")
-    halo = getattr(exe, "describe_halo", None)  # on several MPI ranks: this rank's share
+    halo = exe.describe_halo(relation)  # on several MPI ranks: this rank's share
     if halo is not None:
-        parts += [f"-- on MPI rank {exe.world.rank} of {exe.world.size}", halo(relation)]
-    sites = getattr(exe, "sites", None)  # a compiled debug variant's checks
+        rank, size = parallel.ranks()
+        parts += [f"-- on MPI rank {rank} of {size}", halo]
+    sites = exe.sites  # a compiled debug variant's checks
     if sites is not None:
         parts.append("-- debug checks (number: check, line)")
         parts += [f"  {n}: {site.check}, line {site.loc.line}"
                   for n, site in enumerate(sites.items, 1)] or ["  none"]
-    source = getattr(exe, "source", None)
-    if source:
-        parts += [f"-- generated Python ({exe.path})", source]
+    if exe.source:
+        parts += [f"-- generated Python ({exe.path})", exe.source]
     text = "\n".join(parts)
     if file is not None:
         print(text, file=file)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import access, affine, analysis_cache, fusion, ir, phase, slots
-from .frontend import Frontend
-from .typecheck import TypeChecker
+from . import ir
+from .analysis import access, affine, fusion, phase, slots
+from .analysis.frontend import Frontend
+from .analysis.typecheck import TypeChecker
+from .caches import analysed as analysis_cache
 
 
 @dataclass(frozen=True)

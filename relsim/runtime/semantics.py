@@ -168,13 +168,13 @@ def cast(alg, a, src, dst):
 
 
 # the operators a reduction folds with; a compiled fold knows each by its position here (the op
-# codes of `backends/cpu_folds`)
+# codes of `folds/host_folds`)
 FOLD_OPS = ("+", "*", "min", "max", "and", "or")
 
 
 def reduce_step(alg, op, cur, x, et):
     """One step of a reduction's fold, `cur op x`: the one rule every fold follows (interp, a
-    kernel's own reductions, absorbed pending folds; `backends/cpu_folds._combine` is its
+    kernel's own reductions, absorbed pending folds; `folds/host_folds._combine` is its
     compiled form, checked against it in tests/runtime/test_fold_rule.py). min/max keep `cur`
     on ties and when x is NaN, and keep a NaN `cur` (``x if x < cur else cur``)."""
     if op == "+":

@@ -32,7 +32,7 @@ import numpy as np
 
 import relsim as rs
 from relsim import target_registry
-from relsim.config import SCATTER_SCHEMES
+from relsim.runtime.backends.cpu.scatter import SCHEMES as SCATTER_SCHEMES
 
 from . import random_kernels as rk
 

@@ -2,24 +2,25 @@
 
     relsim run airfoil [--mesh FILE | --size I J] [--iterations N] [--threads N] [--json PATH]
     relsim bench airfoil [--mesh FILE | --size I J] [--iterations N] [--reference PATH] ...
-    relsim bench airfoil --model [--size I J ...]   (predicted scaling on MPI ranks)
     relsim explain airfoil
 
 Without --mesh or --size the standard 720 000-cell mesh is generated in-process (--size 400 600;
 the same mesh as OP2's new_grid.dat). The kernels are in `solver.py`, the benchmark in
-`benchmark.py`.
+`benchmark.py`. `python -m bench.scaling airfoil` (a tool in the repository's bench/) predicts
+its scaling on MPI ranks.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import relsim as rs
-from simulations import _checkpointing as checkpointing
-from simulations._checks import nonfinite
 
+from .. import _checkpointing as checkpointing
+from .._checks import nonfinite
 from . import solver
 
 
@@ -161,13 +162,11 @@ def kernels() -> list:
 
 
 def bench(argv=None) -> int:
-    """`relsim bench airfoil`: relsim against its peers (see benchmark.py); with --model, the
-    scaling model on paper (simulations/_scaling.py)."""
-    if argv and "--model" in argv:
-        from simulations import _scaling
-
-        from . import scaling
-        return _scaling.main(scaling, argv)
+    """`relsim bench airfoil`: relsim against its peers (see benchmark.py)."""
+    if argv and "--model" in argv:  # the scaling model moved to bench/scaling/
+        print("relsim bench airfoil --model: the scaling model is a tool of the repository now: "
+              "python -m bench.scaling airfoil [options]", file=sys.stderr)
+        return 2
     from . import benchmark
     return benchmark.main(argv)
 

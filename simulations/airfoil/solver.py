@@ -51,6 +51,55 @@ BITEXACT_RMS_1000 = 1.06011463757807830e-04  # serial no-FMA reference, iteratio
 BITEXACT_Q_SHA256 = "208a59ef723f7b2ea9009ba2b1cd57f8ca17d9f0b6d4a9b23435ff6f6cae1472"
 
 
+@rs.func
+def pressure(q, ri):
+    """p = (gamma - 1) (r e - r (u^2 + v^2) / 2) of the state q = (r, r u, r v, r e), given
+    ri = 1 / r."""
+    return GM1 * (q[3] - (0.5 * ri) * (q[1] * q[1] + q[2] * q[2]))
+
+
+@rs.func
+def face_flux(x1, x2, q1, q2, mu):
+    """The flux through the face from node x1 to node x2, from the cell of state q1 to the cell
+    (or free stream) of state q2, with the artificial viscosity mu: res_calc's (and the far
+    field's in bres_calc), which `gather` uses too."""
+    dx = x1[0] - x2[0]
+    dy = x1[1] - x2[1]
+    ri1 = 1.0 / q1[0]
+    p1 = pressure(q1, ri1)
+    vol1 = ri1 * (q1[1] * dy - q1[2] * dx)
+    ri2 = 1.0 / q2[0]
+    p2 = pressure(q2, ri2)
+    vol2 = ri2 * (q2[1] * dy - q2[2] * dx)
+    f0 = 0.5 * (vol1 * q1[0] + vol2 * q2[0]) + mu * (q1[0] - q2[0])
+    f1 = 0.5 * (((vol1 * q1[1] + p1 * dy) + vol2 * q2[1]) + p2 * dy) + mu * (q1[1] - q2[1])
+    f2 = 0.5 * (((vol1 * q1[2] - p1 * dx) + vol2 * q2[2]) - p2 * dx) + mu * (q1[2] - q2[2])
+    f3 = 0.5 * (vol1 * (q1[3] + p1) + vol2 * (q2[3] + p2)) + mu * (q1[3] - q2[3])
+    return (f0, f1, f2, f3)
+
+
+@rs.func
+def adt_value(q, x1, x2, x3, x4):
+    """adt_calc: the area-weighted wave speed of the cell of state q and nodes x1..x4, over CFL."""
+    ri = 1.0 / q[0]
+    u = ri * q[1]
+    v = ri * q[2]
+    cs = math.sqrt((GAM * GM1) * (ri * q[3] - 0.5 * (u * u + v * v)))
+    dx = x2[0] - x1[0]
+    dy = x2[1] - x1[1]
+    a = abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy)
+    dx = x3[0] - x2[0]
+    dy = x3[1] - x2[1]
+    a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
+    dx = x4[0] - x3[0]
+    dy = x4[1] - x3[1]
+    a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
+    dx = x1[0] - x4[0]
+    dy = x1[1] - x4[1]
+    a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
+    return a / CFL
+
+
 @dataclass
 class Airfoil:
     """The relations, kernels and the rms Global of one Airfoil instance."""
@@ -82,74 +131,26 @@ def build(mesh) -> Airfoil:
 
     @rs.kernel
     def adt_calc(c):
-        x1 = c.pcell[0].x
-        x2 = c.pcell[1].x
-        x3 = c.pcell[2].x
-        x4 = c.pcell[3].x
-        q = c.q
-        ri = 1.0 / q[0]
-        u = ri * q[1]
-        v = ri * q[2]
-        cs = math.sqrt((GAM * GM1) * (ri * q[3] - 0.5 * (u * u + v * v)))
-        dx = x2[0] - x1[0]
-        dy = x2[1] - x1[1]
-        a = abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy)
-        dx = x3[0] - x2[0]
-        dy = x3[1] - x2[1]
-        a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
-        dx = x4[0] - x3[0]
-        dy = x4[1] - x3[1]
-        a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
-        dx = x1[0] - x4[0]
-        dy = x1[1] - x4[1]
-        a = a + (abs(u * dy - v * dx) + cs * math.sqrt(dx * dx + dy * dy))
-        c.adt = a / CFL
+        c.adt = adt_value(c.q, c.pcell[0].x, c.pcell[1].x, c.pcell[2].x, c.pcell[3].x)
 
     @rs.kernel
     def res_calc(e):
-        x1 = e.pedge[0].x
-        x2 = e.pedge[1].x
-        q1 = e.pecell[0].q
-        q2 = e.pecell[1].q
-        dx = x1[0] - x2[0]
-        dy = x1[1] - x2[1]
-        ri1 = 1.0 / q1[0]
-        p1 = GM1 * (q1[3] - (0.5 * ri1) * (q1[1] * q1[1] + q1[2] * q1[2]))
-        vol1 = ri1 * (q1[1] * dy - q1[2] * dx)
-        ri2 = 1.0 / q2[0]
-        p2 = GM1 * (q2[3] - (0.5 * ri2) * (q2[1] * q2[1] + q2[2] * q2[2]))
-        vol2 = ri2 * (q2[1] * dy - q2[2] * dx)
         mu = (0.5 * (e.pecell[0].adt + e.pecell[1].adt)) * EPS
-        f0 = 0.5 * (vol1 * q1[0] + vol2 * q2[0]) + mu * (q1[0] - q2[0])
-        f1 = 0.5 * (((vol1 * q1[1] + p1 * dy) + vol2 * q2[1]) + p2 * dy) + mu * (q1[1] - q2[1])
-        f2 = 0.5 * (((vol1 * q1[2] - p1 * dx) + vol2 * q2[2]) - p2 * dx) + mu * (q1[2] - q2[2])
-        f3 = 0.5 * (vol1 * (q1[3] + p1) + vol2 * (q2[3] + p2)) + mu * (q1[3] - q2[3])
-        e.pecell[0].res += (f0, f1, f2, f3)
-        e.pecell[1].res -= (f0, f1, f2, f3)
+        f = face_flux(e.pedge[0].x, e.pedge[1].x, e.pecell[0].q, e.pecell[1].q, mu)
+        e.pecell[0].res += f
+        e.pecell[1].res -= f
 
     @rs.kernel
     def bres_calc(b):
         x1 = b.pbedge[0].x
         x2 = b.pbedge[1].x
         q1 = b.pbecell.q
-        dx = x1[0] - x2[0]
-        dy = x1[1] - x2[1]
-        ri1 = 1.0 / q1[0]
-        p1 = GM1 * (q1[3] - (0.5 * ri1) * (q1[1] * q1[1] + q1[2] * q1[2]))
-        if b.bound == 1:
-            b.pbecell.res[1] += p1 * dy
-            b.pbecell.res[2] += -p1 * dx
-        else:
-            vol1 = ri1 * (q1[1] * dy - q1[2] * dx)
-            ri2 = 1.0 / QINF0
-            p2 = GM1 * (QINF3 - (0.5 * ri2) * (QINF1 * QINF1 + QINF2 * QINF2))
-            vol2 = ri2 * (QINF1 * dy - QINF2 * dx)
-            mu = b.pbecell.adt * EPS
-            f0 = 0.5 * (vol1 * q1[0] + vol2 * QINF0) + mu * (q1[0] - QINF0)
-            f1 = 0.5 * (((vol1 * q1[1] + p1 * dy) + vol2 * QINF1) + p2 * dy) + mu * (q1[1] - QINF1)
-            f2 = 0.5 * (((vol1 * q1[2] - p1 * dx) + vol2 * QINF2) - p2 * dx) + mu * (q1[2] - QINF2)
-            f3 = 0.5 * (vol1 * (q1[3] + p1) + vol2 * (QINF3 + p2)) + mu * (q1[3] - QINF3)
-            b.pbecell.res += (f0, f1, f2, f3)
+        if b.bound == 1:  # a wall: only the pressure
+            p1 = pressure(q1, 1.0 / q1[0])
+            b.pbecell.res[1] += p1 * (x1[1] - x2[1])
+            b.pbecell.res[2] += -p1 * (x1[0] - x2[0])
+        else:  # the far field: the flux to the free stream
+            b.pbecell.res += face_flux(x1, x2, q1, QINF, b.pbecell.adt * EPS)
 
     @rs.kernel
     def update(c):

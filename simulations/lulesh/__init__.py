@@ -2,12 +2,14 @@
 
 `relsim run lulesh -s N -i K -r R -b B -c C -p -q` takes the reference's options and prints its
 report; `relsim bench lulesh --reference PATH` compares with a reference binary;
-`relsim bench lulesh --model` predicts strong and weak scaling on MPI ranks (`scaling`). The
-domain is `relsim.domains.hexmesh.box(s)`; every per-node and per-element loop of the reference
-is a relsim kernel (`nodal`, `elements`), and only TimeIncrement's scalar logic is Python
-(`problem`).
+`python -m bench.scaling lulesh` (a tool in the repository's bench/) predicts strong and weak
+scaling on MPI ranks. The domain is `relsim.domains.hexmesh.box(s)`; every per-node and
+per-element loop of the reference is a relsim kernel (`nodal`, `elements`), and only
+TimeIncrement's scalar logic is Python (`problem`).
 """
 from __future__ import annotations
+
+import sys
 
 
 def main(argv=None) -> int:
@@ -16,11 +18,10 @@ def main(argv=None) -> int:
 
 
 def bench(argv=None) -> int:
-    if argv and "--model" in argv:  # the scaling model on paper (simulations/_scaling.py)
-        from simulations import _scaling
-
-        from . import scaling
-        return _scaling.main(scaling, argv)
+    if argv and "--model" in argv:  # the scaling model moved to bench/scaling/
+        print("relsim bench lulesh --model: the scaling model is a tool of the repository now: "
+              "python -m bench.scaling lulesh [options]", file=sys.stderr)
+        return 2
     from .bench import main as _main
     return _main(argv)
 

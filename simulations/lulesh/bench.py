@@ -97,7 +97,7 @@ SERIAL = {
 
 def _env(threads: int, cache: str | None = None) -> dict:
     env = dict(os.environ)
-    root = str(HERE.parents[1])  # the directory holding the `simulations` package
+    root = str(HERE.parents[1])  # the repository: the checkout's relsim and simulations
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     env["NUMBA_NUM_THREADS"] = str(max(threads, int(env.get("NUMBA_NUM_THREADS", "0") or 0)))
     env["OMP_NUM_THREADS"] = str(threads)

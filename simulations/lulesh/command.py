@@ -15,7 +15,7 @@ import re
 import sys
 import time
 
-from simulations._checkpointing import Checkpointer, parse_every
+from .._checkpointing import Checkpointer, parse_every
 
 USAGE = """Usage: relsim run lulesh [opts]
  where [opts] is one or more of:
@@ -259,8 +259,8 @@ def main(argv=None) -> int:
             print(exc)
         return exc.status
     import relsim as rs
-    from simulations._checks import nonfinite
 
+    from .._checks import nonfinite
     from .problem import STOPTIME, Lulesh, QStopError, VolumeError
     changes = {k: o[k] for k in ("target", "threads") if o[k] is not None}
     try:

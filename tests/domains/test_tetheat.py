@@ -9,7 +9,7 @@ import pytest
 from meshio.xdmf import TimeSeriesReader
 
 from relsim.domains import cells, tetmesh
-from simulations import tetheat
+from relsim_simulations import tetheat
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -4,15 +4,12 @@ import numpy as np
 import pytest
 
 import relsim as rs
-from tests.conftest import chain_mesh
+from tests import heat_graph
 from tests.fails.helpers import expect_error
 
 
 def mesh():
-    V, E = chain_mesh(5)
-    V.new_field("T", rs.f64, init=1.0)
-    V.new_field("flux", rs.f64)
-    E.new_field("k", rs.f64, init=2.0)
+    V, E = heat_graph.chain(5, T=1.0, k=2.0)
     E.new_field("d", rs.f64)
     return V, E
 

@@ -8,14 +8,17 @@ import numpy as np
 import pytest
 
 import relsim as rs
-from relsim.runtime import analysis_cache, ir
+from relsim.runtime import ir
+from relsim.runtime.analysis.typecheck import TypeChecker
+from relsim.runtime.caches import analysed as analysis_cache
 from relsim.runtime.pipeline import analyse
-from relsim.runtime.typecheck import TypeChecker
-from tests.conftest import chain_mesh
+from tests import heat_graph
 
 RATE = 0.5
 
 
+# tests/heat_graph.py's kernels, varied for these tests: conduct also reduces into a Global, and
+# update (which leaves flux) reads its rate from a module constant that a test rebinds
 @rs.kernel
 def conduct(e):
     d = e.head.T - e.tail.T
@@ -38,9 +41,7 @@ total = rs.Global(rs.f64, 0.0)
 
 
 def _mesh(n=30, dtype=rs.f64, extra=False):
-    V, E = chain_mesh(n)
-    V.new_field("T", dtype).load(np.linspace(0.0, 1.0, n))
-    V.new_field("flux", dtype)
+    V, E = heat_graph.chain(n, T=np.linspace(0.0, 1.0, n), dtype=dtype)
     if extra:
         V.new_field("unused", rs.i32)
     return V, E
@@ -182,9 +183,7 @@ def test_launches_from_the_cache_give_the_same_bits(tmp_path):
             k._plans.clear()
             k._last = (None, None, -1, None, None)
         total.value = 0.0
-        for _ in range(3):
-            E.foreach(conduct, cfg)
-            V.foreach(update, cfg)
+        heat_graph.step(V, E, conduct, update, cfg, times=3)
         out.append((V.T.numpy(copy=True).tobytes(), float(total.value)))
     assert out[0] == out[1]
     assert len(list((tmp_path / "analysed").iterdir())) == 2

@@ -2,7 +2,7 @@
 its bytecode cached beside it; a damaged cache file is rebuilt, never trusted."""
 import sys
 
-from relsim.runtime import cache
+from relsim.runtime.caches import modules as cache
 
 SRC = "def f(x):\n    return x + 1\n"
 

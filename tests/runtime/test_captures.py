@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import relsim as rs
-from relsim.runtime.captures import origin
+from relsim.runtime.analysis.captures import origin
 
 # the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
 pytestmark = pytest.mark.device_sized

@@ -244,7 +244,7 @@ def test_index_error_is_raised_with_its_line():
 
 # -- where data lives ---------------------------------------------------------------------
 def transfers():
-    from relsim.runtime.backends import cuda_memory
+    from relsim.runtime.backends.cuda import memory as cuda_memory
     return dict(cuda_memory.TRANSFERS)
 
 
@@ -344,7 +344,7 @@ def test_unavailable_target_says_how_to_install():
 
 @needs_cuda
 def test_a_failed_import_is_a_config_error(monkeypatch):
-    from relsim.runtime.backends import cuda_runtime
+    from relsim.runtime.backends.cuda import device as cuda_runtime
     V, _ = chain()
 
     @rs.kernel
@@ -369,7 +369,7 @@ class _FakeCudaAPIError(RuntimeError):
 def _failing_to_device(refuse, code=2):
     """numba.cuda.to_device that refuses the arrays `refuse(arr)` is true of, as a full device
     does (code 2), or with another driver error."""
-    from relsim.runtime.backends import cuda_runtime
+    from relsim.runtime.backends.cuda import device as cuda_runtime
     real = cuda_runtime.cuda().to_device
 
     def to_device(arr, *args, **kwargs):
@@ -382,7 +382,7 @@ def _failing_to_device(refuse, code=2):
 
 @needs_cuda
 def test_a_field_too_large_for_the_device_names_itself(monkeypatch):
-    from relsim.runtime.backends import cuda_runtime
+    from relsim.runtime.backends.cuda import device as cuda_runtime
     P = rs.Relation("Big", 1000)
     P.new_field("x", rs.f64)
     P.new_field("small", rs.i32)  # 4000 bytes: fits
@@ -407,7 +407,7 @@ def test_a_field_too_large_for_the_device_names_itself(monkeypatch):
 
 @needs_cuda
 def test_reduction_slots_too_large_and_other_driver_errors(monkeypatch):
-    from relsim.runtime.backends import cuda_runtime
+    from relsim.runtime.backends.cuda import device as cuda_runtime
     V, E = chain(400)
     V.new_field("acc", rs.f64)
 

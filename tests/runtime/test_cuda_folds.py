@@ -1,4 +1,4 @@
-"""Global reductions folded on the device (`backends/cuda_folds.py`) against the cpu's serial
+"""Global reductions folded on the device (`backends/cuda/folds.py`) against the cpu's serial
 folds of the same slots, bit for bit, on hostile values (NaNs with payloads, infinities, signed
 zeros, subnormals, values 2**1000 apart, ties), slot counts that take one to three passes, and
 every op. In CI the kernels run in numba's CUDA simulator."""
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import relsim as rs
-from relsim.runtime.backends.cpu import CpuExecutable
-from relsim.runtime.slots import Layout
+from relsim.runtime.analysis.slots import Layout
+from relsim.runtime.backends.cpu.backend import CpuExecutable
 
 pytestmark = pytest.mark.skipif("cuda" not in rs.targets(),
                                 reason="numba.cuda is not importable (pip install relsim[cuda])")
@@ -49,7 +49,7 @@ def run_both(op, dtype, vals, init, ncomp=1, rows=None, per_row=1):
     `init`."""
     from numba import cuda
 
-    from relsim.runtime.backends import cuda_folds
+    from relsim.runtime.backends.cuda import folds as cuda_folds
     t = {np.float64: rs.f64, np.float32: rs.f32, np.int64: rs.i64, np.int32: rs.i32,
          np.bool_: rs.bool_}[dtype]
     typ = t if ncomp == 1 else rs.vec(ncomp, t)
@@ -146,7 +146,7 @@ def test_integer_and_bool_folds(n):
 
 
 def test_launch_downloads_one_value_not_the_slots():
-    from relsim.runtime.backends import cuda_memory
+    from relsim.runtime.backends.cuda import memory as cuda_memory
     V = rs.Relation("V", 300)
     V.new_field("x", rs.f64).load(np.linspace(-1.0, 2.0, 300))
     total, lo = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, np.inf)

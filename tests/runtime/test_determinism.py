@@ -16,35 +16,15 @@ SCRIPT = textwrap.dedent("""\
     import hashlib, sys
     import numpy as np
     import relsim as rs
+    from tests import heat_graph
 
-    rng = np.random.default_rng(7)
-    nv, ne = 5000, 40000
-    V, E = rs.Relation("V", nv), rs.Relation("E", ne)
-    E.new_key_field("head", V).load(rng.integers(0, nv, ne))
-    E.new_key_field("tail", V).load(rng.integers(0, nv, ne))
-    V.new_field("T", rs.f64).load(rng.normal(size=nv))
-    V.new_field("flux", rs.f64)
-    E.new_field("k", rs.f64).load(rng.uniform(0.1, 1.0, ne))
+    V, E = heat_graph.random_graph(5000, 40000, seed=7, k=(0.1, 1.0))
     heat = rs.Global(rs.f64, 0.0)
     dt = rs.Global(rs.f64, 1e-3)
-
-    @rs.kernel
-    def conduct(e):
-        d = e.k * (e.head.T - e.tail.T)
-        e.tail.flux += d
-        e.head.flux += -d
-
-    @rs.kernel
-    def update(v):
-        v.T += dt * v.flux
-        v.flux = 0.0
-        heat += v.T
+    conduct, update = heat_graph.kernels(dt, heat, weighted=True)
 
     rs.configure(target=sys.argv[1], parallel_threshold=1)
-    for _ in range(int(sys.argv[2])):
-        heat.value = 0.0
-        E.foreach(conduct)
-        V.foreach(update)
+    heat_graph.step(V, E, conduct, update, heat=heat, times=int(sys.argv[2]))
     h = hashlib.sha256(V.T.numpy().tobytes() + np.float64(heat.value).tobytes()).hexdigest()
     print(h, repr(heat.value))
 """)

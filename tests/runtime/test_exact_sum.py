@@ -1,4 +1,4 @@
-"""Exact Global sums (`relsim.runtime.exact_sum`): every compiled way of summing (one `add` at a
+"""Exact Global sums (`runtime/folds/exact_sum.py`): every compiled way of summing (one `add` at a
 time, `add_array`, `sum_slots` with one or many blocks, shuffled, split and merged) gives the
 correctly rounded exact sum, bit for bit: `math.fsum` where fsum defines it (binary64), the
 Fraction-based reference everywhere (binary32 too), with the special-value, overflow and
@@ -19,7 +19,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from relsim.runtime import exact_sum as es
+from relsim.runtime.folds import exact_sum as es
 
 F64MAX = sys.float_info.max
 F32MAX = float(np.finfo(np.float32).max)

@@ -1,15 +1,13 @@
 """rs.explain shows the typed IR, the access summary, the reduction plan and generated code."""
 import relsim as rs
-from tests.conftest import chain_mesh
+from tests import heat_graph
 
 
 def test_explain_shows_every_stage():
-    V, E = chain_mesh(4)
-    V.new_field("T", rs.f64)
-    V.new_field("flux", rs.f64)
+    V, E = heat_graph.chain(4)
 
     @rs.kernel
-    def conduct(e):
+    def conduct(e):  # heat_graph's, reducing into the tail only (one slot per row)
         d = e.head.T - e.tail.T
         e.tail.flux += d
 

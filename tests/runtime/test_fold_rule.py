@@ -1,6 +1,6 @@
 """One fold rule: `semantics.reduce_step` (and `semantics.arg_better`) is what every fold
 computes, and its compiled forms agree with it bit for bit: the Numba folds of
-`backends/cpu_folds` (`_combine`, `_combine_bool`, `fold_arg`, which spell the rule out for
+`folds/host_folds` (`_combine`, `_combine_bool`, `fold_arg`, which spell the rule out for
 Numba's cache) and the absorbed folds `lowering/pending_folds` emits through the rule itself.
 The values hold ties, signed zeros, infinities, NaNs and integer overflow (only the sign of a
 NaN made from two NaNs is not compared, see `_same`)."""
@@ -12,10 +12,10 @@ import pytest
 from numba import njit
 
 from relsim.runtime import semantics
-from relsim.runtime.backends import cpu_folds
-from relsim.runtime.backends.interp import NumpyAlgebra
+from relsim.runtime.folds import host_folds
 from relsim.runtime.lowering.emit import EmitAlgebra, name
 from relsim.runtime.lowering.pending_folds import fold_pending_row
+from relsim.runtime.numpy_algebra import NumpyAlgebra
 from relsim.types import bool_, f32, f64, i32, i64
 
 ALG = NumpyAlgebra()
@@ -97,11 +97,11 @@ def _ids(op, t):
 def test_global_folds_follow_the_rule(case):
     op, t = case
     vals, starts = _slots(t)
-    fold = cpu_folds.fold_bool if t.is_bool else cpu_folds.fold_num
+    fold = host_folds.fold_bool if t.is_bool else host_folds.fold_num
     for row, init in enumerate(starts):  # short folds: each row's slots
         mine = vals[IDS[OFF[row]:OFF[row + 1]]]
         g = init.copy()
-        fold(g, mine, cpu_folds.OPS[op])
+        fold(g, mine, host_folds.OPS[op])
         assert _same(g, _rule(op, init, mine, t, step=semantics.global_step))
 
 
@@ -111,27 +111,27 @@ def test_gathers_follow_the_rule(case):
     vals, F = _slots(t)
     ids = _ids(op, t)
     want = _rule_gather(op, F, ids, vals, t)
-    code = cpu_folds.OPS[op]
+    code = host_folds.OPS[op]
     if t.is_bool:
         got = F.copy()
-        cpu_folds.gather_bool_serial(got, OFF, IDS, vals, code)
+        host_folds.gather_bool_serial(got, OFF, IDS, vals, code)
         assert _same(got, want)
         return
     for ids_arg in (ids, ids.astype(np.int32)):
         got = F.copy()
-        cpu_folds.gather_num_serial(got, OFF, ids_arg, vals, code)
+        host_folds.gather_num_serial(got, OFF, ids_arg, vals, code)
         assert _same(got, want)
         got = F.copy()
         rows = np.flatnonzero(_COUNTS)
-        cpu_folds.gather_num_rows_serial(got, rows, OFF, ids_arg, vals, code)
+        host_folds.gather_num_rows_serial(got, rows, OFF, ids_arg, vals, code)
         assert _same(got, want)
         got = F[:, :1].copy().reshape(-1)
-        cpu_folds.gather_num_scalar_serial(got, OFF, ids_arg, vals[:, :1].copy().reshape(-1),
+        host_folds.gather_num_scalar_serial(got, OFF, ids_arg, vals[:, :1].copy().reshape(-1),
                                            code)
         assert _same(got, want[:, 0])
     if t == f64:
         got = F.copy()
-        cpu_folds.gather_num_parallel(got, OFF, ids, vals, code)
+        host_folds.gather_num_parallel(got, OFF, ids, vals, code)
         assert _same(got, want)
 
 
@@ -142,7 +142,7 @@ def test_arg_folds_follow_the_rule(op, t):
     per_row = 3
     for g0 in starts[:8]:
         best, brow = g0.copy(), np.array([-1])
-        cpu_folds.fold_arg(best, brow, vals, per_row, np.zeros(0, np.int64), False,
+        host_folds.fold_arg(best, brow, vals, per_row, np.zeros(0, np.int64), False,
                            op == "argmin")
         want, wrow = g0[0], -1
         for s in range(len(vals)):
@@ -181,5 +181,5 @@ def test_absorbed_folds_follow_the_rule(case):
 
 
 def test_op_codes_are_the_rule_operators():
-    assert list(cpu_folds.OPS) == list(semantics.FOLD_OPS)
-    assert all(cpu_folds.OP_NAMES[code] == op for op, code in cpu_folds.OPS.items())
+    assert list(host_folds.OPS) == list(semantics.FOLD_OPS)
+    assert all(host_folds.OP_NAMES[code] == op for op, code in host_folds.OPS.items())

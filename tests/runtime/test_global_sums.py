@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import relsim as rs
-from relsim.runtime.exact_sum import exact_sum_reference
+from relsim.runtime.folds.exact_sum import exact_sum_reference
 
 N = 257  # rows; drawn arrays are padded with zeros, which change no exact sum
 SETTINGS = dict(max_examples=int(__import__("os").environ.get("RELSIM_SUM_EXAMPLES", "40")),

@@ -1,11 +1,12 @@
-"""Kernels over a grid relation run as nested loops over a box of cells (`grid_loops.py`):
-the same bits as interp for periodic, bounded and mixed axes, over the whole grid and over
-interior subsets, with neighbours two cells away, a Global sum and an early exit."""
+"""Kernels over a grid relation run as nested loops over a box of cells
+(`backends/cpu/grid_loops.py`): the same bits as interp for periodic, bounded and mixed axes,
+over the whole grid and over interior subsets, with neighbours two cells away, a Global sum and
+an early exit."""
 import numpy as np
 import pytest
 
 import relsim as rs
-from relsim.runtime import affine
+from relsim.runtime.analysis import affine
 
 
 def _grid(shape, periodic, seed=0):

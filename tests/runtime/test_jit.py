@@ -7,9 +7,10 @@ import subprocess
 import sys
 import textwrap
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 SCRIPT = textwrap.dedent("""
     import json, sys
-    import numpy as np
     from numba.core import base
     refreshes = []
     _refresh = base.BaseContext.refresh
@@ -20,32 +21,14 @@ SCRIPT = textwrap.dedent("""
 
     import relsim as rs
     from relsim.runtime import execute
+    from tests import heat_graph
 
-    V = rs.Relation("V", 3000)
-    E = rs.Relation("E", 6000)
-    rng = np.random.default_rng(7)
-    E.new_key_field("tail", V, values=rng.integers(0, 3000, 6000))
-    E.new_key_field("head", V, values=rng.integers(0, 3000, 6000))
-    V.new_field("T", rs.f64, init=rng.standard_normal(3000))
-    V.new_field("flux", rs.f64)
+    V, E = heat_graph.random_graph(3000, 6000, seed=7)
     total = rs.Global(rs.f64, 0.0)
-
-    @rs.kernel
-    def conduct(e):
-        d = e.head.T - e.tail.T
-        e.tail.flux += d
-        e.head.flux -= d
-
-    @rs.kernel
-    def update(v):
-        v.T += 0.1 * v.flux
-        v.flux = 0.0
-        total += v.T * v.T
+    conduct, update = heat_graph.kernels(0.1, total)
 
     cfg = rs.Config(target="cpu", parallel_threshold=1, threads=2, cache_dir=sys.argv[1])
-    for _ in range(3):
-        E.foreach(conduct, cfg)
-        V.foreach(update, cfg)
+    heat_graph.step(V, E, conduct, update, cfg, times=3)
     fns = [execute.executable(k, R, cfg).bindings[None].fn for k, R in ((conduct, E), (update, V))]
     print(json.dumps({"T": V.T.numpy().tobytes().hex(), "total": total.value.hex(),
                       "hits": sum(sum(f.stats.cache_hits.values()) for f in fns),
@@ -54,9 +37,10 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(tmp_path):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), NUMBA_NUM_THREADS="2")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), NUMBA_NUM_THREADS="2",
+               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    script = tmp_path / "script.py"  # kernels are read from their file
+    script = tmp_path / "script.py"  # (its kernels are tests/heat_graph.py's)
     script.write_text(SCRIPT)
     out = subprocess.run([sys.executable, str(script), str(tmp_path / "kernels")], env=env,
                          capture_output=True, text=True, timeout=600)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import relsim as rs
+from tests import heat_graph
 from tests.conftest import chain_mesh
 
 # the target tests here are tiny: they run on the cuda target too (tests/conftest.py)
@@ -14,30 +15,11 @@ pytestmark = pytest.mark.device_sized
 
 
 def test_design_heat_example_conserves_heat(target):
-    V, E = chain_mesh(7)
-    V.new_field("T", rs.f64, init=0.0)
-    V.new_field("flux", rs.f64, init=0.0)
-    E.new_field("k", rs.f64, init=1.0)
-    V.T.load(np.array([1.0, 0, 0, 3.0, 0, 0, 2.0]))
+    V, E = heat_graph.chain(7, T=np.array([1.0, 0, 0, 3.0, 0, 0, 2.0]), k=1.0)
     dt = rs.Global(rs.f64, 1e-1)
     heat = rs.Global(rs.f64, 0.0)
-
-    @rs.kernel
-    def conduct(e):
-        d = e.k * (e.head.T - e.tail.T)
-        e.tail.flux += d
-        e.head.flux += -d
-
-    @rs.kernel
-    def update(v):
-        v.T += dt * v.flux
-        v.flux = 0.0
-        heat += v.T
-
-    for _ in range(50):
-        heat.value = 0.0
-        E.foreach(conduct, target)
-        V.foreach(update, target)
+    conduct, update = heat_graph.kernels(dt, heat, weighted=True)
+    heat_graph.step(V, E, conduct, update, target, heat, times=50)
     assert abs(heat.value - 6.0) < 1e-13
     assert np.all(np.diff(V.T.numpy()[:3]) != 0)
 

@@ -7,34 +7,14 @@ import pytest
 
 import relsim as rs
 from relsim.runtime import execute
-from tests.conftest import chain_mesh
-
-
-def _kernels(rate=0.1):
-    """The two kernels; `rate` is compiled in: another value, other modules (a cold cache)."""
-    @rs.kernel
-    def conduct(e):
-        d = e.head.T - e.tail.T
-        e.tail.flux += d
-        e.head.flux -= d
-
-    @rs.kernel
-    def update(v):
-        v.T += rate * v.flux
-        v.flux = 0.0
-
-    return conduct, update
+from tests import heat_graph
 
 
 def _run(cfg, precompile):
-    V, E = chain_mesh(200)
-    V.new_field("T", rs.f64, init=np.sin(np.arange(200.0)))
-    V.new_field("flux", rs.f64)
-    conduct, update = _kernels()
+    V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
+    conduct, update = heat_graph.kernels()
     shared = rs.precompile([(conduct, E), (update, V)], cfg, workers=1) if precompile else None
-    for _ in range(3):
-        E.foreach(conduct, cfg)
-        V.foreach(update, cfg)
+    heat_graph.step(V, E, conduct, update, cfg, times=3)
     exes = [execute.executable(k, R, cfg) for k, R in ((conduct, E), (update, V))]
     fns = [exe.bindings[None].fn for exe in exes if hasattr(exe, "bindings")]
     return V.T.numpy(copy=True), shared, fns
@@ -60,18 +40,17 @@ def test_a_warm_cache_starts_no_worker(tmp_path):
 def test_other_targets_and_bad_pairs(tmp_path):
     _, shared, _ = _run(rs.Config(target="interp"), precompile=True)
     assert shared == 0  # interp compiles nothing
-    conduct, _ = _kernels()
+    conduct = heat_graph.conduct_kernel()
     with pytest.raises(TypeError, match="relation or subset"):
         rs.precompile([(conduct, "E")])
 
 
 def test_background_runs_serial_variants_until_the_parallel_ones_are_compiled(tmp_path):
     cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "c"))
-    V, E = chain_mesh(200)
-    V.new_field("T", rs.f64, init=np.sin(np.arange(200.0)))
-    V.new_field("flux", rs.f64)
-    # kernels of their own (the others' machine code is in this process already)
-    conduct, update = _kernels(0.125)
+    V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
+    # kernels of their own (the others' machine code is in this process already): the rate is
+    # compiled in, another value makes other modules (a cold cache)
+    conduct, update = heat_graph.kernels(0.125)
     launches = [(conduct, E), (update, V)]
     ahead = rs.precompile(launches, cfg, workers=1, background=True)
     exes = [execute.executable(k, R, cfg) for k, R in launches]
@@ -85,29 +64,21 @@ def test_background_runs_serial_variants_until_the_parallel_ones_are_compiled(tm
     while not all(exe.tier_done() for exe in tiered):
         assert time.monotonic() < deadline, "the background worker did not finish"
         time.sleep(0.2)
-    for _ in range(2):
-        E.foreach(conduct, cfg)
-        V.foreach(update, cfg)
+    heat_graph.step(V, E, conduct, update, cfg, times=2)
     # the parallel variants, loaded from the disk cache the worker wrote
     assert not any(exe.tier0 for exe in exes)
     assert exes[1].bindings[None].parallel
     assert sum(exes[1].bindings[None].fn.stats.cache_hits.values()) == 1
-    V2, E2 = chain_mesh(200)
-    V2.new_field("T", rs.f64, init=np.sin(np.arange(200.0)))
-    V2.new_field("flux", rs.f64)
-    for _ in range(3):
-        E2.foreach(conduct, rs.Config(target="interp"))
-        V2.foreach(update, rs.Config(target="interp"))
+    V2, E2 = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
+    heat_graph.step(V2, E2, conduct, update, rs.Config(target="interp"), times=3)
     assert V.T.numpy().tobytes() == V2.T.numpy().tobytes()
 
 
 def test_background_with_a_warm_cache_starts_nothing(tmp_path):
     cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "d"))
     _run(cfg, precompile=True)
-    V, E = chain_mesh(200)
-    V.new_field("T", rs.f64)
-    V.new_field("flux", rs.f64)
-    conduct, update = _kernels()
+    V, E = heat_graph.chain(200)
+    conduct, update = heat_graph.kernels()
     assert rs.precompile([(conduct, E), (update, V)], cfg, background=True) == 0
     assert not execute.executable(update, V, cfg).tier0
 
@@ -118,25 +89,26 @@ def test_a_worker_compiles_relsim_folds_into_the_disk_cache(tmp_path, monkeypatc
     in the next run) loads them instead of compiling."""
     from numba import types
 
-    from relsim.runtime import compile_ahead
-    from relsim.runtime.backends import cpu_folds
+    from relsim.runtime.folds import host_folds
+    from relsim.runtime.host import compile_jobs
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
-    fn = cpu_folds.gather_num_rows_serial
+    fn = host_folds.gather_num_rows_serial
     # float32 values folded into float32 rows: a signature no other test compiles
     f32_2d, i64_1d = types.float32[:, :], types.int64[:]
     signature = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)
-    job = compile_ahead.CompileJob(fn.py_func.__module__, fn.py_func.__name__,
-                                   tuple(sorted(fn.targetoptions.items())), signature, 1)
+    job = compile_jobs.CompileJob(fn.py_func.__module__, fn.py_func.__name__,
+                                  tuple(sorted(fn.targetoptions.items())), signature, 1)
     for background in (False, True):
-        proc = compile_ahead._start([job], background=background)
+        proc = compile_jobs.start([job], background=background)
         proc.wait(timeout=300)
-        compile_ahead._running[:] = [p for p in compile_ahead._running if p is not proc]
-    check = ("import sys\nfrom numba import types\nfrom relsim.runtime.backends import cpu_folds\n"
-             "from relsim.runtime.compile_ahead import load_cached\n"
+        compile_jobs.running[:] = [p for p in compile_jobs.running if p is not proc]
+    check = ("import sys\nfrom numba import types\n"
+             "from relsim.runtime.folds import host_folds\n"
+             "from relsim.runtime.host.compile_jobs import load_cached\n"
              "f32_2d, i64_1d = types.float32[:, :], types.int64[:]\n"
              "sig = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)\n"
-             "sys.exit(0 if load_cached(cpu_folds.gather_num_rows_serial, sig) else 3)\n")
+             "sys.exit(0 if load_cached(host_folds.gather_num_rows_serial, sig) else 3)\n")
     import os
     import subprocess
     import sys

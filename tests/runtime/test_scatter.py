@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import relsim as rs
-from relsim.runtime import ownership, pending
+from relsim.runtime.backends.cpu import ownership, pending
 from tests.conftest import chain_mesh
 
 SCHEMES = ("direct", "split", "slots", "auto")
@@ -120,7 +120,7 @@ def test_direct_scatter_after_a_pending_fold_keeps_launch_order():
 
 
 def test_auto_splits_a_local_graph_and_runs_a_random_one_serially(monkeypatch):
-    from relsim.runtime.backends import cpu
+    from relsim.runtime.backends.cpu import backend as cpu
     flux = _kernel()
     cfg = rs.Config(target="cpu", threads=2, parallel_threshold=1)
     for local, want in ((True, "split"), (False, "direct")):
@@ -175,7 +175,7 @@ def test_cost_model_weighs_the_scatter_share_of_a_row():
     reach a shared target cost extra only in their scatter part."""
     from types import SimpleNamespace
 
-    from relsim.runtime.backends import cpu_scatter
+    from relsim.runtime.backends.cpu import scatter as cpu_scatter
     n = 1000
     tgt = np.arange(n, dtype=np.int64)
     tgt[:33] = n - 1 - np.arange(33)  # 33 rows of block 0 reach rows block 1 reaches too
@@ -194,7 +194,7 @@ def test_cost_model_weighs_the_scatter_share_of_a_row():
 
 
 def test_scatter_share_of_the_edge_scatter():
-    from relsim.runtime.backends.cpu_scatter import scatter_share
+    from relsim.runtime.backends.cpu.scatter import scatter_share
     from relsim.runtime.pipeline import analyse
     V, E = _graph()
     light = _kernel()

@@ -1,4 +1,4 @@
-"""`for v in rs.static(...)`: loops unrolled while compiling (`runtime/static.py`), so grid
+"""`for v in rs.static(...)`: loops unrolled while compiling (`runtime/analysis/static.py`), so grid
 offsets may come from a loop. Every target gives the bits of interp and of the hand-written
 unrolled kernel; the stencil analysis and the phase rules see the unrolled accesses."""
 import numpy as np

@@ -6,7 +6,7 @@ import sys
 
 PROBE = """
 import os, numpy as np, numba, relsim as rs
-from relsim.runtime.backends import threading_layer
+from relsim.runtime.backends.cpu import threading_layer
 R = rs.Relation("R", 5000)
 R.new_field("x", rs.f64, init=1.0)
 @rs.kernel

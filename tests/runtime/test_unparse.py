@@ -3,7 +3,7 @@
 import ast
 
 import relsim as rs
-from relsim.runtime.lowering import CpuLowerer
+from relsim.runtime.backends.cpu.loops import CpuLowerer
 from relsim.runtime.lowering.emit import unparse
 from relsim.runtime.pipeline import analyse
 from tests.conftest import chain_mesh

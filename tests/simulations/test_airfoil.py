@@ -17,8 +17,8 @@ import pytest
 
 import relsim as rs
 from relsim import domains
-from simulations import airfoil
-from simulations.airfoil import solver
+from relsim_simulations import airfoil
+from relsim_simulations.airfoil import solver
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 I, J = 20, 30  # noqa: E741
@@ -163,7 +163,7 @@ def test_standard_mesh_100_iterations():
 
 
 def test_explicit_gather_formulation_gives_the_same_bits(mesh):
-    from simulations.airfoil import gather
+    from relsim_simulations.airfoil import gather
     h, q = _run(mesh, 10, "cpu")
     g = gather.build(mesh)
     hg = gather.solve(g, 10, rs.Config(target="cpu", parallel_threshold=1))

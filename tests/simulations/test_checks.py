@@ -2,8 +2,8 @@
 `OK: heat conserved`)."""
 import numpy as np
 
-from simulations import heat
-from simulations._checks import nonfinite
+from relsim_simulations import heat
+from relsim_simulations._checks import nonfinite
 
 
 def test_nonfinite_names_the_array_the_count_and_the_first_row():

@@ -2,7 +2,7 @@
 import math
 
 import relsim as rs
-from simulations import diffusion2d, particles2d
+from relsim_simulations import diffusion2d, particles2d
 
 
 def test_diffusion_converges_at_second_order():

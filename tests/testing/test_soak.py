@@ -107,7 +107,7 @@ def test_cli_reproduces_one_case(capsys):
 
 
 def test_default_targets_skip_those_that_cannot_run_here(monkeypatch):
-    from relsim.runtime.backends.cpu import CpuBackend
+    from relsim.runtime.backends.cpu.backend import CpuBackend
 
     class NoDevice(CpuBackend):
         def unavailable(self):

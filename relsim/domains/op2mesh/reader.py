@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 try:  # Part of the relsim error hierarchy when the core is importable.
-    from relsim.errors import DomainError as _MeshErrorBase
+    from relsim import DomainError as _MeshErrorBase
 except ImportError:  # pragma: no cover - standalone use
     _MeshErrorBase = ValueError
 

@@ -1,40 +1,45 @@
-"""The backend interface: what a target offers the runtime. Read this and
-`docs/architecture.md` ("Backends") to write one.
+"""The backend interface: everything the runtime, the MPI layer, `rs.explain` and
+`rs.precompile` ask of a target. Read this and `docs/architecture.md` ("Writing a backend") to
+write one; nothing else is called on a backend or its launches (no `hasattr` probing).
 
 A **backend** (registered as a target with `rs.register_backend(name, backend)` or the
-``relsim.backends`` entry-point group) turns an analysed kernel into a `Launch`:
+``relsim.backends`` entry-point group) turns an analysed kernel into a `Launch`. It implements
+`Backend.compile`; every other hook has a default here.
 
-* ``compile(analysed, config) -> Launch``: `analysed` is the `runtime.pipeline.Analysed` of one
-  kernel over one relation (typed IR, access summary, phase information, reduction slot
-  layouts); `config` the `rs.Config` it runs under. The runtime caches the result per (kernel,
-  relation schema, config) and calls it for every launch.
-* ``configure(config)``: `config` became the process default (`rs.configure`): apply its
-  process-wide settings (the cpu backend sets Numba's thread count) or raise a ConfigError.
-* ``threads(config) -> int``: how many threads a launch under `config` uses (reports print it);
-* ``unavailable() -> str | None``: why the target cannot run here now (optional; None: it can).
-
-A **launch** (the compiled form) offers:
-
-* ``launch(relation, subset)``: run the kernel once for every row of `relation`, or of `subset`
-  (a `Subset` of it) when not None, with the serial meaning (rows in ascending order, program
-  order within a row) — results may not depend on how the rows are scheduled;
-* ``analysed``, and ``source`` / ``path``: the generated module's text and file, or None when
-  nothing is generated (what `rs.explain` prints);
-* optionally ``compile_jobs(relation, subset)``: the compilations the next such launch needs, as
-  `runtime.compile_ahead.CompileJob`s, so that `rs.precompile` can run them on other cores.
+A **launch** (the compiled form of one kernel over one relation under one configuration)
+implements `Launch.launch`; the rest is optional, with defaults here. Wrappers around a launch
+(the MPI layer's `DistributedLaunch`) forward every hook.
 
 **Where data lives.** Fields and Globals keep a host array (``field._data``, ``g._data``): the
 data model's view. A backend that keeps newer values elsewhere — reductions whose fold it left
-pending (cpu, `runtime/pending.py`), a device copy, ghost rows — attaches a `Residency` to the
-field or Global (``obj.residency``); the data model calls it before the host array is read and
-after the host wrote it, and knows nothing else of how kernels run. A backend reads and writes
-the host arrays it is given only after bringing them up to date (``residency.before_host_read``),
-and detaches its residency when the host array is current again.
+pending (cpu), a device copy (cuda), ghost rows (MPI) — attaches a `Residency` to the field or
+Global (``obj.residency``); the data model calls it before the host array is read and after the
+host wrote it, and knows nothing else of how kernels run. A backend reads and writes the host
+arrays it is given only after bringing them up to date (``residency.before_host_read``), and
+detaches its residency when the host array is current again. **The host's duty**: a backend
+computing on the host arrays calls `bring_to_host(fields)` before a launch for the fields that
+launch uses whose residency is a device copy (``on_device``); a device residency, when it is
+attached, moves the storage epoch (`runtime/epoch.py`), so a launch re-checks which of its
+fields have one only when the epoch moved.
+
+**Binding.** A compiled backend's generated function takes the parameters the shared lowering
+lists (`lowering/params.py`: field and Global storage, grouping arrays, reduction slots and
+their places, insert and delete flags and values, relation sizes, debug arrays); each backend
+binds every kind to its own memory. `host/binding.py` holds what is the same for all: the
+relations a launch re-binds for, a slot array filled with the operator's identity.
+
+**Failures.** A launch raises a `KernelRuntimeError` for a flagged index or random-number
+error and, with ``Config(debug=True)``, the lowest failing row's `KernelCheckError`
+(`host/debug_checks.py`: `raise_flagged`, `raise_first_failure`), before any of its folds or
+row changes is applied.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from typing import Protocol
+
+# Config options every target's compiled launches depend on (`Backend.key`)
+COMMON_OPTIONS = ("target", "debug", "fast_math", "distributed", "cache_dir")
 
 
 class Launch(ABC):
@@ -43,39 +48,88 @@ class Launch(ABC):
     analysed = None  # the runtime.pipeline.Analysed it was compiled from
     source: str | None = None  # generated module source, if any (rs.explain)
     path: str | None = None  # the file holding `source` (tracebacks point into it)
+    # the debug variant's check sites (`host/debug_checks.Sites`: what `rs.explain` lists), or
+    # None when the launch runs no debug checks
+    sites = None
+
+    # -- several ranks --------------------------------------------------------------------
+    # True when the launch hands over what the MPI layer merges: its Global contributions go to
+    # `partials` and its inserted and deleted rows to `row_sink` whenever those are set
+    distributable = False
+    # set by the MPI layer (`parallel.global_merge.GlobalMerge`): ``partials.collect(glob, op,
+    # values, per_row, rows)`` receives a Global's slots instead of the launch folding them
+    partials = None
+    # set by the MPI layer (`parallel.elastic.RowChanges`): receives rows inserted and deleted
+    # (`host/row_changes.apply_flagged`'s `sink`) instead of the relations changing
+    row_sink = None
+
+    # -- tiered start-up (`rs.precompile(..., background=True)`) ---------------------------
+    # called at each launch when not None; once it returns True, the launch binds its
+    # preferred (parallel) variants again (see `set_tier0`)
+    tier_done = None
 
     @abstractmethod
     def launch(self, relation, subset) -> None:
-        """Run over every row of `relation` (or of `subset`, a Subset of it, if not None)."""
+        """Run the kernel once for every row of `relation`, or of `subset` (a `Subset` of it)
+        when not None, with the serial meaning (rows in ascending order, program order within a
+        row): results may not depend on how the rows are scheduled."""
+
+    def compile_jobs(self, relation, subset) -> list:
+        """The compilations the next launch over `relation` (or `subset`) needs, as
+        `host.compile_jobs.CompileJob`s not in any cache yet, so that `rs.precompile` can run
+        them on other cores (default: none: the launch compiles what it needs itself)."""
+        return []
+
+    def set_tier0(self, on: bool) -> None:  # noqa: B027 (optional: most launches have one tier)
+        """`on`: run the variants that compile fastest (same bits) until `tier_done()` says
+        the preferred ones are compiled; off: the preferred ones again (default: no tiers)."""
+
+    def describe_halo(self, relation, subset=None) -> str | None:
+        """What this process runs and reads for a launch over `relation` (or `subset`) when rows
+        are distributed over ranks (`rs.explain`); None when they are not (default)."""
+        return None
 
 
 class Backend(ABC):
     """A target's compiler (one object per registered target)."""
 
     name = "?"
+    # the `rs.Config` options this backend owns (beyond `COMMON_OPTIONS`): it validates them
+    # (`check_options`) and its compiled launches are keyed by them (`key`); other targets'
+    # launches do not move when they change
+    options: tuple = ()
 
     @abstractmethod
     def compile(self, analysed, config) -> Launch:
-        """The launchable form of `analysed` under `config`."""
+        """The launchable form of `analysed` (the `runtime.pipeline.Analysed` of one kernel
+        over one relation: typed IR, access summary, phase information, reduction slot layouts)
+        under `config`. The runtime caches the result per (kernel, relation schema,
+        `key(config)`) and calls its `launch` for every launch."""
+
+    def check_options(self, config) -> None:  # noqa: B027 (optional: most targets own none)
+        """Raise a ConfigError for a value of one of `options` this backend cannot use (called
+        for every `rs.Config` built, whatever its target: a bad value is refused up front)."""
+
+    def key(self, config) -> tuple:
+        """What of `config` this backend's compiled launches depend on."""
+        return tuple(getattr(config, name) for name in COMMON_OPTIONS + self.options)
 
     def configure(self, config) -> None:  # noqa: B027  (optional: most targets have none)
-        """`config` became the process default: apply process-wide settings (default: none)."""
+        """`config` became the process default (`rs.configure`): apply its process-wide
+        settings or raise a ConfigError (default: none)."""
 
     def threads(self, config) -> int:
-        """Threads a launch under `config` uses (default: 1)."""
+        """Threads a launch under `config` uses (reports print it; default: 1)."""
         return 1
+
+    def share_cores(self, cores: int) -> None:  # noqa: B027  (optional)
+        """Several ranks run on this node: this process should use at most `cores` cores
+        (default: nothing to do)."""
 
     def unavailable(self) -> str | None:
         """Why this target cannot run kernels on this machine now (no device, say), or None
         (default: it can). Tools that try every target (the soak) skip those that cannot."""
         return None
-
-
-# Set once some field has a device copy as its residency (one that says so with a true
-# `on_device` attribute): from then on a backend computing on the host arrays brings the fields
-# it uses to the host before its launch (`host_side`), so that mixing targets on the same
-# fields stays correct. A plain flag: host launches test it, cheaply, every time.
-device_copies = False
 
 
 def variant_note(options, debug: bool) -> str:
@@ -86,7 +140,12 @@ def variant_note(options, debug: bool) -> str:
         (", products may fuse (fast_math)" if options.fast_math else "")
 
 
-def host_side(fields) -> None:
+def on_device(fields) -> tuple:
+    """Those of `fields` whose residency is a device copy (``on_device``)."""
+    return tuple(f for f in fields if getattr(f.residency, "on_device", False))
+
+
+def bring_to_host(fields) -> None:
     """Before a host-side launch touching `fields`: download those a device holds newer, and
     drop their device copies (the launch may write the host arrays; the device backend makes
     a new copy at its next launch)."""

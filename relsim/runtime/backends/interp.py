@@ -8,101 +8,20 @@ fails: that row is the lowest failing one, since rows run in ascending order.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-
 import numpy as np
 
-from ... import philox
 from ...errors import KernelRuntimeError
 from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import KeyType, KeyVecType, ScalarType, elem_of
-from .. import affine, exact_sum, ir, row_changes, semantics
-from ..builtin_table import MATH
-from ..debug_checks import DIVISIONS, DivisionChecks, Site, contributed, float_code, written
+from .. import ir, semantics
+from ..analysis import affine
+from ..folds import exact_sum
+from ..host import row_changes
+from ..host.debug_checks import DIVISIONS, DivisionChecks, Site, contributed, float_code, written
+from ..numpy_algebra import NumpyAlgebra
 from . import base
 from .base import Backend, Launch
-
-_libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-
-
-def _libm_fn(name, single):
-    fn = getattr(_libm, name + ("f" if single else ""))
-    ct = ctypes.c_float if single else ctypes.c_double
-    fn.restype = ct
-    fn.argtypes = [ct] * MATH[name].arity
-    return fn
-
-
-class NumpyAlgebra:
-    """Scalar operations on NumPy scalars of the exact relsim type."""
-
-    def const(self, value, t):
-        return t.dtype.type(value)
-
-    def binop(self, op, a, b, t):
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            return a / b
-        if op == "//":
-            return a // b
-        if op == "%":
-            return a % b
-        if op == "&":
-            return a & b
-        if op == "|":
-            return a | b
-        if op == "^":
-            return a ^ b
-        if op == "<<":
-            return t.dtype.type(a << b)
-        if op == ">>":
-            return t.dtype.type(a >> b)
-        raise ValueError(op)
-
-    def neg(self, a, t):
-        return -a
-
-    def invert(self, a, t):
-        return ~a
-
-    def not_(self, a):
-        return np.bool_(not a)
-
-    def compare(self, op, a, b, t):
-        return np.bool_({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b,
-                         "!=": a != b}[op])
-
-    def cast(self, a, src, dst):
-        return dst.dtype.type(a)
-
-    def select(self, c, a, b, t):
-        return a if c else b
-
-    def draw(self, name, args):
-        """`relsim.philox.<name>`, as plain Python (compiled code calls the same function)."""
-        return np.float64(philox.DRAWS[name](*(int(a) for a in args)))
-
-    _cache: dict = {}
-
-    def math(self, name, args, t):
-        """NumPy or the C library, as `builtin_table.MATH` says (NumPy only where it computes
-        what the compiled code does: sqrt is correctly rounded, the others exact)."""
-        oracle = MATH[name].oracle
-        if oracle is not None:
-            return getattr(np, oracle)(args[0])
-        single = t.dtype == np.float32
-        key = (name, single)
-        fn = self._cache.get(key)
-        if fn is None:
-            fn = self._cache[key] = _libm_fn(name, single)
-        return t.dtype.type(fn(*[float(a) for a in args]))
 
 
 class _Break(Exception):
@@ -120,10 +39,7 @@ class _Return(Exception):
 class InterpExecutable(Launch):
     """Runs the typed IR row by row (generates nothing: `source` and `path` are None)."""
 
-    # set by the distributed layer: Global contributions go to it (`GlobalMerge.collect`),
-    # and rows inserted and deleted (`RowChanges.record`)
-    partials = None
-    row_sink = None
+    distributable = True  # hands Global contributions and row changes to `partials`, `row_sink`
 
     def __init__(self, analysed, debug: bool = False):
         self.a = self.analysed = analysed
@@ -131,8 +47,7 @@ class InterpExecutable(Launch):
         self.debug = debug
 
     def launch(self, relation, subset) -> None:
-        if base.device_copies:
-            base.host_side(t for t in self.a.summary.targets() if isinstance(t, Field))
+        base.bring_to_host(t for t in self.a.summary.targets() if isinstance(t, Field))
         self.relation = relation
         rows = range(relation.size) if subset is None else subset.rows
         affine.check_launch_space(self.a, relation, None if subset is None else subset.rows)

@@ -1,6 +1,6 @@
 """Lowering of typed IR statements to Python `ast`, shared by every compiled target: one row of
 a kernel, with its reduction slot and insert slot writes. A target's driver (the CPU's row
-loops: `cpu_loops.py`) subclasses `BodyLowerer`, supplies the seam described there, and
+loops: `backends/cpu/loops.py`) subclasses `BodyLowerer`, supplies the seam described there, and
 assembles the module.
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ import ast
 
 from ...types import KeyType, KeyVecType, elem_of, i64
 from .. import ir, semantics
-from ..debug_checks import contributed, written
-from ..slots import identity, static_trip
+from ..analysis.slots import identity, static_trip
+from ..host.debug_checks import contributed, written
 from .emit import call, const, name, store
 from .expr import POS, ROW, ExprLowerer
 

@@ -17,7 +17,7 @@ import ast
 
 from ...types import KeyType, KeyVecType, MatType, ScalarType, VecType, elem_of, i64
 from .. import ir, semantics
-from ..debug_checks import DIVISIONS, DivisionChecks, Site
+from ..host.debug_checks import DIVISIONS, DivisionChecks, Site
 from .emit import EmitAlgebra, call, name, store
 from .params import Params
 

@@ -1,7 +1,8 @@
-"""Lowering of absorbed folds: a kernel compiled to fold, at the start of each row, the slots
-of key reductions another launch left pending on a field it reads (`runtime/pending.py`). The code
-folds exactly as the compiled gathers do (`cpu_folds._fold_row`): the row's slots in order,
-all components of a slot at once, each step by the one fold rule, `semantics.reduce_step`."""
+"""Lowering of absorbed folds: a kernel compiled to fold, at the start of each row, the slots of
+key reductions another launch left pending on a field it reads (`backends/cpu/pending.py`). The
+code folds exactly as the compiled gathers do (`host_folds._fold_row`): the row's slots in
+order, all components of a slot at once, each step by the one fold rule,
+`semantics.reduce_step`."""
 from __future__ import annotations
 
 import ast

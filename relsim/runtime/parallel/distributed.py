@@ -28,14 +28,14 @@ from .global_merge import GlobalMerge
 
 class DistributedLaunch(Launch):
     def __init__(self, inner, world, target: str):
-        if not hasattr(inner, "partials") or not hasattr(inner, "row_sink"):
+        if not inner.distributable:
             raise ConfigError(f"target {target!r} cannot run on several ranks yet (its launches "
                               f"do not hand over Global contributions and row changes: "
-                              f"`partials`, `row_sink`); run it on one process, or use target "
-                              f"'cpu'")
+                              f"`Launch.distributable`, `partials`, `row_sink`); run it on one "
+                              f"process, or use target 'cpu'")
         self.inner, self.world = inner, world
         self.analysed = a = inner.analysed
-        self.source, self.path = inner.source, inner.path
+        self.source, self.path, self.sites = inner.source, inner.path, inner.sites
         self.rows = None
         if a.inserts or a.deletes:
             self.rows = inner.row_sink = RowChanges(world, a.relation,
@@ -137,11 +137,19 @@ class DistributedLaunch(Launch):
         return "\n".join(lines)
 
     def compile_jobs(self, relation, subset) -> list:
-        """What `rs.precompile` compiles: on rank 0 only (the others load it at their first
-        launch, see `first_launch`)."""
-        jobs = getattr(self.inner, "compile_jobs", None)
+        """The wrapped launch's jobs for this rank's rows. Every rank lists them (each decides
+        its own tiers), but `rs.precompile` runs the ones waited for on rank 0 only: the others
+        load them at their first launch (see `first_launch`); background workers take a lock
+        on the cache directory of each function they compile."""
         p = self.plan(relation, subset)
-        return [] if jobs is None or self.world.rank != 0 else jobs(relation, p.subset)
+        return self.inner.compile_jobs(relation, p.subset)
+
+    def set_tier0(self, on: bool) -> None:
+        self.inner.set_tier0(on)
+
+    # the wrapped launch's test of its background compilations (set by `rs.precompile`)
+    tier_done = property(lambda self: self.inner.tier_done,
+                         lambda self, fn: setattr(self.inner, "tier_done", fn))
 
 
 def _same(a, b) -> bool:

@@ -75,5 +75,5 @@ class RowChanges:
                          for c, s in zip(cols_by_rank, srcs)]
                 cols[n] = np.concatenate(parts)[order]
             changes[rel] = (len(src), cols)
-        from ..row_changes import apply
+        from ..host.row_changes import apply
         apply(relation, mask, changes)

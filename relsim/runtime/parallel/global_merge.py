@@ -9,7 +9,7 @@ Global contributions are their owner's). Then, with the other ranks (`finish`, c
   Global's value before the launch, and rounded once: `math.fsum`'s value, as on one process;
 * min/max and arg-min/arg-max: each rank's first best contribution in row order, with its row;
   the candidates, in ascending row after the Global's own value, are folded by the arg rule
-  (`cpu_folds.fold_arg`: strictly better or the first NaN): the lowest row wins ties, the lowest
+  (`host_folds.fold_arg`: strictly better or the first NaN): the lowest row wins ties, the lowest
   row's NaN wins, exactly as a fold in row order over every rank's rows;
 * integer sums and products, and/or: each rank's fold, then the ranks' results in rank order
   (they commute: wrapping integer arithmetic).
@@ -19,9 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...types import elem_of
-from .. import exact_sum
-from ..backends import cpu_folds
-from ..slots import identity
+from ..analysis.slots import identity
+from ..folds import exact_sum, host_folds
 
 NO_ROW = np.iinfo(np.int64).max
 
@@ -89,7 +88,7 @@ def _merge(world, g, op, vals, rows) -> None:
         for c in range(flat.shape[0]):
             best, brow = ident.copy(), np.array([NO_ROW])
             if len(vals):
-                cpu_folds.fold_arg(best, brow, np.ascontiguousarray(vals[:, c:c + 1]), 1,
+                host_folds.fold_arg(best, brow, np.ascontiguousarray(vals[:, c:c + 1]), 1,
                                    rows, True, is_min)
             mine.append((best[0], brow[0]))
         everyone = comm.allgather(mine)
@@ -99,14 +98,14 @@ def _merge(world, g, op, vals, rows) -> None:
             crows = np.array([r for _, r in cands], dtype=np.int64)
             value = flat[c:c + 1].copy()
             row = g._row_data.copy() if op.startswith("arg") else np.array([-1])
-            cpu_folds.fold_arg(value, row, cvals, 1, crows, True, is_min)
+            host_folds.fold_arg(value, row, cvals, 1, crows, True, is_min)
             flat[c] = value[0]
             if op.startswith("arg"):
                 g._row_data[0] = row[0]
         return
     part = np.full(flat.shape, identity(op, et), dtype=flat.dtype)
-    fold = cpu_folds.fold_bool if et.is_bool else cpu_folds.fold_num
+    fold = host_folds.fold_bool if et.is_bool else host_folds.fold_num
     if len(vals):
-        fold(part, vals, cpu_folds.OPS[op])
+        fold(part, vals, host_folds.OPS[op])
     everyone = np.array(comm.allgather(part), dtype=flat.dtype)
-    fold(flat, everyone, cpu_folds.OPS[op])
+    fold(flat, everyone, host_folds.OPS[op])

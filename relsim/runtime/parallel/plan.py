@@ -18,7 +18,7 @@ import itertools
 import numpy as np
 
 from .. import ir
-from ..access import stmt_exprs
+from ..analysis.access import stmt_exprs
 from . import exchange, partition
 from .rowsets import Reach
 

@@ -69,18 +69,19 @@ def _connect() -> World | None:
 
 
 def _share_cores(comm, MPI) -> None:
-    """Ranks on one node share its cores: each gets cores / ranks-on-the-node Numba threads
-    (at least one), unless NUMBA_NUM_THREADS says otherwise. N ranks each starting a thread per
-    core would run N times as many threads as cores."""
-    if "NUMBA_NUM_THREADS" in os.environ:
-        return
+    """Ranks on one node share its cores: each backend is told its share (cores /
+    ranks-on-the-node; the cpu's then runs that many Numba threads). N ranks each starting a
+    thread per core would run N times as many threads as cores."""
+    from ...target_registry import registered
     local = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    import numba
-    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores // local)))
+    for backend in registered():
+        share = getattr(backend, "share_cores", None)  # (a plugin need not subclass Backend)
+        if share is not None:
+            share(max(1, cores // local))
 
 
 def _abort_on_uncaught(world: World) -> None:

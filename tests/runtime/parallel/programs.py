@@ -71,6 +71,11 @@ def design(outdir):
         text = rs.explain(conduct, E)
         assert f"-- on MPI rank {rs.ranks().rank} of {rs.ranks().size}" in text, text
         assert "ghosts of vertices:" in text and "via e.head.T, e.tail.T; 1 key hop(s)" in text
+        # with debug checks: the wrapped launch's checks are listed too
+        text = rs.explain(conduct, E, rs.Config(target=rs.config.current().target, debug=True))
+        assert f"-- on MPI rank {rs.ranks().rank}" in text, text
+        checks = text.split("-- debug checks (number: check, line)\n")[1].splitlines()
+        assert checks and checks[0].startswith("  1: "), text
     return {"T": digest(V.T.numpy()), "heat": history}
 
 
@@ -158,7 +163,7 @@ def tetheat(outdir):
     vertices partitioned by METIS, writing a .pvd (VTU) and an .xdmf (HDF5) time series to
     `outdir`/files."""
     from relsim.domains import tetmesh
-    from simulations import tetheat as sim
+    from relsim_simulations import tetheat as sim
     points, tets = tetmesh.box_arrays(5, 4, 3)
     rng = np.random.default_rng(7)
     perm = rng.permutation(len(points))
@@ -172,7 +177,7 @@ def tetheat(outdir):
 
 
 def diffusion2d(outdir):
-    from simulations import diffusion2d as sim
+    from relsim_simulations import diffusion2d as sim
     err, steps = sim.run(20, t_end=0.003)
     return {"error": err.hex(), "steps": steps}
 
@@ -283,10 +288,52 @@ def checkpoint_read(outdir):
             "row": globs["hottest"].row}
 
 
+def tiered(outdir):
+    """Tiered start-up (`rs.precompile(..., background=True)`) on every rank, with a cache of
+    its own: each rank runs the serial variants until its background worker has the parallel
+    ones in the disk cache, then binds those; the same bits as one process."""
+    import time
+
+    from relsim.runtime import execute
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=os.path.join(outdir, "cache"))
+    V, E = shuffled_graph()
+
+    @rs.kernel
+    def conduct(e):
+        d = 0.0625 * e.k * (e.head.T - e.tail.T)
+        e.tail.flux += d
+        e.head.flux += -d
+
+    @rs.kernel
+    def update(v):
+        v.T += 0.25 * v.flux
+        v.flux = 0.0
+
+    def step():
+        E.foreach(conduct, cfg)
+        V.foreach(update, cfg)
+
+    launches = [(conduct, E), (update, V)]
+    rs.precompile(launches, cfg, background=True)
+    exes = [execute.executable(k, R, cfg) for k, R in launches]
+    cpu = [getattr(exe, "inner", exe) for exe in exes]  # (on several ranks: the wrapped launch)
+    first = cpu[1].tier0  # update runs its serial variant first
+    step()
+    deadline = time.monotonic() + 300
+    while not all(exe.tier_done is None or exe.tier_done() for exe in exes):
+        assert time.monotonic() < deadline, "the background worker did not finish"
+        time.sleep(0.2)
+    for _ in range(3):
+        step()
+    return {"T": digest(V.T.numpy()), "serial_first": first,
+            "parallel_after": not cpu[1].tier0 and cpu[1].bindings[next(iter(cpu[1].bindings))]
+            .parallel}
+
+
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat,
-            "diffusion2d": diffusion2d, "failing": failing}
+            "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered}
 
 
 def main(argv) -> None:

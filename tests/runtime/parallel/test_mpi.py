@@ -86,6 +86,12 @@ def test_the_cuda_target_on_2_ranks_gives_the_cpus_bits(tmp_path):
     same_as_one_process("heat", "cuda", 2, tmp_path, one_target="cpu")
 
 
+def test_tiered_start_up_on_2_ranks(tmp_path):
+    """rs.precompile(..., background=True) tiers every rank (each with its background worker,
+    locked per function in the shared cache), then switches to the parallel variants."""
+    same_as_one_process("tiered", "cpu", 2, tmp_path, once=False)
+
+
 def test_each_rank_loads_its_own_rows(tmp_path):
     same_as_one_process("local_load", "cpu", 3, tmp_path)
 

@@ -1,0 +1,573 @@
+"""The `cpu` backend: Numba, `parallel=True` with `prange` for large iteration spaces, a serial
+variant for small ones (identical results: nothing depends on the order rows run in).
+
+Launch path (kept lean: no analysis, no argument rebuilding unless storage changed):
+  1. re-bind arrays if any relation's storage changed (and rebuild the slot inverse indexes);
+     checked through the global storage epoch first, so an unchanged launch costs one compare;
+  2. call the serial or parallel kernel (chosen, with its argument tuple, at bind time);
+  3. leave the folds of its reduction slots pending (`pending.py`): a Global's until its
+     value is next needed, a field's until the next launch that touches the field, which
+     absorbs them (folding each row first, in a compiled variant) when it touches the field
+     only at its own key over the whole relation, and otherwise folds them before it runs
+     (`settle`); the host and relsim internals fold them on access (the field's residency).
+
+With `Config(debug=True)` the kernel is lowered with its debug checks (another module: the
+normal one is unchanged); each row records its first failed check, and the first post-step
+raises the lowest row's (`check_debug`), before any fold or row change.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import numba
+import numpy as np
+
+from ....errors import ConfigError
+from ....relations.field import Field
+from ....relations.globals import Global
+from ....types import elem_of
+from ... import epoch
+from ...analysis import affine
+from ...analysis.slots import identity
+from ...caches import lowered as lowered_cache
+from ...caches import modules as cache
+from ...folds import exact_sum, host_folds
+from ...host import binding, debug_checks, row_changes
+from ...host.compile_jobs import CompileJob, load_cached
+from ...host.jit import njit
+from ...lowering import (
+    DebugFirst,
+    DebugValues,
+    DeleteFlags,
+    FieldStorage,
+    GlobalStorage,
+    GroupOffsets,
+    GroupRows,
+    InsertFlags,
+    InsertValues,
+    ReductionSlots,
+    RelationSize,
+    SlotPlaces,
+)
+from ...lowering.emit import unparse
+from .. import base
+from ..base import Backend, Launch, variant_note
+from . import pending, threading_layer
+from . import scatter as cpu_scatter
+from .loops import CpuLowerer
+
+_EMPTY_ROWS = np.zeros(0, dtype=np.int64)
+
+
+class CpuBackend(Backend):
+    """Targets ``cpu`` (parallel above `Config.parallel_threshold` rows) and ``cpu-serial``
+    (``serial=True``: always the serial variant)."""
+
+    def __init__(self, serial: bool = False):
+        self.serial = serial
+        self.name = "cpu-serial" if serial else "cpu"
+        threading_layer.prepare()  # before Numba starts its threading layer
+
+    options = ("threads", "parallel_threshold", "scatter")
+
+    def check_options(self, config) -> None:
+        t = config.threads
+        if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 1):
+            raise ConfigError(f"threads must be a positive int, got {t!r}")
+        p = config.parallel_threshold
+        if not isinstance(p, int) or isinstance(p, bool) or p < 0:
+            raise ConfigError(f"parallel_threshold must be an int >= 0, got {p!r}")
+        if config.scatter not in cpu_scatter.SCHEMES:
+            raise ConfigError(f"scatter must be one of {', '.join(cpu_scatter.SCHEMES)}, got "
+                              f"{config.scatter!r}")
+
+    def share_cores(self, cores: int) -> None:
+        """Ranks on one node share its cores: this one takes `cores` Numba threads (at least
+        one), unless NUMBA_NUM_THREADS says otherwise."""
+        if "NUMBA_NUM_THREADS" not in os.environ:
+            numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores)))
+            epoch.bump()
+
+    def configure(self, config) -> None:
+        if config.threads is not None:
+            _check_threads(config.threads)
+            numba.set_num_threads(config.threads)
+        epoch.bump()  # launches re-check their bindings (a scheme depends on the thread count)
+
+    def threads(self, config) -> int:
+        return 1 if self.serial else config.threads or numba.get_num_threads()
+
+    def compile(self, analysed, options):
+        sites = debug_checks.Sites() if options.debug else None
+        note = variant_note(options, sites is not None)
+
+        def lower():
+            lowerer = CpuLowerer(analysed, debug=sites)
+            module_ast = lowerer.module()
+            return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
+                note + "\n" + unparse(module_ast) + "\n", lowerer.params.items
+
+        source, params = lowered_cache.lowered(analysed, options, "cpu" + note, lower,
+                                               debug=sites is not None)
+        mod = cache.module_for(source, options.cache_path(), cache.stem(analysed.kernel_name))
+        return CpuExecutable(analysed, params, mod, source, options, self.serial, sites)
+
+
+def _check_threads(threads: int) -> None:
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        raise ConfigError(f"threads={threads} exceeds the Numba thread pool "
+                          f"({numba.config.NUMBA_NUM_THREADS}); set NUMBA_NUM_THREADS")
+
+
+class _Binding:
+    """Arrays bound for one iteration space (the whole relation or one subset)."""
+    __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
+                 "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
+                 "row_args", "debug", "device")
+
+
+class _Variants(dict):
+    """Compiled variants of a generated function, each made on first use by `make(key)`."""
+
+    def __init__(self, make):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key):
+        fn = self[key] = self.make(key)
+        return fn
+
+
+class CpuExecutable(Launch):
+    distributable = True  # hands Global contributions and row changes to `partials`, `row_sink`
+
+    def __init__(self, analysed, params, mod, source, options, serial, sites=None):
+        self.analysed = analysed
+        self.sites = sites  # debug_checks.Sites of the debug variant (None: no checks)
+        self.params = params
+        self.source = source
+        self.path = mod.__file__
+        self.flags = flags = dict(cache=True, error_model="numpy", boundscheck=False)
+        if options.fast_math:  # LLVM may fuse a product and a sum (where the CPU has FMA)
+            flags["fastmath"] = {"contract"}
+
+        def jit(fn, parallel=False):
+            return njit(parallel=True, **flags)(fn) if parallel else njit(**flags)(fn)
+
+        # keyed by "is the launch over a subset"; each dispatcher is made when a binding first
+        # picks it (making one costs ~0.7 ms, and a program launches few of the variants)
+        self.serial = _Variants(lambda rows: jit(mod.kernel_serial_rows if rows else
+                                                 mod.kernel_serial))
+        self.parallel = _Variants(lambda rows: jit(mod.kernel_parallel_rows if rows else
+                                                   mod.kernel_parallel, parallel=True))
+        if hasattr(mod, "kernel_direct"):  # it reduces into fields through keys
+            self.direct = _Variants(lambda rows: jit(mod.kernel_direct_rows if rows else
+                                                     mod.kernel_direct))
+            self.split = _Variants(lambda rows: jit(mod.kernel_split_rows if rows else
+                                                    mod.kernel_split, parallel=True))
+        self.scatter = options.scatter
+        self.scatter_share = cpu_scatter.scatter_share(analysed)
+        grid = analysed.relation.grid
+        if hasattr(mod, "kernel_grid"):  # nested loops over a box of the grid it was lowered for
+            self.grid_loops = _Variants(lambda par: jit(mod.kernel_grid, parallel=True) if par
+                                        else jit(mod.kernel_grid_serial))
+            self.grid = (grid.shape, grid.periodic)
+        else:
+            self.grid_loops = None
+        # serial: they run once per binding, and a parallel compilation costs ~2.4x
+        self.targets = _Variants(lambda k: jit(getattr(mod, f"targets_{k}")))
+        self.force_serial = serial
+        self.threads = options.threads
+        if self.threads is not None:
+            _check_threads(self.threads)
+        self.threshold = options.parallel_threshold
+        self.relations = binding.relations_of(analysed, params)
+        self.host_fields = tuple({id(p.field): p.field for p in params
+                                  if isinstance(p, FieldStorage)}.values())
+        self.options = options
+        self.absorbing_fns: dict = {}
+        # fields whose key reductions this kernel folds; fields it reads or writes, and whether
+        # it could absorb their pending reductions (numeric, only at its own key, same relation)
+        self.gather_fields = tuple(lay.target for lay in analysed.layouts
+                                   if isinstance(lay.target, Field))
+        self.touched = []
+        for t in analysed.summary.targets():
+            if not isinstance(t, Field) or t.is_key:
+                continue
+            acc = analysed.summary.for_target(t)
+            if all(a.mode == "reduce" and not a.centred for a in acc):
+                continue  # only reduced into through keys: its folds queue behind pending ones
+            absorbable = all(a.centred for a in acc) and t.relation is analysed.relation and \
+                all(t is not g for g in self.gather_fields) and not elem_of(t.type).is_bool
+            self.touched.append((t, absorbable))
+        self.bindings: dict = {}
+        # tier 0 (`rs.precompile(..., background=True)`): launches run the serial variants
+        # (same bits) until `tier_done()` says the parallel ones are in Numba's disk cache
+        self.tier0 = False
+        self.tier_done = None
+        self.err = np.zeros(1, dtype=np.int64)  # a failed check's line (-line: see flag_error)
+        self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
+
+    # -- launching ------------------------------------------------------------------------
+    def launch(self, relation, subset) -> None:
+        if self.threads is not None and numba.get_num_threads() != self.threads:
+            return self.launch_with_threads(relation, subset)
+        if self.tier_done is not None and self.tier_done():
+            self.set_tier0(False)  # the parallel variants are compiled: bind them
+        b = self.bindings.get(subset)
+        if b is None or b.epoch != epoch.value or b.size != relation.size:
+            b = self.refresh(relation, subset, b)
+        if b.device:  # fields it uses have device copies: bring them here
+            base.bring_to_host(b.device)
+        for g in b.globals:  # read here, or reduced into (folds keep launch order)
+            if g.residency is not None:
+                g.residency.before_host_read(g)
+        if pending.fields or b.outstanding:
+            fn, args = self.settle(b)
+        else:
+            fn, args = b.fn, b.call_args
+        fn(*args)
+        if self.err_view[0]:
+            debug_checks.raise_flagged(self.analysed.kernel_name, self.err)
+        for fn, args in b.post:
+            fn(*args)
+        for pf in b.deferred:  # key-reduction folds: left pending unless the field is exposed
+            if pf.field.exposed:
+                pf.fold()
+            else:
+                pending.defer(pf.field, pf)
+                b.outstanding += 1
+        if self.partials is None:
+            for g, fold, _, _ in b.folds:
+                pending.defer_global(g, fold)
+        else:  # on several ranks: the distributed layer merges the contributions
+            for g, _, lay, vals in b.folds:
+                self.partials.collect(g, lay.op, vals, lay.per_row, b.rows if b.has_rows else None)
+
+    def set_tier0(self, on: bool) -> None:
+        """Run the serial variants (`on`; until `tier_done()`, once `rs.precompile` sets it), or
+        the chosen ones again; the bindings are made again at the next launch (pending folds
+        keep their own arrays)."""
+        self.tier0, self.tier_done = on, None
+        self.bindings.clear()
+
+    def settle(self, b):
+        """Before a launch, with reductions pending somewhere: fold this kernel's own pending
+        slots (about to be overwritten), and the pending reductions into every field it reads
+        or writes: folded now, or, for a field it touches only at its own key while running
+        over the whole relation, absorbed (the kernel folds each row first, as it goes).
+        Returns the function to call and its arguments."""
+        direct = b.scheme in ("direct", "split")  # adds to its fields as it runs
+        if b.outstanding or direct:
+            for f in self.gather_fields:
+                pending.flush(f)
+        absorbing = []
+        for f, absorbable in self.touched:
+            if pending.folds_of(f):
+                if absorbable and not b.has_rows and not direct:
+                    absorbing.append(f)
+                else:
+                    pending.flush(f)
+        if not absorbing:
+            return b.fn, b.call_args
+        pfs = [pf for f in absorbing for pf in pending.folds_of(f)]
+        folds = tuple((pf.field, host_folds.OP_NAMES[pf.op], pf.absorb_args[1] is not None)
+                      for pf in pfs)
+        fn = self.absorbing(folds, b.parallel)  # compiled before the folds leave their fields
+        for f in absorbing:
+            for pf in pending.take(f):
+                pf.owner.outstanding -= 1
+        return fn, b.row_args + tuple(a for pf in pfs for a in pf.absorb_args)
+
+    def absorbing(self, folds, parallel):
+        """The kernel (over a whole relation) that first folds, row by row, pending reductions
+        passed as extra arguments (`folds`: their operators and shapes; compiled once each)."""
+        key = (tuple((f.name, op, has_ids) for f, op, has_ids in folds), parallel)
+        fn = self.absorbing_fns.get(key)
+        if fn is None:
+            lowerer = CpuLowerer(self.analysed, absorb=folds, debug=self.sites)
+            source = f"# relsim kernel {self.analysed.kernel_name!r} over " \
+                f"{self.analysed.relation.name}, folding pending reductions first" + \
+                variant_note(self.options, False) + "\n" + unparse(lowerer.module()) + "\n"
+            if [p.name for p in lowerer.params.items] != [p.name for p in self.params]:
+                raise AssertionError("absorbing variant lowered with different parameters")
+            mod = cache.module_for(source, self.options.cache_path(),
+                                   cache.stem(self.analysed.kernel_name) + "_absorb")
+            fn = njit(parallel=parallel, **self.flags)(
+                mod.kernel_parallel if parallel else mod.kernel_serial)
+            self.absorbing_fns[key] = fn
+        return fn
+
+    def compile_jobs(self, relation, subset) -> list:
+        """The compilations the next launch over `relation` (or `subset`) needs, as
+        `compile_ahead.CompileJob`s: the function its binding calls and the compiled folds it
+        runs after it (a scatter's shared slots, parked slots), each for its arguments' types
+        and not compiled (or loaded) yet (binding now, as that launch would; the launch then
+        reuses the binding)."""
+        b = self.bindings.get(subset)
+        if b is None or b.epoch != epoch.value or b.size != relation.size:
+            b = self.refresh(relation, subset, b)
+        calls = [(b.fn, b.call_args)] + [(fn, args) for fn, args in b.post
+                                         if hasattr(fn, "typeof_pyval")] + \
+            [(pf.fn, pf.args) for pf in b.deferred]
+        jobs = []
+        for fn, args in calls:
+            signature = tuple(fn.typeof_pyval(a) for a in args)
+            if signature in fn.overloads:
+                continue
+            parallel = bool(fn.targetoptions.get("parallel", False))
+            if fn is b.fn:  # the generated kernel: the module's size estimates the time (a
+                # parallel function costs ~2.5 serial ones)
+                options = tuple(sorted(dict(self.flags, parallel=parallel).items()))
+                where, cost = self.path, len(self.source) * (5 if parallel else 2) // 2
+            else:  # one of relsim's folds, found by its module's name (small: compiled first)
+                options = tuple(sorted(fn.targetoptions.items()))
+                where, cost = fn.py_func.__module__, 5000
+            jobs.append(CompileJob(where, fn.py_func.__name__, options, signature, cost,
+                                   functools.partial(fn.compile, signature),
+                                   functools.partial(load_cached, fn, signature)))
+        return jobs
+
+    def launch_with_threads(self, relation, subset) -> None:
+        """A launch under a Config with its own thread count (restored afterwards)."""
+        before = numba.get_num_threads()
+        numba.set_num_threads(self.threads)
+        try:
+            self.launch(relation, subset)
+        finally:
+            numba.set_num_threads(before)
+
+    def refresh(self, relation, subset, b) -> _Binding:
+        """Re-bind if any relation's storage changed since `b` was bound (else keep `b`)."""
+        versions = tuple(r.storage_version for r in self.relations) + (relation.size,
+                                                                       self.nthreads())
+        if b is None or b.versions != versions:
+            b = self.bind(relation, subset, versions)
+        b.epoch = epoch.value
+        b.size = relation.size
+        b.device = base.on_device(self.host_fields)  # (attaching a device copy moves the epoch)
+        return b
+
+    def check_debug(self, b, relation, subset):
+        """Debug mode, after the kernel: raise the lowest failed row's first failed check (the
+        binding is dropped: the launch stopped before its folds and row changes)."""
+        first, values = b.debug
+        if first.any():
+            self.bindings.pop(subset, None)
+            debug_checks.raise_first_failure(self.sites, self.analysed.kernel_name, relation,
+                                             first, values, b.rows if b.has_rows else None)
+
+    def bind(self, relation, subset, versions) -> _Binding:
+        b = _Binding()
+        b.versions = versions
+        b.n = relation.size if subset is None else len(subset.rows)
+        b.rows = _EMPTY_ROWS if subset is None else subset.rows
+        b.has_rows = subset is not None
+        args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
+        debug = [None, None]
+        for p in self.params:
+            match p:
+                case FieldStorage(field=f):  # the storage: pending reductions stay pending
+                    args.append(f._data)
+                case GlobalStorage(glob=g):
+                    args.append(g.data)
+                case GroupOffsets(grouping=g):
+                    args.append(g.arrays()[0])
+                case GroupRows(grouping=g):
+                    args.append(g.arrays()[1])
+                case ReductionSlots(layout=lay):  # a field's: allocated once the scheme is known
+                    arr = self.slot_array(lay, 0 if isinstance(lay.target, Field) else b.n)
+                    slot_arrays[id(lay)] = (len(args), arr)
+                    args.append(arr)
+                case SlotPlaces(layout=lay):  # filled below, once the targets are known
+                    slot_places[id(lay)] = len(args)
+                    args.append(np.empty(0, dtype=np.int32))
+                case DeleteFlags():
+                    args.append(np.zeros(relation.size, dtype=bool))
+                    deleted = args[-1]
+                case InsertFlags(index=k, layout=lay):  # one entry per insert slot
+                    args.append(np.zeros(b.n * lay.per_row, dtype=bool))
+                    inserts[k] = (lay.target, args[-1], inserts.get(k, (0, 0, {}))[2],
+                                  lay.per_row)
+                case InsertValues(index=k, layout=lay, field=f):
+                    args.append(np.zeros((b.n * lay.per_row, f.type.ncomp), dtype=f.data.dtype))
+                    inserts.setdefault(k, (lay.target, None, {}, lay.per_row))[2][f] = args[-1]
+                case RelationSize(relation=r):
+                    args.append(np.array([r.size], dtype=np.int64))
+                case DebugFirst():
+                    args.append(np.zeros(b.n, dtype=np.int32))
+                    debug[0] = args[-1]
+                case DebugValues():
+                    args.append(np.zeros(b.n, dtype=np.int64))
+                    debug[1] = args[-1]
+                case _:
+                    raise TypeError(f"cpu backend: no binding for parameter {p!r}")
+        affine.check_launch_space(self.analysed, relation, None if subset is None else b.rows)
+        b.args = tuple(args)
+        scheme, splits = self.scheme(b)
+        b.scheme = scheme
+        if scheme == "slots":  # the key reductions' slots, for every row
+            for lay in self.analysed.layouts:
+                if isinstance(lay.target, Field) and id(lay) in slot_arrays:
+                    i, _ = slot_arrays[id(lay)]
+                    args[i] = self.slot_array(lay, b.n)
+                    slot_arrays[id(lay)] = (i, args[i])
+                    if id(lay) in slot_places:
+                        nslots = b.n * lay.per_row
+                        args[slot_places[id(lay)]] = np.empty(
+                            nslots, dtype=np.int32 if nslots < 2 ** 31 else np.int64)
+            b.args = tuple(args)
+        gathers, b.folds, split_args = [], [], []
+        for k, lay in enumerate(self.analysed.layouts):
+            vals = slot_arrays.get(id(lay), (None, None))[1]
+            if vals is None:  # the kernel never reaches this reduction: nothing to fold
+                vals = self.slot_array(lay, b.n)
+            op = host_folds.OPS.get(lay.op)
+            if not isinstance(lay.target, Field):
+                b.folds.append((lay.target, self.make_fold(lay, vals, b), lay, vals))
+                continue
+            f = lay.target
+            F = f._data.reshape(f.relation.size, -1)
+            if scheme == "direct":  # added to the field by the kernel: nothing to fold
+                continue
+            if scheme == "split":  # only the shared targets' slots, folded after the kernel
+                sp = splits[k]
+                shv = self.slot_array(lay, sp.nshared, per_row=1)
+                split_args += [sp.place, shv]
+                gathers.append((f, F, sp.off, None, shv, op, False, lay))
+                continue
+            tgt = self.slot_targets(b, k, lay)
+            off, ids = host_folds.build_inverse(tgt, f.relation.size)
+            if lay.stores:  # slots share stored values: index those (~stored: negated)
+                ids = host_folds.shared_ids(ids, lay.per_row, lay.stored_per_row, lay.stores)
+            place = slot_places.get(id(lay))
+            if place is not None:  # slots are written pre-permuted: fold them in place
+                b.args[place][ids] = np.arange(len(ids))
+                ids = None
+            elif len(tgt) < 2 ** 31:
+                ids = ids.astype(np.int32)
+            if len(tgt) < 2 ** 31:
+                off = off.astype(np.int32)
+            gathers.append((f, F, off, ids, vals, op, elem_of(f.type).is_bool, None))
+        # what launch calls: the kernel, then `post` (boolean folds, the split's shared folds;
+        # every fold when rows change), and leaves the other folds pending (see `launch`)
+        parallel = not (self.force_serial or self.tier0) and b.n >= self.threshold
+        if scheme == "direct":
+            b.fn, parallel = self.direct[b.has_rows], False
+        elif scheme == "split":
+            b.fn, parallel = self.split[b.has_rows], True
+        else:
+            b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
+        b.call_args = b.row_args = (b.n, b.rows, b.has_rows, self.err) + b.args
+        box = self.grid_box(relation, subset, b) if scheme == "plain" else None
+        if box is not None:  # nested loops over the axes
+            b.fn = self.grid_loops[parallel]
+            b.call_args += box
+        if scheme == "split":  # one partition of the rows for all fields
+            sps = list(splits.values())
+            mixed = np.logical_or.reduce([sp.mixed for sp in sps]) if len(sps) > 1 \
+                else sps[0].mixed
+            b.call_args += (sps[0].bounds, mixed) + tuple(split_args)
+        b.parallel = parallel
+        b.post, b.deferred, b.outstanding = [], [], 0
+        b.debug = tuple(debug) if debug[0] is not None else None
+        if b.debug is not None:  # checked first; the targets_<k> runs above recorded too
+            b.debug[0].fill(0)
+            b.post.append((self.check_debug, (b, relation, subset)))
+        moves_rows = deleted is not None or bool(inserts)
+        for f, F, off, ids, vals, op, is_bool, split_lay in gathers:
+            if is_bool:
+                fn = host_folds.gather_bool_parallel if parallel else host_folds.gather_bool_serial
+                b.post.append((fn, (F, off, ids, vals, op)))
+                continue
+            fn, args = self.gather_call(F, off, ids, vals, op, parallel)
+            if split_lay is not None:
+                b.post.append((fn, args))
+                if split_lay.conditional:  # slots a row may skip: back to the identity
+                    b.post.append((vals.fill, (identity(split_lay.op,
+                                                        elem_of(split_lay.target.type)),)))
+                continue
+            pf = host_folds.PendingFold(f, fn, args, op, (off, ids, vals), b)
+            if moves_rows:  # rows move after this launch: fold now
+                b.post.append((pf.fold, ()))
+            else:
+                b.deferred.append(pf)
+        if moves_rows:
+            b.post.append((row_changes.apply_flagged, (relation, deleted,
+                                                       tuple(inserts.values()),
+                                                       b.rows if b.has_rows else None,
+                                                       self.row_sink)))
+        b.post, b.deferred = tuple(b.post), tuple(b.deferred)
+        b.folds = tuple(b.folds)
+        b.globals = tuple({id(p.glob): p.glob for p in self.params
+                           if isinstance(p, GlobalStorage)}.values()) \
+            + tuple(g for g, *_ in b.folds)
+        self.bindings[subset] = b
+        return b
+
+    def grid_box(self, relation, subset, b):
+        """(lo, hi) of the box of grid cells the launch runs over, when the kernel has grid
+        loops for this grid and the launch space is such a box (else None)."""
+        g = relation.grid
+        if self.grid_loops is None or g is None or (g.shape, g.periodic) != self.grid:
+            return None
+        return affine.launch_box(g, None if subset is None else b.rows)
+
+    def slot_targets(self, b, k, lay) -> np.ndarray:
+        """The target row of each slot of field layout k (-1: none), for binding `b`."""
+        tgt = np.full(b.n * lay.per_row, -1, dtype=np.int64)
+        self.targets[k](b.n, b.rows, b.has_rows, self.err, *b.args, tgt)
+        return tgt
+
+    def scheme(self, b):
+        """How this binding applies its key reductions into fields (`cpu_scatter.choose`)."""
+        field_layouts = {k: lay for k, lay in enumerate(self.analysed.layouts)
+                         if isinstance(lay.target, Field)}
+        serial = self.force_serial or self.tier0 or b.n < self.threshold
+        return cpu_scatter.choose(self.scatter, field_layouts, b.n, serial, self.nthreads(),
+                                  lambda k, lay: self.slot_targets(b, k, lay),
+                                  self.scatter_share)
+
+    def nthreads(self) -> int:
+        return self.threads or numba.get_num_threads()
+
+    def gather_call(self, F, off, ids, vals, op, parallel):
+        """The compiled fold of a key reduction's slots into field storage F (2-D view), and
+        its arguments."""
+        touched = np.flatnonzero(off[1:] != off[:-1])
+        if 4 * len(touched) < F.shape[0]:
+            # few target rows receive slots (boundary faces into cells): fold only those;
+            # the others keep their value, as a fold of no slots would leave it
+            # (serial unless large: a parallel region costs more than folding a few thousand
+            # rows, up to milliseconds when other processes hold the cores)
+            fn = host_folds.gather_num_rows_parallel if not self.force_serial and len(touched) \
+                >= max(self.threshold, host_folds.SPARSE_PARALLEL_ROWS) \
+                else host_folds.gather_num_rows_serial
+            return fn, (F, touched, off, ids, vals, op)
+        if F.shape[1] == 1 and F.flags.c_contiguous and vals.flags.c_contiguous:
+            # a scalar field: 1-D views (so writes still go to the field's data)
+            fn = host_folds.gather_num_scalar_parallel if parallel else \
+                host_folds.gather_num_scalar_serial
+            return fn, (F.reshape(-1), off, ids, vals.reshape(-1), op)
+        fn = host_folds.gather_num_parallel if parallel else host_folds.gather_num_serial
+        return fn, (F, off, ids, vals, op)
+
+    @staticmethod
+    def slot_array(lay, n, per_row=None):
+        return binding.slot_array(lay, n, per_row)
+
+    @staticmethod
+    def make_fold(lay, vals, b):
+        g: Global = lay.target
+        flat = g._data.reshape(-1)  # the fold runs from the Global's residency: not `data`
+        if lay.op in ("argmin", "argmax"):
+            rows, has_rows, per_row, is_min = b.rows, b.has_rows, lay.per_row, lay.op == "argmin"
+            return lambda: host_folds.fold_arg(flat, g._row_data, vals, per_row, rows, has_rows,
+                                              is_min)
+        et = elem_of(g.type)
+        if lay.op == "+" and et.is_float:  # exact: independent of the order of the slots
+            return exact_sum.fold_of(flat, vals)
+        op = host_folds.OPS[lay.op]
+        fn = host_folds.fold_bool if et.is_bool else host_folds.fold_num
+        return lambda: fn(flat, vals, op)

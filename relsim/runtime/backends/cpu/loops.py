@@ -1,0 +1,244 @@
+"""The CPU's row-loop drivers around the shared body lowering (`body.py`). The generated module
+holds:
+
+* `kernel_serial` / `kernel_parallel` (`range` / `numba.prange`) over a whole relation (the
+  row is the loop index) and `kernel_serial_rows` / `kernel_parallel_rows` over a subset (the
+  row is `_rows[index]`): separate functions, so Numba compiles only the variants a program
+  launches;
+* `targets_<k>`: for each key-reduced field, the target row of every reduction slot (used to
+  build the inverse index that folds the slots in serial order, and the owned/shared split);
+* when the kernel reduces into fields through keys, two more ways to apply those reductions
+  (`scatter`; Globals keep their slots): `kernel_direct[_rows]` (serial) adds each contribution
+  straight to the field, in row order; `kernel_split[_rows]` runs contiguous blocks of rows in
+  parallel (`prange` over `_bounds`), each adding its contributions to the targets it owns
+  directly and parking those to shared targets in `_shv<k>` at `_own<k>[slot]`
+  (`ownership.py`), folded afterwards in slot order (in a row with no shared target,
+  `_mixed[pos]` false, every site adds directly; the body is emitted once, each site tests
+  the row's flag). All three give the same bits;
+* over a grid relation of two or more axes (and no reductions into fields through keys):
+  `kernel_grid` / `kernel_grid_serial`, nested loops over a box of cells (`grid_loops.py`).
+
+A field's reduction slots are written pre-permuted into fold order (`_spos`). A variant built
+with `absorb` first folds, in each row, the slots of key reductions another launch left
+pending on a field the kernel touches only at its own key (`pending_folds.py`).
+
+Every function takes `_n, _rows, _has_rows, _err`, then `params.items` in order, then its own
+extra arguments (the absorbed folds' arrays; `_tgt` for `targets_<k>`).
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+
+from .... import philox
+from ....types import elem_of
+from ... import ir
+from ...lowering.body import BodyLowerer
+from ...lowering.emit import call, name, store
+from ...lowering.expr import ERR, POS, ROW
+from ...lowering.pending_folds import fold_pending_row
+from .grid_loops import GridPlan
+
+MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
+
+_HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
+           "from relsim.runtime.backends.cpu import libm as _libm\n"
+           "from relsim import philox as _philox\n"
+           "_u64 = np.uint64\n"
+           "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
+           "np.bool_\n_INF = float('inf')\n_NAN = float('nan')\n"
+           # Numba compiles relsim.philox into a kernel's machine code and caches it by the
+           # generated module's text: naming the generator's source there recompiles on a change
+           f"_PHILOX_SOURCE = "
+           f"'{hashlib.sha256(Path(philox.__file__).read_bytes()).hexdigest()[:16]}'\n")
+
+
+class CpuLowerer(BodyLowerer):
+    def __init__(self, analysed, absorb=(), debug=None):
+        super().__init__(analysed, debug)
+        # (field, operator, has slot ids) of each pending key reduction this variant folds at
+        # the start of each row; their arrays are extra arguments (offsets, slot ids or None
+        # when the slots are stored in fold order, slot values)
+        self.absorb = tuple(absorb)
+        # how the function being lowered applies reductions into fields through keys:
+        # "slots" (parked, folded after the kernel), "direct" or "split" (see the docstring)
+        self.scatter = "slots"
+        self.field_layouts = [k for k, lay in enumerate(analysed.layouts)
+                              if lay.on_field]
+        self.grid_plan = None  # set while the grid loops' fast body is lowered
+
+    # -- the seam (body.BodyLowerer) ------------------------------------------------------
+    def slot_place(self, k, lay, slot):
+        """Where slot `slot` lives: a field's slots are stored in the order they are folded
+        (grouped by target row, ascending), so the fold reads them contiguously; the kernel
+        writes each through the permutation `_spos` (computed once per key-field version)."""
+        if not lay.on_field:  # a Global's: folded serially, in order
+            return super().slot_place(k, lay, slot)
+        spos = self.params.slot_places(k, lay).name
+        return ast.Subscript(name(spos), slot, ast.Load())
+
+    def next_row(self) -> ast.stmt:
+        return ast.Continue()  # the next iteration of the row loop
+
+    def e_Affine(self, e):
+        if self.grid_plan is not None and isinstance(e.key, ir.Centred):
+            return [self.grid_plan.neighbour(self.alg, e.offsets)]
+        return super().e_Affine(e)
+
+    def parks(self, lay) -> bool:
+        return self.scatter == "slots" or not lay.on_field
+
+    def s_FieldReduce(self, s):
+        if self.scatter == "slots" or id(s) not in self.layout_of:
+            return super().s_FieldReduce(s)
+        if self.debug is not None:
+            key, vals = self.reduce_operands(s)
+        else:
+            vals = self.expr(s.value)
+            key = self.expr(s.key)[0]
+        if self.scatter == "direct":
+            return self.reduce_in_place(s, key, vals)
+        # split: in a row reaching no shared target (most rows) directly; in a mixed row an
+        # owned target (place -1) directly, a shared one through its parked slot. The test is
+        # per site, so the row's body is generated (and compiled) once, not twice
+        k, site = self.layout_of[id(s)]
+        saved = self.alg.out
+        self.alg.out = []
+        self.reduce_in_place(s, key, vals)
+        direct, self.alg.out = self.alg.out, []
+        place = self.alg.bind(ast.Subscript(name(f"_own{k}"),
+                                            self.slot_index(self.a.layouts[k], site), ast.Load()))
+        mixed, self.alg.out = self.alg.out, []
+        self.slot_write(s, vals, f"_shv{k}", place)
+        parked, self.alg.out = self.alg.out, saved
+        mixed.append(ast.If(ast.Compare(place, [ast.Lt()], [ast.Constant(0)]), direct, parked))
+        self.alg.out.append(ast.If(name(MIXED_ROW), mixed, direct))
+
+    # -- functions and row loops ----------------------------------------------------------
+    def module(self) -> ast.Module:
+        kernel_body = self.row_loop(self.kernel_row_body)
+        targets = []
+        for k, lay in enumerate(self.a.layouts):
+            if lay.on_field:  # a field: its slots need target rows
+                body = self.row_loop(lambda lay=lay: self.targets_row_body(lay))
+                targets.append((k, body))
+        # functions are assembled last: all of them take every array any of them uses
+        # over a whole relation the row is the loop index; over a subset, rows[index]
+        # (separate functions: Numba compiles only the variants a program launches)
+        scattered = {}
+        if self.field_layouts and not self.absorb:
+            for mode in ("direct", "split"):
+                self.scatter = mode
+                scattered[mode] = self.row_loop(self.kernel_row_body)
+            self.scatter = "slots"
+        grid = self.a.relation.grid
+        grid_bodies = None
+        if grid is not None and len(grid.shape) >= 2 and not self.field_layouts \
+                and not self.absorb:
+            self.grid_plan = GridPlan(grid)
+            fast = self.row_loop(self.kernel_row_body)
+            self.grid_plan.peel = True
+            peeled = self.row_loop(self.kernel_row_body)
+            grid_bodies = (peeled[0].body[2:], fast[0].body[2:])
+        plan, self.grid_plan = self.grid_plan, None
+        funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows,
+                               extra=self.absorb_params())
+                 for mode, fn in (("serial", "range"), ("parallel", "prange"))
+                 for suffix, rows in (("", False), ("_rows", True))]
+        for suffix, rows in (("", False), ("_rows", True)):
+            if scattered:
+                funcs.append(self.function(f"kernel_direct{suffix}", scattered["direct"],
+                                           "range", rows=rows))
+                funcs.append(self.split_function(f"kernel_split{suffix}", scattered["split"],
+                                                 rows))
+        funcs += [self.function(f"targets_{k}", body, "range", extra=["_tgt"])
+                  for k, body in targets]
+        if grid_bodies is not None:
+            args = ["_n", "_rows", "_has_rows", ERR] + [p.name for p in self.params.items] + \
+                ["_lo", "_hi"]
+            for fname, fn in (("kernel_grid", "prange"), ("kernel_grid_serial", "range")):
+                funcs.append(plan.function(fname, args, *grid_bodies, fn))
+        header = ast.parse(_HEADER).body
+        mod = ast.Module(header + funcs, [])
+        _number_statements(mod.body)
+        return mod
+
+    def function(self, fname, loop_stmts, range_fn, extra=(), rows=None):
+        fixed = ["_n", "_rows", "_has_rows", ERR]
+        args = fixed + [p.name for p in self.params.items] + list(extra)
+        body = [self._rename_range(s, range_fn, rows) for s in loop_stmts]
+        return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
+                                                    [], None, []), body, [], None, None)
+
+    def split_function(self, fname, split_loop, rows):
+        """The row loop split into the contiguous blocks `_bounds`, the blocks in parallel. In
+        a row none of whose targets is shared (`_mixed[pos]` false: most rows) every site adds
+        directly; in the others each site looks up its slot's place (`_own<k>`)."""
+        extra = ["_bounds", "_mixed"] + [f"_{part}{k}" for k in self.field_layouts
+                                         for part in ("own", "shv")]
+        (split,) = split_loop
+        mixed = ast.Assign([store(MIXED_ROW)],
+                           ast.Subscript(name("_mixed"), name(POS), ast.Load()))
+        body = split.body[:2] + [mixed] + split.body[2:]
+        loop = [ast.For(split.target, split.iter, body, [])]
+        fn = self.function(fname, loop, "range", extra=extra, rows=rows)
+        rows_loop = fn.body[0]
+        bound = lambda i: ast.Subscript(name("_bounds"), i, ast.Load())  # noqa: E731
+        rows_loop.iter = call("range", bound(name("_b")),
+                              bound(ast.BinOp(name("_b"), ast.Add(), ast.Constant(1))))
+        nblocks = ast.BinOp(ast.Subscript(ast.Attribute(name("_bounds"), "shape", ast.Load()),
+                                          ast.Constant(0), ast.Load()), ast.Sub(), ast.Constant(1))
+        fn.body = [ast.For(store("_b"), call("prange", nblocks), [rows_loop], [])]
+        return fn
+
+    @staticmethod
+    def _rename_range(stmt, range_fn, rows=None):
+        """The row loop over `range_fn`; the body is shared between the serial and the parallel
+        function, not copied (the module is only unparsed: no pass mutates it afterwards).
+        `rows` True/False fixes how the row is found (else a run-time test of _has_rows)."""
+        body = stmt.body
+        if rows is not None:
+            row = ast.Subscript(name("_rows"), name(POS), ast.Load()) if rows else name(POS)
+            body = [body[0], ast.Assign([store(ROW)], row)] + body[2:]
+        return ast.For(stmt.target, call(range_fn, *stmt.iter.args), body, stmt.orelse)
+
+    def row_loop(self, make_body):
+        saved = self.alg.out
+        self.alg.out = []
+        # prange's index is unsigned: make it a signed int64 first (uint64 + int64 -> float64)
+        self.alg.out.append(ast.Assign([store(POS)], call("_i64", name("_i"))))
+        self.alg.out.append(ast.Assign([store(ROW)], ast.IfExp(
+            name("_has_rows"), ast.Subscript(name("_rows"), name(POS), ast.Load()),
+            name(POS))))
+        make_body()
+        body = self.alg.out
+        self.alg.out = saved
+        return [ast.For(store("_i"), call("range", name("_n")), body, [])]
+
+    def absorb_params(self) -> list:
+        return [f"_absorb{i}_{part}" for i in range(len(self.absorb))
+                for part in ("off", "ids", "vals")]
+
+    def kernel_row_body(self):
+        mark = len(self.alg.out)
+        self.emit_row()
+        if self.absorb:  # pending reductions first, in launch order (emitted after the body
+            body = self.alg.out[mark:]  # so that the parameters keep their order)
+            del self.alg.out[mark:]
+            for i, (field, op, has_ids) in enumerate(self.absorb):
+                fold_pending_row(self.alg, i, self.field_slots(field, name(ROW), ()), op,
+                                 has_ids, elem_of(field.type))
+            self.alg.out.extend(body)
+
+
+def _number_statements(stmts) -> None:
+    """Give every statement a line number: `ast.unparse` reads one from statements (for type
+    comments) and nothing else needs them. Cheaper than `ast.fix_missing_locations`, which
+    visits every expression node too (~0.3 s of a warm run of a large program)."""
+    for s in stmts:
+        s.lineno = 1
+        for part in ("body", "orelse"):
+            sub = getattr(s, part, None)
+            if sub:
+                _number_statements(sub)

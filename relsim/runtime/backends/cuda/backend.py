@@ -1,0 +1,317 @@
+"""The `cuda` target: kernels compiled by numba-cuda (``pip install "relsim[cuda]"``), one thread
+per row (a grid-stride loop), the same statement and expression lowering as the cpu
+(`backends/cuda/rows.py`), so the same meaning as `interp`, bit for bit, where the device
+computes the operations as the host does (see the README: math functions and FMA contraction).
+
+Launch path:
+  1. bind once per iteration space and storage version: subset rows, groupings, slot arrays,
+     insert/delete flags and the inverse index of every key reduction (slot targets computed on
+     the device by `targets_<k>`, the index built on the host by `host_folds.build_inverse` and
+     uploaded once per key version);
+  2. the fields' device copies (`cuda_memory`: uploaded only when the host copy is newer) and
+     Globals (uploaded when their value changed); run `kernel` / `kernel_rows`;
+  3. key reductions into fields: `gather_<k>`, one thread per target row folding its slots in
+     slot order (no atomics); written fields are marked device-newer (downloaded when the host
+     reads them, or at once when `numpy()` handed their array out);
+  4. Global reductions: folded on the device by `cuda_folds` (a few passes of reduction
+     kernels; exact float sums through device exact accumulators), one partial result per
+     component downloaded and folded into the Global by the cpu's rules; on several MPI ranks
+     the slots are downloaded instead, for the layer's exact merge;
+  5. rows inserted or deleted by the kernel: the flags and values are downloaded and the rows
+     changed on the host, as on the cpu (a host round trip: the fields' device copies are
+     downloaded first and are stale afterwards, uploaded again by the next launch; its cost per
+     launch is measured by `bench/gpu_check.py`, part ``elastic``).
+
+An array the device has no room for is a `DeviceMemoryError` (`cuda_memory.upload`).
+
+Each launch downloads its error word (index checks), a synchronisation per launch. With
+`Config(debug=True)` the kernel is lowered with its debug checks (the shared lowering, as on the
+cpu) into per-position arrays on the device; after each launch the first-failure array is
+downloaded (debug launches only) and, when a row failed, the lowest row's first check is raised
+(`debug_checks.raise_first_failure`), before any gather, fold or row change. Not yet on this
+target: nested grid loops, the cpu's direct/split scatter (every key reduction parks its
+contributions in slots), streams.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ....errors import ConfigError
+from ....relations.field import Field
+from ...analysis import affine
+from ...caches import lowered as lowered_cache
+from ...caches import modules as cache
+from ...folds import host_folds
+from ...host import binding, debug_checks, row_changes
+from ...lowering import (
+    DebugFirst,
+    DebugValues,
+    DeleteFlags,
+    FieldStorage,
+    GlobalStorage,
+    GroupOffsets,
+    GroupRows,
+    InsertFlags,
+    InsertValues,
+    ReductionSlots,
+    RelationSize,
+)
+from ...lowering.emit import unparse
+from ..base import Backend, Launch, variant_note
+from . import device as cuda_runtime
+from . import memory as cuda_memory
+from .rows import CudaLowerer
+
+THREADS_PER_BLOCK = 256  # on a GPU; the simulator runs each thread as a Python thread
+SIM_THREADS = 8
+MAX_BLOCKS = 1 << 16  # the grid-stride loop covers any row count
+
+
+def unavailable_reason() -> str | None:
+    """Why target ``cuda`` cannot be offered here (None when `numba.cuda` can be found; it is
+    imported when a kernel is first compiled for it)."""
+    return _install_hint(cuda_runtime.missing())
+
+
+def _install_hint(err: str | None) -> str | None:
+    if err is None:
+        return None
+    return f"numba.cuda cannot be imported ({err}); install it: pip install \"relsim[cuda]\""
+
+
+class CudaBackend(Backend):
+    """Target ``cuda`` (registered when `numba.cuda` imports)."""
+
+    name = "cuda"
+
+    def unavailable(self) -> str | None:
+        err = cuda_runtime.import_error()
+        if err is not None:
+            return _install_hint(err)
+        if not cuda_runtime.simulated() and not cuda_runtime.cuda().is_available():
+            return ("no CUDA GPU is available here (numba.cuda.is_available() is False); "
+                    "NUMBA_ENABLE_CUDASIM=1 runs kernels in numba's CUDA simulator (slow: for "
+                    "tests)")
+        return None
+
+    def compile(self, analysed, options):
+        why = self.unavailable()
+        if why is not None:
+            raise ConfigError(f"target 'cuda' is not available: {why}")
+        sites = debug_checks.Sites() if options.debug else None
+        note = variant_note(options, sites is not None)
+
+        def lower():
+            lowerer = CudaLowerer(analysed, debug=sites, fast_math=options.fast_math)
+            return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
+                f"for numba.cuda" + note + "\n" + unparse(lowerer.module()) + "\n", \
+                lowerer.params.items
+
+        source, params = lowered_cache.lowered(analysed, options, "cuda" + note, lower,
+                                               debug=sites is not None)
+        mod = cache.module_for(source, options.cache_path(),
+                               cache.stem(analysed.kernel_name) + "_cuda")
+        return CudaExecutable(analysed, params, mod, source, sites)
+
+
+class _Binding:
+    __slots__ = ("versions", "n", "rows", "has_rows", "rows_dev", "args", "gathers", "folds",
+                 "deleted", "inserts", "debug")
+
+
+def _shape(n: int):
+    """(blocks, threads per block) of a launch over n positions."""
+    tpb = SIM_THREADS if cuda_runtime.simulated() else THREADS_PER_BLOCK
+    return max(1, min(-(-n // tpb), MAX_BLOCKS)), tpb
+
+
+class CudaExecutable(Launch):
+    distributable = True  # hands Global contributions and row changes to `partials`, `row_sink`
+
+    def __init__(self, analysed, params, mod, source, sites=None):
+        cuda = cuda_runtime.cuda()
+        self.analysed = analysed
+        self.sites = sites  # debug_checks.Sites of the debug variant (None: no checks)
+        self.params = params
+        self.source = source
+        self.path = mod.__file__
+        self.kernels = {False: cuda.jit(mod.kernel), True: cuda.jit(mod.kernel_rows)}
+        self.targets, self.gathers = {}, {}
+        for k, lay in enumerate(analysed.layouts):
+            if lay.on_field:
+                self.targets[k] = cuda.jit(getattr(mod, f"targets_{k}"))
+                self.gathers[k] = cuda.jit(getattr(mod, f"gather_{k}"))
+        self.relations = binding.relations_of(analysed, params)
+        # fields the kernel writes on the device: its stores, and its key reductions (gathers)
+        summary, passed = analysed.summary, {id(p.field) for p in params
+                                             if isinstance(p, FieldStorage)}
+        self.written = tuple(t for t in summary.targets() if id(t) in passed and
+                             any(a.mode != "read" for a in summary.for_target(t)))
+        self.device_globals = {}  # id(Global) -> cuda_memory.DeviceGlobal
+        self.bindings: dict = {}
+        self.err = np.zeros(1, dtype=np.int64)
+        self.err_dev = cuda.to_device(self.err)
+
+    # -- launching ------------------------------------------------------------------------
+    def launch(self, relation, subset) -> None:
+        versions = tuple(r.storage_version for r in self.relations) + (relation.size,)
+        b = self.bindings.get(subset)
+        if b is None or b.versions != versions:
+            b = self.bind(relation, subset, versions)
+        if b.n == 0:  # no rows: only the Globals' folds (a float sum still rounds the value)
+            self.fold_globals(b)
+            return
+        args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
+        devs = {id(p.field): a for p, a in zip(self.params, args) if isinstance(p, FieldStorage)}
+        self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev, *args)
+        cuda_memory.download(self.err_dev, "error", self.err)
+        if b.debug is not None:
+            self.check_debug(b, relation, subset)
+        if self.err[0]:
+            self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
+            debug_checks.raise_flagged(self.analysed.kernel_name, self.err)
+        for k, f, off, ids, vals in b.gathers:
+            F = devs[id(f)]  # the copy the kernel saw (written since, if it stored to f)
+            self.gathers[k][_shape(f.relation.size)](f.relation.size, F, off, ids, vals)
+        for f in self.written:
+            cuda_memory.written(f)
+        self.fold_globals(b)
+        if b.deleted is not None or b.inserts:
+            self.change_rows(relation, b)
+
+    def fold_globals(self, b) -> None:
+        for g, dev, host, fold, lay in b.folds:
+            if self.partials is None:
+                fold.run()  # on the device, then one value per component on the host
+                continue
+            # on several ranks: the slots go to the layer's exact merge
+            cuda_memory.download(dev, "slots", host)
+            self.partials.collect(g, lay.op, host, lay.per_row, b.rows if b.has_rows else None)
+
+    def check_debug(self, b, relation, subset) -> None:
+        """Debug mode: download the per-position first failed check and its value and raise the
+        lowest row's (`debug_checks.raise_first_failure`; the binding is dropped)."""
+        first_dev, values_dev = b.debug
+        first = cuda_memory.download(first_dev, "debug")
+        if not first.any():
+            return
+        values = cuda_memory.download(values_dev, "debug")
+        self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
+        self.bindings.pop(subset, None)  # the launch stopped before its folds and row changes
+        debug_checks.raise_first_failure(self.sites, self.analysed.kernel_name, relation,
+                                         first, values, b.rows if b.has_rows else None)
+
+    def argument(self, p, bound):
+        """The device array of parameter p (bound: what the binding holds for it, or None)."""
+        if bound is not None:
+            return bound
+        if isinstance(p, FieldStorage):
+            return cuda_memory.device_field(p.field)
+        dg = self.device_globals.get(id(p.glob))
+        if dg is None:
+            dg = self.device_globals[id(p.glob)] = cuda_memory.DeviceGlobal()
+        return dg.current(p.glob)
+
+    def change_rows(self, relation, b) -> None:
+        """The kernel's rs.delete / rs.insert, applied on the host (see the module docstring)."""
+        deleted = None
+        if b.deleted is not None:
+            deleted = cuda_memory.download(b.deleted, "rows")
+        inserts = []
+        for rel, flags_dev, values_dev, per_row in b.inserts:
+            flags = cuda_memory.download(flags_dev, "rows")
+            values = {f: cuda_memory.download(v, "rows") for f, v in values_dev.items()}
+            inserts.append((rel, flags, values, per_row))
+        changed = (deleted is not None and deleted.any()) or \
+            any(f.any() for _, f, _, _ in inserts)
+        if not changed:
+            return
+        # (also clears the host flags)
+        row_changes.apply_flagged(relation, deleted, tuple(inserts),
+                                  b.rows if b.has_rows else None, self.row_sink)
+        if b.deleted is not None:
+            b.deleted.copy_to_device(deleted)
+        for (_, flags_dev, _, _), (_, flags, _, _) in zip(b.inserts, inserts):
+            flags_dev.copy_to_device(flags)
+
+    # -- binding --------------------------------------------------------------------------
+    def slots_name(self, lay) -> str:
+        """How a DeviceMemoryError names reduction layout `lay`'s slots."""
+        t = lay.target
+        into = f"field {t.qualname}" if isinstance(t, Field) else \
+            (f"Global {t.name!r}" if t.name else "a Global")
+        return f"the reduction slots of kernel {self.analysed.kernel_name!r} into {into}"
+
+    def bind(self, relation, subset, versions) -> _Binding:
+        from . import folds as cuda_folds
+        b = _Binding()
+        b.versions = versions
+        b.n = relation.size if subset is None else len(subset.rows)
+        b.has_rows = subset is not None
+        b.rows = subset.rows if b.has_rows else np.zeros(0, dtype=np.int64)
+        b.rows_dev = cuda_memory.upload(b.rows, "rows")
+        affine.check_launch_space(self.analysed, relation, b.rows if b.has_rows else None)
+        args, slots, b.deleted, inserts, debug = [], {}, None, {}, [None, None]
+        for p in self.params:
+            match p:
+                case FieldStorage() | GlobalStorage():  # current at each launch
+                    args.append(None)
+                case GroupOffsets(grouping=g):
+                    args.append(cuda_memory.upload(g.arrays()[0], "grouping"))
+                case GroupRows(grouping=g):
+                    args.append(cuda_memory.upload(g.arrays()[1], "grouping"))
+                case ReductionSlots(layout=lay):
+                    host = binding.slot_array(lay, b.n)
+                    slots[id(lay)] = host
+                    args.append(cuda_memory.upload(host, "slots", what=self.slots_name(lay)))
+                case DeleteFlags():
+                    b.deleted = cuda_memory.upload(np.zeros(relation.size, dtype=bool), "rows")
+                    args.append(b.deleted)
+                case RelationSize(relation=r):  # bound: the versions include every size
+                    args.append(cuda_memory.upload(np.array([r.size], dtype=np.int64), "rows"))
+                case DebugFirst():
+                    debug[0] = cuda_memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
+                    args.append(debug[0])
+                case DebugValues():
+                    debug[1] = cuda_memory.upload(np.zeros(b.n, dtype=np.int64), "debug")
+                    args.append(debug[1])
+                case InsertFlags(index=k, layout=lay):
+                    flags = cuda_memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
+                    inserts.setdefault(k, [lay.target, None, {}, lay.per_row])[1] = flags
+                    args.append(flags)
+                case InsertValues(index=k, layout=lay, field=f):
+                    vals = cuda_memory.upload(np.zeros((b.n * lay.per_row, f.type.ncomp),
+                                                       dtype=f.type.dtype), "rows")
+                    inserts.setdefault(k, [lay.target, None, {}, lay.per_row])[2][f] = vals
+                    args.append(vals)
+                case _:
+                    raise TypeError(f"cuda backend: no binding for parameter {p!r}")
+        b.args = tuple(args)
+        b.debug = tuple(debug) if debug[0] is not None else None
+        b.inserts = tuple(tuple(v) for v in inserts.values())
+        b.gathers, b.folds = [], []
+        for k, lay in enumerate(self.analysed.layouts):
+            host = slots.get(id(lay))
+            if host is None:  # the kernel never reaches this reduction
+                continue
+            vals = args[[i for i, p in enumerate(self.params)
+                         if isinstance(p, ReductionSlots) and p.layout is lay][0]]
+            if not isinstance(lay.target, Field):
+                b.folds.append((lay.target, vals, host,
+                                cuda_folds.DeviceFold(lay, vals, b.rows, b.has_rows), lay))
+                continue
+            tgt = cuda_memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
+                                     what=f"the slot targets of {self.slots_name(lay)}")
+            launch_args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
+            self.targets[k][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev,
+                                         *launch_args, tgt)
+            tgt = cuda_memory.download(tgt, "index")
+            off, ids = host_folds.build_inverse(tgt, lay.target.relation.size)
+            if lay.stores:  # slots share stored values: index those (~stored: negated)
+                ids = host_folds.shared_ids(ids, lay.per_row, lay.stored_per_row, lay.stores)
+            b.gathers.append((k, lay.target, cuda_memory.upload(off, "index"),
+                              cuda_memory.upload(ids, "index"), vals))
+        if b.debug is not None:  # the targets_<k> runs above recorded too: the kernel will
+            b.debug[0].copy_to_device(np.zeros(b.n, dtype=np.int32))
+        self.bindings[subset] = b
+        return b

@@ -1,0 +1,170 @@
+"""Where the cuda target keeps data: a device copy per field, kept in step with the host array
+through the field's `residency` (`base.Residency`), and device copies of Globals and of the
+host-built index arrays (subset rows, groupings, inverse indexes).
+
+A field's `DeviceCopy` stays attached while the device holds a copy:
+
+* a launch asks for the field's device array (`device_field`): uploaded only when the host copy
+  is newer (first use, a host write, a new host array) — or, for a field whose array `numpy()`
+  handed out (`exposed`), before every launch, since the host may have written it in place;
+* the fields a launch writes are marked device-newer (`written`); an exposed one is downloaded
+  at once (the host must find it current after every launch);
+* `before_host_read` (``Field.data``, ``numpy()``, row changes) downloads only when the device
+  copy is newer; `after_host_write` (``load``, ``fill``, ``swap``, a resize) marks the host newer.
+
+`TRANSFERS` counts copies between host and device by direction and kind (the tests check that
+nothing is uploaded twice).
+
+An allocation the device cannot hold (CUDA out of memory, after numba's retry) is a
+`DeviceMemoryError` naming what was uploaded (a field: its relation) and its byte size, with the
+device's free and total memory when the driver reports them.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ....errors import DeviceMemoryError
+from ... import epoch
+from . import device as cuda_runtime
+
+TRANSFERS: Counter = Counter()  # ("up" | "down", kind) -> number of copies
+
+
+def upload(arr: np.ndarray, kind: str, dev=None, what: str | None = None):
+    """A device copy of host array `arr` (into `dev` when it has the same shape and dtype);
+    `what` names it in a DeviceMemoryError (default: `kind`)."""
+    TRANSFERS["up", kind] += 1
+    arr = np.ascontiguousarray(arr)
+    if dev is not None and dev.shape == arr.shape and dev.dtype == arr.dtype:
+        dev.copy_to_device(arr)
+        return dev
+    try:
+        return cuda_runtime.cuda().to_device(arr)
+    except Exception as exc:
+        if not out_of_memory(exc):
+            raise
+        raise DeviceMemoryError(_no_room(what or f"{kind} array", arr.nbytes, exc)) from exc
+
+
+def empty(shape, dtype, what: str):
+    """An uninitialised device array (device scratch space: nothing is copied); a
+    `DeviceMemoryError` naming `what` when the device has no room."""
+    try:
+        return cuda_runtime.cuda().device_array(shape, dtype=dtype)
+    except Exception as exc:
+        if not out_of_memory(exc):
+            raise
+        raise DeviceMemoryError(_no_room(what, int(np.prod(shape)) * np.dtype(dtype).itemsize,
+                                         exc)) from exc
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is the device running out of memory: the driver's CUDA_ERROR_OUT_OF_MEMORY
+    (code 2, a numba CudaAPIError), or a MemoryError from an external memory manager."""
+    if isinstance(exc, MemoryError):
+        return True
+    try:
+        if int(getattr(exc, "code", -1)) == 2:
+            return True
+    except (TypeError, ValueError):
+        pass
+    return "OUT_OF_MEMORY" in str(exc)
+
+
+def _no_room(what: str, nbytes: int, exc: BaseException) -> str:
+    msg = f"{what} ({nbytes:,} bytes) does not fit in the GPU's memory ({exc})"
+    try:
+        free, total = cuda_runtime.cuda().current_context().get_memory_info()
+        msg += f"; the device has {int(free):,} bytes free of {int(total):,}"
+    except Exception:  # noqa: BLE001 (only a detail of the message)
+        pass
+    return msg + ". Run a smaller problem, free device arrays, or use target 'cpu'"
+
+
+def download(dev, kind: str, out=None) -> np.ndarray:
+    TRANSFERS["down", kind] += 1
+    if out is not None:
+        if out.flags.c_contiguous:
+            dev.copy_to_host(out)
+        else:
+            out[...] = dev.copy_to_host()
+        return out
+    return dev.copy_to_host()
+
+
+class DeviceCopy:
+    """The residency of a field with a device copy (see the module docstring)."""
+
+    __slots__ = ("dev", "host", "host_newer", "device_newer")
+    on_device = True  # host-side launches bring the field back first (`base.bring_to_host`)
+
+    def __init__(self):
+        self.dev = None  # the device array
+        self.host = None  # the host array it mirrors
+        self.host_newer = True
+        self.device_newer = False
+
+    def before_host_read(self, field) -> None:
+        if self.device_newer:
+            locked = not self.host.flags.writeable  # key fields' arrays are read-only
+            if locked:
+                self.host.flags.writeable = True
+            download(self.dev, "field", self.host)
+            if locked:
+                self.host.flags.writeable = False
+            self.device_newer = False
+
+    def after_host_write(self, field) -> None:
+        self.host_newer = True
+        self.device_newer = False
+
+
+def device_field(field):
+    """`field`'s device array, current (uploaded if the host copy is newer)."""
+    r = field.residency
+    if not isinstance(r, DeviceCopy):
+        if r is not None:  # another target's residency (cpu pending folds): settle it first
+            r.before_host_read(field)
+        r = field.residency = DeviceCopy()
+        epoch.bump()  # host-side launches re-check which of their fields have device copies
+    if r.device_newer and not field.exposed:
+        return r.dev
+    host = field._data  # a key field with a rule computes its derived keys here
+    if r.host_newer or r.host is not host or field.exposed or r.dev is None:
+        if r.device_newer:  # exposed and device-newer cannot both hold after a launch
+            r.before_host_read(field)
+        r.dev = upload(host, "field", r.dev, f"field {field.qualname} of relation "
+                                             f"{field.relation.name}")
+        r.host = host
+        r.host_newer = False
+    return r.dev
+
+
+def written(field) -> None:
+    """A launch wrote `field`'s device copy."""
+    r = field.residency
+    r.device_newer = True
+    r.host_newer = False
+    if field.exposed:  # the host holds the array: keep it current
+        r.before_host_read(field)
+
+
+class DeviceGlobal:
+    """A Global's device copy: uploaded when the host value changed since the last upload."""
+
+    __slots__ = ("dev", "last")
+
+    def __init__(self):
+        self.dev = None
+        self.last = None
+
+    def current(self, glob):
+        host = glob.data  # brings the host value up to date
+        if self.dev is None or self.last is None or not np.array_equal(
+                host.view(np.uint8), self.last.view(np.uint8)):
+            self.dev = upload(host, "global", self.dev,
+                              f"Global {glob.name!r}" if glob.name else "a Global")
+            self.last = host.copy()
+        return self.dev

@@ -1,0 +1,209 @@
+"""Compile jobs: the compilations a launch needs, and the worker processes that run them into
+Numba's disk cache (below the backends, which describe their jobs with `CompileJob`; the user's
+entry point `rs.precompile` is `runtime/precompile.py`, above `execute`).
+
+Workers are plain subprocesses (``python -m relsim.runtime.host.compile_jobs``), not a
+multiprocessing pool: a spawned pool would import the user's main script again and run the
+simulation in every worker. A job a worker fails on is left to its launch, which compiles it as
+if nothing had been compiled ahead and reports any error at the user's line. A background
+worker (tiered start-up) runs niced and reports each finished job on a pipe (`Progress`).
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..caches import modules as cache
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """One function of a generated module to compile for one signature (picklable but for
+    `here`, which compiles it in this process)."""
+    path: str  # the generated module's file, or the dotted name of one of relsim's modules
+    function: str  # the function's name in it (a relsim module's: its dispatcher's py_func's)
+    options: tuple  # Numba jit options, as sorted (name, value) pairs
+    signature: tuple  # Numba types of the arguments
+    cost: int  # an estimate of its compile time, to balance the processes
+    here: object = field(default=None, compare=False, repr=False)
+    # loads its machine code from Numba's disk cache when there; whether it did
+    cached: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def parallel(self) -> bool:
+        return dict(self.options).get("parallel", False)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("here", "cached")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, here=None, cached=None)
+
+
+def load_cached(fn, signature) -> bool:
+    """Load dispatcher `fn`'s machine code for `signature` (a tuple of Numba types) from Numba's
+    disk cache if it is there, as its first call would; whether `fn` now has it."""
+    from numba.core.compiler_lock import global_compiler_lock
+    if tuple(signature) in fn.overloads:
+        return True
+    try:
+        with global_compiler_lock:
+            cres = fn._cache.load_overload(tuple(signature), fn.targetctx)
+            if cres is None:
+                return False
+            if not cres.objectmode:
+                fn.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            fn.add_overload(cres)
+    except Exception:  # noqa: BLE001 (Numba internals moved: its first call loads or compiles)
+        return False
+    return True
+
+
+running: list = []  # worker processes not known to have finished
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity, where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def in_background(later: dict, tiered: list) -> None:
+    """Start the background worker for the jobs `later` (smallest first, so that a short run
+    still leaves some in the cache), and tell each tiered launch how to learn that its own
+    are done."""
+    if not later:
+        return
+    order = sorted(later, key=lambda key: later[key].cost)
+    progress = Progress(start([later[key] for key in order], background=True))
+    index = {key: i for i, key in enumerate(order)}
+    for exe, keys in tiered:
+        exe.tier_done = progress.test({index[key] for key in keys})
+
+
+def start(jobs, background: bool = False):
+    """A worker process compiling `jobs` into Numba's disk cache, stopped at exit if still
+    running; a background one runs at a lower priority than the program and is left to finish
+    after it (so that the next run finds every parallel variant; Ctrl-C stops it too)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3])] +
+                                        [p for p in sys.path if p])
+    args = [sys.executable, "-m", "relsim.runtime.host.compile_jobs"] + \
+        (["--background"] if background else [])
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE if background else subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    proc.stdin.write(pickle.dumps(jobs))
+    proc.stdin.close()
+    if not background:
+        running.append(proc)
+    return proc
+
+
+class Progress:
+    """What a background worker has finished: it writes the index of each job once that job's
+    machine code is in the cache (or its compilation failed: its launch then compiles it)."""
+
+    def __init__(self, proc):
+        self.proc, self.done, self.ended, self.buf = proc, set(), False, b""
+        try:
+            os.set_blocking(proc.stdout.fileno(), False)
+            self.piped = True
+        except (OSError, AttributeError):  # no non-blocking pipes: learn only that it ended
+            self.piped = False
+
+    def poll(self) -> None:
+        if not self.piped:
+            self.ended = self.proc.poll() is not None
+            return
+        while not self.ended:
+            try:
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+            except BlockingIOError:
+                return
+            if not chunk:  # the worker exited: everything it wrote has been read
+                self.ended = True
+                self.proc.wait()
+                return
+            self.buf += chunk
+            *lines, self.buf = self.buf.split(b"\n")
+            self.done.update(int(line) for line in lines if line.strip())
+
+    def test(self, wanted: set):
+        """A cheap test (a non-blocking read of the worker's pipe) of whether the jobs
+        `wanted` are done, or the worker ended."""
+        def done() -> bool:
+            self.poll()
+            return self.ended or wanted <= self.done
+        return done
+
+
+@atexit.register
+def _stop_workers() -> None:
+    for proc in running:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    running.clear()
+
+
+def _worker() -> None:
+    from numba import njit
+    background = report = "--background" in sys.argv[1:]
+    if background and hasattr(os, "nice"):
+        os.nice(10)  # the program's serial launches run meanwhile: they come first
+    for i, job in enumerate(pickle.loads(sys.stdin.buffer.read())):
+        try:
+            if job.path.endswith(".py"):  # a generated module
+                fn = njit(**dict(job.options))(getattr(cache.module_at(Path(job.path)),
+                                                       job.function))
+            else:  # one of relsim's compiled folds
+                fn = next(v for v in vars(importlib.import_module(job.path)).values()
+                          if getattr(getattr(v, "py_func", None), "__name__", "") ==
+                          job.function)
+            if not background:
+                fn.compile(job.signature)
+                continue
+            # another program's background worker may be compiling the same function into the
+            # same cache (Numba's index is read-modify-write): one at a time, and only once
+            with _cache_lock(Path(fn._cache.cache_path)):
+                if not load_cached(fn, job.signature):
+                    fn.compile(job.signature)
+        except Exception:  # noqa: BLE001, S112  (the launch compiles it again and reports)
+            pass
+        if background and report:  # its launch may now load it
+            try:
+                sys.stdout.write(f"{i}\n")
+                sys.stdout.flush()
+            except OSError:  # the program has ended: compile the rest for the next run
+                report = False
+
+
+@contextlib.contextmanager
+def _cache_lock(directory: Path):
+    """An exclusive lock on a directory of Numba's disk cache (where fcntl exists)."""
+    try:
+        import fcntl
+    except ImportError:  # not on POSIX: no lock
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".compile.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+if __name__ == "__main__":
+    _worker()

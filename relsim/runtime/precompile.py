@@ -1,0 +1,105 @@
+"""Compiling kernels ahead of their first launch, on several cores (`rs.precompile`).
+
+Numba compiles one function at a time in a process (its compiler lock), and a large program's
+first run spends most of its time there: LULESH compiles 19 functions one after the other in its
+first cycle, on one core. Given the launches a program is about to make, `precompile` binds each
+one as its first launch would (the variant it runs and its argument types are then known), asks
+the backend which compilations that needs (`Launch.compile_jobs`), and shares them between this
+process and worker processes (largest first, each to the least loaded), which write Numba's
+on-disk cache. It returns when all are done; the launches then load what the workers compiled.
+
+Only compilations Numba's disk cache cannot give are shared out (those it can are loaded at
+once, as the launch would): a warm run starts no worker.
+
+Tiers (``background=True``): a launch whose parallel variant is not compiled yet runs its
+serial one (same bits; about a third of the compile time) until one more worker, started at a
+lower priority and not waited for, has put the parallel variants in the disk cache; the
+executable (`CpuExecutable.set_tier0`) checks that worker cheaply at each launch and binds the
+parallel variants once it is done. Workers are plain subprocesses
+(`host/compile_jobs.py`).
+"""
+from __future__ import annotations
+
+from .. import config as _config
+from . import parallel
+from .host import compile_jobs
+
+
+def precompile(launches, config=None, workers: int | None = None,
+               background: bool = False) -> int:
+    """Compile the kernels of `launches` — ``(kernel, relation_or_subset)`` pairs, as the
+    program will launch them — in this process and up to `workers` others at once (default:
+    one per CPU core but this one), before their first launch; returns the number of
+    compilations done ahead (0 when the cache is warm).
+
+    With `background`, the launches that will run a parallel variant not yet compiled run the
+    serial one instead (it compiles in about a third of the time) until a worker process,
+    started here and left running, has compiled its parallel variant into Numba's disk cache
+    (smallest first); its next launch then loads it. A short run thus starts sooner and a long
+    one starts computing sooner; a worker still running when the program ends finishes its
+    compilations on its own, at low priority, so that the next run finds them. Results never
+    change: every variant gives the same bits."""
+    from ..relations.relation import Relation
+    from ..relations.subset import Subset
+    from .execute import executable
+
+    cfg = config if config is not None else _config.current()
+    rank = parallel.ranks().rank
+    jobs, later, tiered = {}, {}, []
+    for kernel, where in launches:
+        if isinstance(where, Subset):
+            relation, subset = where.relation, where
+        elif isinstance(where, Relation):
+            relation, subset = where, None
+        else:
+            raise TypeError(f"precompile takes (kernel, relation or subset) pairs, got "
+                            f"{where!r}")
+        exe = executable(kernel, relation, cfg)
+        todo = _uncompiled(exe, relation, subset)
+        if background and any(j.parallel for j in todo):
+            keys = [(job.path, job.function, job.signature) for job in todo]
+            for key, job in zip(keys, todo):
+                later.setdefault(key, job)
+            exe.set_tier0(True)  # `tier_done` is set once the worker runs
+            tiered.append((exe, keys))
+            todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
+        if rank != 0:  # rank 0 compiles what is waited for; the others load it (first_launch)
+            continue
+        for job in todo:
+            jobs.setdefault((job.path, job.function, job.signature), job)
+    # one function's signatures all go to one process: Numba's cache index of a function is
+    # read, extended and written back, so two processes saving different signatures of it at
+    # once could pair one's index entry with the other's machine code
+    groups: dict = {}
+    for job in jobs.values():
+        groups.setdefault((job.path, job.function), []).append(job)
+    n = min(workers if workers is not None else compile_jobs.cores() - 1, len(groups) - 1)
+    if n < 1:  # nothing to share: the launches compile as they come
+        compile_jobs.in_background(later, tiered)
+        return len(later)
+    shares, loads = [[] for _ in range(n + 1)], [0] * (n + 1)  # shares[0]: this process
+    for group in sorted(groups.values(), key=lambda g: -sum(j.cost for j in g)):
+        i = loads.index(min(loads))
+        shares[i].extend(group)
+        loads[i] += sum(j.cost for j in group)
+    procs = [compile_jobs.start(share) for share in shares[1:]]
+    for job in shares[0]:
+        try:
+            job.here()
+        except Exception:  # noqa: BLE001, S112  (its launch compiles it again and reports)
+            continue
+    for proc in procs:
+        proc.wait()
+        compile_jobs.running.remove(proc)
+    # started last: the compilations waited for come first
+    compile_jobs.in_background(later, tiered)
+    return len(jobs) + len(later)
+
+
+def _uncompiled(exe, relation, subset) -> list:
+    """The compilations `exe`'s next launch over `relation` / `subset` needs that Numba's disk
+    cache cannot give (those it can are loaded now, as that launch would)."""
+    return [job for job in exe.compile_jobs(relation, subset)
+            if job.cached is None or not job.cached()]
+
+
