@@ -24,8 +24,7 @@ from ...relations.field import Field
 from ...relations.globals import Global
 from ...relations.grouping import Grouping
 from ...relations.relation import Relation
-from . import fingerprint
-from . import modules as cache
+from . import fingerprint, modules
 
 FORMAT = "1"
 _MODEL = (Relation, Field, Global, Grouping)
@@ -77,7 +76,7 @@ class Key:
         except (fingerprint.Uncacheable, pickle.PicklingError, TypeError, AttributeError):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_atomic(self.path, buf.getvalue())
+        modules.write_atomic(self.path, buf.getvalue())
 
 
 class _Pickler(pickle.Pickler):

@@ -20,8 +20,7 @@ import marshal
 from pathlib import Path
 
 from ..lowering import params as _params
-from . import fingerprint
-from . import modules as cache
+from . import fingerprint, modules
 
 FORMAT = "1"
 _PARAM_CLASSES = {c.__name__: c for c in vars(_params).values()
@@ -53,7 +52,7 @@ def lowered(analysed, options, variant: str, lower, debug: bool = False):
     entry = _encode(source, params, table, analysed)
     if entry is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_atomic(path, marshal.dumps(entry))
+        modules.write_atomic(path, marshal.dumps(entry))
     return source, params
 
 

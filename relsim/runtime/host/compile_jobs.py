@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..caches import modules as cache
+from ..caches import modules
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _worker() -> None:
     for i, job in enumerate(pickle.loads(sys.stdin.buffer.read())):
         try:
             if job.path.endswith(".py"):  # a generated module
-                fn = njit(**dict(job.options))(getattr(cache.module_at(Path(job.path)),
+                fn = njit(**dict(job.options))(getattr(modules.module_at(Path(job.path)),
                                                        job.function))
             else:  # one of relsim's compiled folds
                 fn = next(v for v in vars(importlib.import_module(job.path)).values()

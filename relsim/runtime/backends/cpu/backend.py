@@ -30,8 +30,7 @@ from ....types import elem_of
 from ... import epoch
 from ...analysis import affine
 from ...analysis.slots import identity
-from ...caches import lowered as lowered_cache
-from ...caches import modules as cache
+from ...caches import lowered, modules
 from ...folds import exact_sum, host_folds
 from ...host import binding, debug_checks, row_changes
 from ...host.compile_jobs import CompileJob, load_cached
@@ -108,9 +107,9 @@ class CpuBackend(Backend):
             return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
                 note + "\n" + unparse(module_ast) + "\n", lowerer.params.items
 
-        source, params = lowered_cache.lowered(analysed, options, "cpu" + note, lower,
+        source, params = lowered.lowered(analysed, options, "cpu" + note, lower,
                                                debug=sites is not None)
-        mod = cache.module_for(source, options.cache_path(), cache.stem(analysed.kernel_name))
+        mod = modules.module_for(source, options.cache_path(), modules.stem(analysed.kernel_name))
         return CpuExecutable(analysed, params, mod, source, options, self.serial, sites)
 
 
@@ -292,8 +291,8 @@ class CpuExecutable(Launch):
                 variant_note(self.options, False) + "\n" + unparse(lowerer.module()) + "\n"
             if [p.name for p in lowerer.params.items] != [p.name for p in self.params]:
                 raise AssertionError("absorbing variant lowered with different parameters")
-            mod = cache.module_for(source, self.options.cache_path(),
-                                   cache.stem(self.analysed.kernel_name) + "_absorb")
+            mod = modules.module_for(source, self.options.cache_path(),
+                                   modules.stem(self.analysed.kernel_name) + "_absorb")
             fn = njit(parallel=parallel, **self.flags)(
                 mod.kernel_parallel if parallel else mod.kernel_serial)
             self.absorbing_fns[key] = fn

@@ -22,7 +22,7 @@ Launch path:
      downloaded first and are stale afterwards, uploaded again by the next launch; its cost per
      launch is measured by `bench/gpu_check.py`, part ``elastic``).
 
-An array the device has no room for is a `DeviceMemoryError` (`cuda_memory.upload`).
+An array the device has no room for is a `DeviceMemoryError` (`memory.upload`).
 
 Each launch downloads its error word (index checks), a synchronisation per launch. With
 `Config(debug=True)` the kernel is lowered with its debug checks (the shared lowering, as on the
@@ -39,8 +39,7 @@ import numpy as np
 from ....errors import ConfigError
 from ....relations.field import Field
 from ...analysis import affine
-from ...caches import lowered as lowered_cache
-from ...caches import modules as cache
+from ...caches import lowered, modules
 from ...folds import host_folds
 from ...host import binding, debug_checks, row_changes
 from ...lowering import (
@@ -58,8 +57,7 @@ from ...lowering import (
 )
 from ...lowering.emit import unparse
 from ..base import Backend, Launch, variant_note
-from . import device as cuda_runtime
-from . import memory as cuda_memory
+from . import device, memory
 from .rows import CudaLowerer
 
 THREADS_PER_BLOCK = 256  # on a GPU; the simulator runs each thread as a Python thread
@@ -70,7 +68,7 @@ MAX_BLOCKS = 1 << 16  # the grid-stride loop covers any row count
 def unavailable_reason() -> str | None:
     """Why target ``cuda`` cannot be offered here (None when `numba.cuda` can be found; it is
     imported when a kernel is first compiled for it)."""
-    return _install_hint(cuda_runtime.missing())
+    return _install_hint(device.missing())
 
 
 def _install_hint(err: str | None) -> str | None:
@@ -85,10 +83,10 @@ class CudaBackend(Backend):
     name = "cuda"
 
     def unavailable(self) -> str | None:
-        err = cuda_runtime.import_error()
+        err = device.import_error()
         if err is not None:
             return _install_hint(err)
-        if not cuda_runtime.simulated() and not cuda_runtime.cuda().is_available():
+        if not device.simulated() and not device.cuda().is_available():
             return ("no CUDA GPU is available here (numba.cuda.is_available() is False); "
                     "NUMBA_ENABLE_CUDASIM=1 runs kernels in numba's CUDA simulator (slow: for "
                     "tests)")
@@ -107,10 +105,10 @@ class CudaBackend(Backend):
                 f"for numba.cuda" + note + "\n" + unparse(lowerer.module()) + "\n", \
                 lowerer.params.items
 
-        source, params = lowered_cache.lowered(analysed, options, "cuda" + note, lower,
+        source, params = lowered.lowered(analysed, options, "cuda" + note, lower,
                                                debug=sites is not None)
-        mod = cache.module_for(source, options.cache_path(),
-                               cache.stem(analysed.kernel_name) + "_cuda")
+        mod = modules.module_for(source, options.cache_path(),
+                               modules.stem(analysed.kernel_name) + "_cuda")
         return CudaExecutable(analysed, params, mod, source, sites)
 
 
@@ -121,7 +119,7 @@ class _Binding:
 
 def _shape(n: int):
     """(blocks, threads per block) of a launch over n positions."""
-    tpb = SIM_THREADS if cuda_runtime.simulated() else THREADS_PER_BLOCK
+    tpb = SIM_THREADS if device.simulated() else THREADS_PER_BLOCK
     return max(1, min(-(-n // tpb), MAX_BLOCKS)), tpb
 
 
@@ -129,7 +127,7 @@ class CudaExecutable(Launch):
     distributable = True  # hands Global contributions and row changes to `partials`, `row_sink`
 
     def __init__(self, analysed, params, mod, source, sites=None):
-        cuda = cuda_runtime.cuda()
+        cuda = device.cuda()
         self.analysed = analysed
         self.sites = sites  # debug_checks.Sites of the debug variant (None: no checks)
         self.params = params
@@ -147,7 +145,7 @@ class CudaExecutable(Launch):
                                              if isinstance(p, FieldStorage)}
         self.written = tuple(t for t in summary.targets() if id(t) in passed and
                              any(a.mode != "read" for a in summary.for_target(t)))
-        self.device_globals = {}  # id(Global) -> cuda_memory.DeviceGlobal
+        self.device_globals = {}  # id(Global) -> memory.DeviceGlobal
         self.bindings: dict = {}
         self.err = np.zeros(1, dtype=np.int64)
         self.err_dev = cuda.to_device(self.err)
@@ -164,7 +162,7 @@ class CudaExecutable(Launch):
         args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
         devs = {id(p.field): a for p, a in zip(self.params, args) if isinstance(p, FieldStorage)}
         self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev, *args)
-        cuda_memory.download(self.err_dev, "error", self.err)
+        memory.download(self.err_dev, "error", self.err)
         if b.debug is not None:
             self.check_debug(b, relation, subset)
         if self.err[0]:
@@ -174,7 +172,7 @@ class CudaExecutable(Launch):
             F = devs[id(f)]  # the copy the kernel saw (written since, if it stored to f)
             self.gathers[k][_shape(f.relation.size)](f.relation.size, F, off, ids, vals)
         for f in self.written:
-            cuda_memory.written(f)
+            memory.written(f)
         self.fold_globals(b)
         if b.deleted is not None or b.inserts:
             self.change_rows(relation, b)
@@ -185,17 +183,17 @@ class CudaExecutable(Launch):
                 fold.run()  # on the device, then one value per component on the host
                 continue
             # on several ranks: the slots go to the layer's exact merge
-            cuda_memory.download(dev, "slots", host)
+            memory.download(dev, "slots", host)
             self.partials.collect(g, lay.op, host, lay.per_row, b.rows if b.has_rows else None)
 
     def check_debug(self, b, relation, subset) -> None:
         """Debug mode: download the per-position first failed check and its value and raise the
         lowest row's (`debug_checks.raise_first_failure`; the binding is dropped)."""
         first_dev, values_dev = b.debug
-        first = cuda_memory.download(first_dev, "debug")
+        first = memory.download(first_dev, "debug")
         if not first.any():
             return
-        values = cuda_memory.download(values_dev, "debug")
+        values = memory.download(values_dev, "debug")
         self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
         self.bindings.pop(subset, None)  # the launch stopped before its folds and row changes
         debug_checks.raise_first_failure(self.sites, self.analysed.kernel_name, relation,
@@ -206,21 +204,21 @@ class CudaExecutable(Launch):
         if bound is not None:
             return bound
         if isinstance(p, FieldStorage):
-            return cuda_memory.device_field(p.field)
+            return memory.device_field(p.field)
         dg = self.device_globals.get(id(p.glob))
         if dg is None:
-            dg = self.device_globals[id(p.glob)] = cuda_memory.DeviceGlobal()
+            dg = self.device_globals[id(p.glob)] = memory.DeviceGlobal()
         return dg.current(p.glob)
 
     def change_rows(self, relation, b) -> None:
         """The kernel's rs.delete / rs.insert, applied on the host (see the module docstring)."""
         deleted = None
         if b.deleted is not None:
-            deleted = cuda_memory.download(b.deleted, "rows")
+            deleted = memory.download(b.deleted, "rows")
         inserts = []
         for rel, flags_dev, values_dev, per_row in b.inserts:
-            flags = cuda_memory.download(flags_dev, "rows")
-            values = {f: cuda_memory.download(v, "rows") for f, v in values_dev.items()}
+            flags = memory.download(flags_dev, "rows")
+            values = {f: memory.download(v, "rows") for f, v in values_dev.items()}
             inserts.append((rel, flags, values, per_row))
         changed = (deleted is not None and deleted.any()) or \
             any(f.any() for _, f, _, _ in inserts)
@@ -249,7 +247,7 @@ class CudaExecutable(Launch):
         b.n = relation.size if subset is None else len(subset.rows)
         b.has_rows = subset is not None
         b.rows = subset.rows if b.has_rows else np.zeros(0, dtype=np.int64)
-        b.rows_dev = cuda_memory.upload(b.rows, "rows")
+        b.rows_dev = memory.upload(b.rows, "rows")
         affine.check_launch_space(self.analysed, relation, b.rows if b.has_rows else None)
         args, slots, b.deleted, inserts, debug = [], {}, None, {}, [None, None]
         for p in self.params:
@@ -257,30 +255,30 @@ class CudaExecutable(Launch):
                 case FieldStorage() | GlobalStorage():  # current at each launch
                     args.append(None)
                 case GroupOffsets(grouping=g):
-                    args.append(cuda_memory.upload(g.arrays()[0], "grouping"))
+                    args.append(memory.upload(g.arrays()[0], "grouping"))
                 case GroupRows(grouping=g):
-                    args.append(cuda_memory.upload(g.arrays()[1], "grouping"))
+                    args.append(memory.upload(g.arrays()[1], "grouping"))
                 case ReductionSlots(layout=lay):
                     host = binding.slot_array(lay, b.n)
                     slots[id(lay)] = host
-                    args.append(cuda_memory.upload(host, "slots", what=self.slots_name(lay)))
+                    args.append(memory.upload(host, "slots", what=self.slots_name(lay)))
                 case DeleteFlags():
-                    b.deleted = cuda_memory.upload(np.zeros(relation.size, dtype=bool), "rows")
+                    b.deleted = memory.upload(np.zeros(relation.size, dtype=bool), "rows")
                     args.append(b.deleted)
                 case RelationSize(relation=r):  # bound: the versions include every size
-                    args.append(cuda_memory.upload(np.array([r.size], dtype=np.int64), "rows"))
+                    args.append(memory.upload(np.array([r.size], dtype=np.int64), "rows"))
                 case DebugFirst():
-                    debug[0] = cuda_memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
+                    debug[0] = memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
                     args.append(debug[0])
                 case DebugValues():
-                    debug[1] = cuda_memory.upload(np.zeros(b.n, dtype=np.int64), "debug")
+                    debug[1] = memory.upload(np.zeros(b.n, dtype=np.int64), "debug")
                     args.append(debug[1])
                 case InsertFlags(index=k, layout=lay):
-                    flags = cuda_memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
+                    flags = memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
                     inserts.setdefault(k, [lay.target, None, {}, lay.per_row])[1] = flags
                     args.append(flags)
                 case InsertValues(index=k, layout=lay, field=f):
-                    vals = cuda_memory.upload(np.zeros((b.n * lay.per_row, f.type.ncomp),
+                    vals = memory.upload(np.zeros((b.n * lay.per_row, f.type.ncomp),
                                                        dtype=f.type.dtype), "rows")
                     inserts.setdefault(k, [lay.target, None, {}, lay.per_row])[2][f] = vals
                     args.append(vals)
@@ -300,17 +298,17 @@ class CudaExecutable(Launch):
                 b.folds.append((lay.target, vals, host,
                                 cuda_folds.DeviceFold(lay, vals, b.rows, b.has_rows), lay))
                 continue
-            tgt = cuda_memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
+            tgt = memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
                                      what=f"the slot targets of {self.slots_name(lay)}")
             launch_args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
             self.targets[k][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev,
                                          *launch_args, tgt)
-            tgt = cuda_memory.download(tgt, "index")
+            tgt = memory.download(tgt, "index")
             off, ids = host_folds.build_inverse(tgt, lay.target.relation.size)
             if lay.stores:  # slots share stored values: index those (~stored: negated)
                 ids = host_folds.shared_ids(ids, lay.per_row, lay.stored_per_row, lay.stores)
-            b.gathers.append((k, lay.target, cuda_memory.upload(off, "index"),
-                              cuda_memory.upload(ids, "index"), vals))
+            b.gathers.append((k, lay.target, memory.upload(off, "index"),
+                              memory.upload(ids, "index"), vals))
         if b.debug is not None:  # the targets_<k> runs above recorded too: the kernel will
             b.debug[0].copy_to_device(np.zeros(b.n, dtype=np.int32))
         self.bindings[subset] = b

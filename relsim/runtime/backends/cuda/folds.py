@@ -31,7 +31,7 @@ from numba import config, cuda
 from .... import types as rt
 from ....types import elem_of
 from ...folds import exact_sum, host_folds
-from . import memory as cuda_memory
+from . import memory
 
 CHUNK = 64  # items per thread and pass (min/max/arg, integer and bool folds)
 SUM_CHUNK = 256  # items per thread in a float sum's first pass
@@ -237,13 +237,13 @@ class DeviceFold:
         self.counts = _passes(n, SUM_CHUNK if self.sum else CHUNK) if n else []
         what = f"the reduction of kernel slots into Global {self.glob.name or ''}".rstrip()
         if self.sum:
-            self.outs = [cuda_memory.empty((nt, ACC_LEN), np.int64, what)
+            self.outs = [memory.empty((nt, ACC_LEN), np.int64, what)
                          for nt in self.counts]
         else:
-            self.outs = [cuda_memory.empty((nt, 1), dev.dtype, what)
+            self.outs = [memory.empty((nt, 1), dev.dtype, what)
                          for nt in self.counts]
             if self.select:
-                self.ids = [cuda_memory.empty(nt, np.int64, what)
+                self.ids = [memory.empty(nt, np.int64, what)
                             for nt in self.counts]
 
     def run(self) -> None:
@@ -284,7 +284,7 @@ class DeviceFold:
             else:
                 _acc_pass[_shape(nt)](src, n, nt, out)
             n, src = nt, out
-        return cuda_memory.download(src, "fold")[0]
+        return memory.download(src, "fold")[0]
 
     def _reduce_select(self, c):
         n, src, ids, is_min = self.dev.shape[0], self.dev, self.ids[0], self.op in ("min",
@@ -293,7 +293,7 @@ class DeviceFold:
             _select_pass[_shape(nt)](src, c if k == 0 else 0, ids, k > 0, n, nt, is_min,
                                      self.outs[k], self.ids[k])
             n, src, ids = nt, self.outs[k], self.ids[k]
-        return cuda_memory.download(src, "fold")[0], int(cuda_memory.download(ids, "fold")[0])
+        return memory.download(src, "fold")[0], int(memory.download(ids, "fold")[0])
 
     def _reduce_plain(self, c):
         n, src = self.dev.shape[0], self.dev
@@ -302,7 +302,7 @@ class DeviceFold:
             for k, (nt, out) in enumerate(zip(self.counts, self.outs)):
                 kernel[_shape(nt)](src, c if k == 0 else 0, n, nt, host_folds.OPS[self.op], out)
                 n, src = nt, out
-        return cuda_memory.download(src, "fold")[0]
+        return memory.download(src, "fold")[0]
 
     def _fold_arg(self, flat, grow, v, slot) -> None:
         """The cpu's arg rule (`host_folds.fold_arg`) over the Global's value, then the one

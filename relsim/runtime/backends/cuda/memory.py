@@ -27,7 +27,7 @@ import numpy as np
 
 from ....errors import DeviceMemoryError
 from ... import epoch
-from . import device as cuda_runtime
+from . import device
 
 TRANSFERS: Counter = Counter()  # ("up" | "down", kind) -> number of copies
 
@@ -41,7 +41,7 @@ def upload(arr: np.ndarray, kind: str, dev=None, what: str | None = None):
         dev.copy_to_device(arr)
         return dev
     try:
-        return cuda_runtime.cuda().to_device(arr)
+        return device.cuda().to_device(arr)
     except Exception as exc:
         if not out_of_memory(exc):
             raise
@@ -52,7 +52,7 @@ def empty(shape, dtype, what: str):
     """An uninitialised device array (device scratch space: nothing is copied); a
     `DeviceMemoryError` naming `what` when the device has no room."""
     try:
-        return cuda_runtime.cuda().device_array(shape, dtype=dtype)
+        return device.cuda().device_array(shape, dtype=dtype)
     except Exception as exc:
         if not out_of_memory(exc):
             raise
@@ -76,7 +76,7 @@ def out_of_memory(exc: BaseException) -> bool:
 def _no_room(what: str, nbytes: int, exc: BaseException) -> str:
     msg = f"{what} ({nbytes:,} bytes) does not fit in the GPU's memory ({exc})"
     try:
-        free, total = cuda_runtime.cuda().current_context().get_memory_info()
+        free, total = device.cuda().current_context().get_memory_info()
         msg += f"; the device has {int(free):,} bytes free of {int(total):,}"
     except Exception:  # noqa: BLE001 (only a detail of the message)
         pass
