@@ -196,6 +196,8 @@ ABOVE = {
     "relsim.output": ("relsim.runtime", "relsim.domains", "relsim"),  # rs.write and domains
     "relsim.runtime": ("relsim.domains", "relsim"),
     "relsim.checkpoint": ("relsim.domains", "relsim"),  # on the runtime (ranks), below the API
+    # solvers are relsim programs: the public API only, never the runtime's insides
+    "relsim.linalg": ("relsim.runtime", "relsim.relations", "relsim.domains"),
 }
 
 

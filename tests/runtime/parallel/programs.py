@@ -330,10 +330,29 @@ def tiered(outdir):
             .parallel}
 
 
+def krylov(outdir):
+    """relsim.linalg's CG (with and without Jacobi) and BiCGSTAB on a random graph: the
+    residual histories and solutions of one process, on any rank count."""
+    from relsim import linalg
+    from tests.linalg import systems
+    out = {}
+    for name, w, M in (("cg", 0.0, False), ("pcg", 0.0, True), ("bicgstab", 0.7, False)):
+        V, E = systems.graph(300, 900)
+        V.b.load(np.random.default_rng(1).standard_normal(V.size))
+        if M:
+            V.diag.load(systems.matrix(V, E, c=0.5).diagonal())
+        A = systems.operator(V, E, c=0.5, w=w)
+        solve = linalg.bicgstab if name == "bicgstab" else linalg.cg
+        info = solve(A, V.b, V.x, rtol=1e-12, **({"M": V.diag} if M else {}))
+        out[name] = [info.iterations, [r.hex() for r in info.residuals], digest(V.x.numpy())]
+    return out
+
+
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat,
-            "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered}
+            "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
+            "krylov": krylov}
 
 
 def main(argv) -> None:

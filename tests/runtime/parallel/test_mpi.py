@@ -92,6 +92,13 @@ def test_tiered_start_up_on_2_ranks(tmp_path):
     same_as_one_process("tiered", "cpu", 2, tmp_path, once=False)
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_krylov_solvers_give_one_processs_iterates(ranks, tmp_path):
+    """relsim.linalg's CG, Jacobi-preconditioned CG and BiCGSTAB: the same residual histories
+    and solutions, bit for bit, on 1, 2 and 3 ranks."""
+    same_as_one_process("krylov", "cpu", ranks, tmp_path)
+
+
 def test_each_rank_loads_its_own_rows(tmp_path):
     same_as_one_process("local_load", "cpu", 3, tmp_path)
 

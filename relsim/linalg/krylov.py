@@ -1,0 +1,257 @@
+"""Krylov solvers written as relsim programs: a Python loop of kernel launches.
+
+The operator is the user's kernels (`Operator`); the vector updates and dot products are
+kernels generated for the fields of the solve (`kernels.py`), the dot products exact Global sums.
+So every iterate is the same, bit for bit, on every target, any thread count and any number of
+MPI ranks, and the solvers know nothing of backends. The scalars of the recurrences (alpha, beta,
+omega) are computed on the host in Python floats, the same on every process.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass, field
+
+import relsim as rs
+
+from . import kernels as _kernels
+
+
+class SolverError(rs.RelsimError, ArithmeticError):
+    """A Krylov solver broke down: it names the solver, the iteration and the quantity."""
+
+
+@dataclass
+class SolveInfo:
+    """What a solve did: `iterations` done, `residuals` (the residual 2-norm before the first
+    iteration and after each), whether it `converged` (norm <= max(rtol * ||b||, atol)), and
+    the `tolerance` that meant."""
+    iterations: int = 0
+    residuals: list = field(default_factory=list)
+    converged: bool = False
+    tolerance: float = 0.0
+
+
+class Operator:
+    """A linear operator given by the user's kernels: ``apply`` computes ``y = A x`` for the
+    fields `x` and `y` (scalar f64 fields of one relation). `apply` is a kernel (launched over
+    `x`'s relation) or a function of the configuration that launches them.
+
+    A solver uses `x` as its search direction and `y` as A times it: both are the operator's
+    scratch fields, overwritten by every solve."""
+
+    def __init__(self, apply, x, y):
+        _scalar_f64(x, "the operator's input x")
+        _scalar_f64(y, "the operator's output y")
+        if x.relation is not y.relation or x is y:
+            raise rs.DataError(f"an Operator's x and y are two fields of one relation, got "
+                               f"{x.qualname} and {y.qualname}")
+        self.x, self.y, self.relation = x, y, x.relation
+        self._apply = apply
+
+    def __call__(self, config=None) -> None:
+        """Launch the operator's kernels: y = A x."""
+        if isinstance(self._apply, rs.Kernel):
+            self.relation.foreach(self._apply, config)
+        else:
+            self._apply(config)
+
+
+def cg(A: Operator, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = None,
+       M=None, callback=None, config=None) -> SolveInfo:
+    """Solve ``A x = b`` by conjugate gradients (A symmetric positive definite). `b` and `x`
+    are scalar f64 fields of A's relation; `x` holds the initial guess and receives the
+    solution. `M`: None, or a field holding A's diagonal (Jacobi preconditioning). Stops when
+    the residual norm is <= max(rtol * ||b||, atol) or after `maxiter` iterations (default 10 *
+    the rows); `callback(iteration, residual_norm)` is called after each. A non-positive or
+    non-finite curvature p.Ap (an operator that is not positive definite), a NaN or infinite
+    residual, or a residual that stops changing raises a `SolverError`."""
+    ws = _workspace("cg", A, b, x, M)
+    g, k = ws.globals, ws.kernels
+    info = _start(ws, A, b, config, ("rr", "rz", "bb"), rtol, atol)
+    rz = g["rz"].value
+    maxiter = _maxiter(maxiter, A)
+    stuck = 0
+    while not info.converged and info.iterations < maxiter:
+        it = info.iterations + 1
+        A(config)
+        g["pq"].value = 0.0
+        A.relation.foreach(k["curvature"], config)
+        pq = g["pq"].value
+        if not (pq > 0.0 and math.isfinite(pq)):
+            raise SolverError(f"cg: the curvature p.Ap = {pq!r} at iteration {it} is not "
+                              f"positive and finite: the operator is not positive definite"
+                              + ("" if math.isfinite(pq) else " (or produced NaN/inf)"))
+        g["alpha"].value = rz / pq
+        g["rr"].value = g["rz"].value = 0.0
+        A.relation.foreach(k["update"], config)
+        rz_new = g["rz"].value
+        norm = _record(info, "cg", g["rr"].value, it, callback)
+        stuck = stuck + 1 if info.residuals[-1] == info.residuals[-2] else 0
+        if stuck >= 2:
+            raise SolverError(f"cg: the residual norm {norm!r} stopped changing at iteration "
+                              f"{it} (stagnation above the tolerance {info.tolerance!r})")
+        if info.converged:
+            break
+        if not (rz_new > 0.0 and math.isfinite(rz_new)):
+            raise SolverError(f"cg: the preconditioned residual r.z = {rz_new!r} at iteration "
+                              f"{it} is not positive and finite: the preconditioner M is not "
+                              f"positive definite")
+        g["beta"].value = rz_new / rz
+        rz = rz_new
+        A.relation.foreach(k["direction"], config)
+    return info
+
+
+def bicgstab(A: Operator, b, x, rtol: float = 1e-8, atol: float = 0.0,
+             maxiter: int | None = None, callback=None, config=None) -> SolveInfo:
+    """Solve ``A x = b`` by BiCGSTAB (any nonsingular A), with the arguments and stopping rule
+    of `cg`. A breakdown (rho, r^.v or t.t zero, or a NaN) raises a `SolverError` naming the
+    iteration and the quantity."""
+    ws = _workspace("bicgstab", A, b, x, None)
+    g, k = ws.globals, ws.kernels
+    info = _start(ws, A, b, config, ("rr", "rho", "bb"), rtol, atol)
+    rho_old, alpha, omega = 1.0, 1.0, 1.0
+    rho = g["rho"].value
+    maxiter = _maxiter(maxiter, A)
+    while not info.converged and info.iterations < maxiter:
+        it = info.iterations + 1
+        _nonzero(rho, "rho = r^.r", it)
+        g["beta"].value = (rho / rho_old) * (alpha / omega)
+        g["omega"].value = omega
+        A.relation.foreach(k["direction"], config)
+        A(config)  # v = A p
+        g["rv"].value = 0.0
+        A.relation.foreach(k["half"], config)
+        rv = g["rv"].value
+        _nonzero(rv, "r^.v (v = A p)", it)
+        alpha = rho / rv
+        g["alpha"].value = alpha
+        g["ss"].value = 0.0
+        A.relation.foreach(k["s"], config)
+        ss = g["ss"].value
+        if math.sqrt(ss) <= info.tolerance:  # the half step is enough: x += alpha p
+            A.relation.foreach(k["finish_half"], config)
+            _record(info, "bicgstab", ss, it, callback)
+            break
+        A(config)  # t = A s
+        g["ts"].value = g["tt"].value = 0.0
+        A.relation.foreach(k["t"], config)
+        tt = g["tt"].value
+        _nonzero(tt, "t.t (t = A s)", it)
+        omega = g["ts"].value / tt
+        _nonzero(omega, "omega = t.s / t.t", it)
+        g["omega"].value = omega
+        g["rr"].value = g["rho"].value = 0.0
+        A.relation.foreach(k["update"], config)
+        rho_old, rho = rho, g["rho"].value
+        _record(info, "bicgstab", g["rr"].value, it, callback)
+    return info
+
+
+# -- the parts every solver shares -------------------------------------------------------------
+@dataclass
+class _Workspace:
+    kernels: dict
+    globals: dict
+
+
+# (solver, operator fields, b, x, M) -> _Workspace, per relation
+_workspaces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+# the solvers' work fields (scalar f64), made on the relation at its first solve
+_WORK = {"cg": ("r", "z"), "bicgstab": ("r", "rh", "p", "vv", "s")}
+_GLOBALS = {"cg": ("alpha", "beta", "rr", "rz", "pq", "bb"),
+            "bicgstab": ("alpha", "beta", "omega", "rr", "rho", "bb", "rv", "ss", "ts", "tt")}
+
+
+def _workspace(solver: str, A, b, x, M) -> _Workspace:
+    if not isinstance(A, Operator):
+        raise TypeError(f"{solver}: A must be a relsim.linalg.Operator (the kernels computing "
+                        f"y = A x, and its fields x and y), got {A!r}")
+    R = A.relation
+    for f, what in ((b, "b"), (x, "x")) + (((M, "M (the diagonal of A)"),) if M is not None
+                                           else ()):
+        _scalar_f64(f, f"{solver}: {what}")
+        if f.relation is not R:
+            raise rs.DataError(f"{solver}: {what} ({f.qualname}) is not a field of the "
+                               f"operator's relation {R.name}")
+    named = [b, x, A.x, A.y] + ([M] if M is not None else [])
+    if len({id(f) for f in named}) < len(named):
+        raise rs.DataError(f"{solver}: b, x, M and the operator's x and y must be different "
+                           f"fields, got {', '.join(f.qualname for f in named)}")
+    key = (solver, A.x.name, A.y.name, b.name, x.name, None if M is None else M.name)
+    per_relation = _workspaces.setdefault(R, {})
+    ws = per_relation.get(key)
+    if ws is None:
+        work = {}
+        for w in _WORK[solver]:
+            name = f"_linalg_{solver}_{w}"
+            work[w] = R.field(name) if R.has_field(name) else R.new_field(name, rs.f64)
+        names = {"OPX": A.x.name, "OPY": A.y.name, "B": b.name, "X": x.name}
+        names.update({w.upper(): f.name for w, f in work.items()})
+        if solver == "cg":
+            z = work["z"].name
+            names["PRECOND"] = "" if M is None else f"v.{z} = v.{names['R']} / v.{M.name}"
+            names["Z"] = f"v.{names['R']}" if M is None else f"v.{z}"
+        templates = _kernels.CG if solver == "cg" else _kernels.BICGSTAB
+        text = _kernels.module_text(templates, names, list(_GLOBALS[solver]))
+        module = _kernels.load(text, rs.config.current().cache_path())
+        globals_ = {n: rs.Global(rs.f64, 0.0, name=f"{solver}_{n}") for n in _GLOBALS[solver]}
+        ws = per_relation[key] = _Workspace(module.make(**globals_), globals_)
+    return ws
+
+
+def _start(ws, A, b, config, sums, rtol, atol) -> SolveInfo:
+    """r = b - A x and the first sums (`sums`, and ||b||^2 as "bb"); the SolveInfo."""
+    if not (rtol >= 0.0 and atol >= 0.0):
+        raise ValueError(f"rtol and atol must be >= 0, got {rtol!r}, {atol!r}")
+    g, k = ws.globals, ws.kernels
+    A.relation.foreach(k["start"], config)
+    A(config)
+    for name in sums:
+        g[name].value = 0.0
+    A.relation.foreach(k["init"], config)
+    bnorm = math.sqrt(g["bb"].value)
+    if not math.isfinite(bnorm):
+        raise SolverError(f"the right-hand side {b.qualname} holds NaN or infinity")
+    info = SolveInfo(tolerance=max(rtol * bnorm, atol))
+    norm = math.sqrt(g["rr"].value)
+    if not math.isfinite(norm):
+        raise SolverError(f"the initial residual norm is {norm!r}: the initial guess or A x "
+                          f"holds NaN or infinity")
+    info.residuals.append(norm)
+    info.converged = norm <= info.tolerance
+    return info
+
+
+def _record(info, solver, rr, it, callback) -> float:
+    norm = math.sqrt(rr)
+    if not math.isfinite(norm):
+        raise SolverError(f"{solver}: the residual norm is {norm!r} at iteration {it}")
+    info.iterations = it
+    info.residuals.append(norm)
+    info.converged = norm <= info.tolerance
+    if callback is not None:
+        callback(it, norm)
+    return norm
+
+
+def _nonzero(value, what, it) -> None:
+    if value == 0.0 or not math.isfinite(value):
+        raise SolverError(f"bicgstab: breakdown at iteration {it}: {what} = {value!r}")
+
+
+def _maxiter(maxiter, A) -> int:
+    if maxiter is None:
+        return 10 * A.relation.size
+    if not isinstance(maxiter, int) or maxiter < 0:
+        raise ValueError(f"maxiter must be an int >= 0, got {maxiter!r}")
+    return maxiter
+
+
+def _scalar_f64(f, what) -> None:
+    if not isinstance(f, rs.Field) or f.type != rs.f64:
+        raise rs.DataError(f"{what} must be a scalar f64 field, got "
+                           f"{getattr(f, 'qualname', f)!r}"
+                           + (f" of type {f.type!r}" if isinstance(f, rs.Field) else ""))
