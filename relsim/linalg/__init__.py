@@ -9,5 +9,6 @@ dot products exact Global sums), so a solve runs on every target and under MPI u
 the same iterates, bit for bit, on any thread count, rank count and device. Built on the public
 API only (like the domains)."""
 from .krylov import Operator, SolveInfo, SolverError, bicgstab, cg
+from .sparse import SparseMatrix
 
-__all__ = ["Operator", "SolveInfo", "SolverError", "cg", "bicgstab"]
+__all__ = ["Operator", "SparseMatrix", "SolveInfo", "SolverError", "cg", "bicgstab"]

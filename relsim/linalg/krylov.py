@@ -57,15 +57,16 @@ class Operator:
             self._apply(config)
 
 
-def cg(A: Operator, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = None,
+def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = None,
        M=None, callback=None, config=None) -> SolveInfo:
-    """Solve ``A x = b`` by conjugate gradients (A symmetric positive definite). `b` and `x`
-    are scalar f64 fields of A's relation; `x` holds the initial guess and receives the
-    solution. `M`: None, or a field holding A's diagonal (Jacobi preconditioning). Stops when
+    """Solve ``A x = b`` by conjugate gradients (A symmetric positive definite: an `Operator`
+    or a `SparseMatrix`). `b` and `x` are scalar f64 fields of A's relation; `x` holds the
+    initial guess and receives the solution. `M`: None, or a field holding A's diagonal (Jacobi preconditioning). Stops when
     the residual norm is <= max(rtol * ||b||, atol) or after `maxiter` iterations (default 10 *
     the rows); `callback(iteration, residual_norm)` is called after each. A non-positive or
     non-finite curvature p.Ap (an operator that is not positive definite), a NaN or infinite
     residual, or a residual that stops changing raises a `SolverError`."""
+    A = _operator(A)
     ws = _workspace("cg", A, b, x, M)
     g, k = ws.globals, ws.kernels
     info = _start(ws, A, b, config, ("rr", "rz", "bb"), rtol, atol)
@@ -103,11 +104,12 @@ def cg(A: Operator, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | 
     return info
 
 
-def bicgstab(A: Operator, b, x, rtol: float = 1e-8, atol: float = 0.0,
+def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,
              maxiter: int | None = None, callback=None, config=None) -> SolveInfo:
     """Solve ``A x = b`` by BiCGSTAB (any nonsingular A), with the arguments and stopping rule
     of `cg`. A breakdown (rho, r^.v or t.t zero, or a NaN) raises a `SolverError` naming the
     iteration and the quantity."""
+    A = _operator(A)
     ws = _workspace("bicgstab", A, b, x, None)
     g, k = ws.globals, ws.kernels
     info = _start(ws, A, b, config, ("rr", "rho", "bb"), rtol, atol)
@@ -168,7 +170,7 @@ _GLOBALS = {"cg": ("alpha", "beta", "rr", "rz", "pq", "bb"),
 def _workspace(solver: str, A, b, x, M) -> _Workspace:
     if not isinstance(A, Operator):
         raise TypeError(f"{solver}: A must be a relsim.linalg.Operator (the kernels computing "
-                        f"y = A x, and its fields x and y), got {A!r}")
+                        f"y = A x, and its fields x and y) or a SparseMatrix, got {A!r}")
     R = A.relation
     for f, what in ((b, "b"), (x, "x")) + (((M, "M (the diagonal of A)"),) if M is not None
                                            else ()):
@@ -200,6 +202,12 @@ def _workspace(solver: str, A, b, x, M) -> _Workspace:
         globals_ = {n: rs.Global(rs.f64, 0.0, name=f"{solver}_{n}") for n in _GLOBALS[solver]}
         ws = per_relation[key] = _Workspace(module.make(**globals_), globals_)
     return ws
+
+
+def _operator(A):
+    """`A` itself, or an assembled matrix's operator (`SparseMatrix.operator`)."""
+    as_operator = getattr(A, "operator", None)
+    return as_operator() if not isinstance(A, Operator) and callable(as_operator) else A
 
 
 def _start(ws, A, b, config, sums, rtol, atol) -> SolveInfo:

@@ -345,6 +345,13 @@ def krylov(outdir):
         solve = linalg.bicgstab if name == "bicgstab" else linalg.cg
         info = solve(A, V.b, V.x, rtol=1e-12, **({"M": V.diag} if M else {}))
         out[name] = [info.iterations, [r.hex() for r in info.residuals], digest(V.x.numpy())]
+    # an assembled matrix: P1 Poisson on a tet mesh (element kernel, Dirichlet sides, CG)
+    from tests.linalg import fem
+    mesh, K, V, sides = fem.poisson(3, lambda P: np.sin(3.0 * P).sum(axis=1))
+    K.dirichlet(sides, b=V.b, values=1.0)
+    info = linalg.cg(K, V.b, V.x, rtol=1e-12)
+    out["sparse"] = [digest(K.entries.a.numpy()), info.iterations,
+                     [r.hex() for r in info.residuals], digest(V.x.numpy())]
     return out
 
 

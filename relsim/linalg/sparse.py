@@ -1,0 +1,133 @@
+"""Assembled sparse matrices on relations.
+
+A `SparseMatrix` over a relation V is itself a relation, ``<name>_entries``: one row per
+nonzero, in CSR order (by row, then column), with key fields ``row`` and ``col`` into V and the
+value field ``a``. Elements assemble into it through a key vector of their own
+(`SparseMatrix.from_elements` makes it: element e's entry (i, j), row vertex i and column vertex
+j of its connectivity, is ``e.<name>[k * i + j]``), so assembly is an ordinary kernel reducing
+into ``a`` through keys: race-free, folded in the serial order, the same bits everywhere. The
+product ``y = A x`` is a row-wise gather over V (``for e in v.<name>_row:``, ascending columns).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import relsim as rs
+
+from . import kernels as _kernels
+from .krylov import Operator
+
+MATVEC = """
+    @rs.kernel
+    def matvec(v):
+        s = 0.0
+        for e in v.{ROWS}:
+            s += e.a * e.col.{X}
+        v.{Y} = s
+"""
+
+
+class SparseMatrix:
+    """A square sparse matrix over relation `vertices` with the nonzero pattern (`rows`,
+    `cols`) (duplicates merged; the diagonal is always in the pattern). Its values are
+    ``entries.a`` (0 until assembled or loaded)."""
+
+    def __init__(self, vertices, rows, cols, name: str = "A"):
+        if not isinstance(vertices, rs.Relation):
+            raise TypeError(f"SparseMatrix needs the relation of its rows, got {vertices!r}")
+        if not name.isidentifier():
+            raise rs.DataError(f"a SparseMatrix name must be an identifier, got {name!r}")
+        n = vertices.size
+        rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+        if rows.shape != cols.shape or rows.ndim != 1:
+            raise rs.DataError(f"SparseMatrix {name}: rows and cols must be 1-D of one length, "
+                               f"got shapes {rows.shape} and {cols.shape}")
+        bad = (rows < 0) | (rows >= n) | (cols < 0) | (cols >= n)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise rs.DataError(f"SparseMatrix {name}: entry ({rows[i]}, {cols[i]}) is outside "
+                               f"the {n} rows of {vertices.name}")
+        every = np.arange(n, dtype=np.int64)
+        code = np.unique(np.concatenate([rows * n + cols, every * n + every]))
+        self.name, self.vertices, self.n = name, vertices, n
+        self.entries = E = rs.Relation(f"{name}_entries", len(code))
+        E.new_key_field("row", vertices, values=code // n)
+        E.new_key_field("col", vertices, values=code % n)
+        E.new_field("a", rs.f64)
+        self.rows = f"{name}_row"
+        E.group_by(E.row, self.rows)
+        self._code = code
+        self._operator = None
+
+    @classmethod
+    def from_elements(cls, connectivity, name: str = "A") -> SparseMatrix:
+        """The matrix of a finite-element assembly over elements whose vertices are the key
+        vector `connectivity` (arity k): every pair of an element's vertices is a nonzero. The
+        elements get a key vector `name` (arity k * k) into the entries: element e's local
+        entry (i, j) is ``e.<name>[k * i + j]``, for a kernel assembling into ``.a``."""
+        if not isinstance(connectivity, rs.KeyField) or connectivity.type.shape == ():
+            raise rs.DataError(f"from_elements needs an element relation's key vector (such as "
+                               f"tets.v), got {getattr(connectivity, 'qualname', connectivity)}")
+        conn = connectivity.numpy().astype(np.int64)
+        k = conn.shape[1]
+        rows = np.repeat(conn, k, axis=1).reshape(-1)
+        cols = np.tile(conn, (1, k)).reshape(-1)
+        m = cls(connectivity.target, rows, cols, name)
+        index = np.searchsorted(m._code, rows * m.n + cols).reshape(len(conn), k * k)
+        connectivity.relation.new_key_field(name, m.entries, k * k, values=index)
+        return m
+
+    # -- values ---------------------------------------------------------------------------
+    def to_scipy(self):
+        """The matrix as a SciPy CSR matrix (a copy of the values; needs scipy)."""
+        import scipy.sparse as sp
+        E = self.entries
+        return sp.csr_matrix((E.a.numpy(copy=True), (E.row.numpy(), E.col.numpy())),
+                             shape=(self.n, self.n))
+
+    def diagonal(self, out) -> None:
+        """Write the diagonal into `out`, a scalar f64 field of the rows' relation (for
+        Jacobi preconditioning: ``cg(A, b, x, M=out)``)."""
+        E = self.entries
+        on = E.row.numpy() == E.col.numpy()
+        d = np.zeros(self.n)
+        d[E.row.numpy()[on]] = E.a.numpy()[on]
+        out.load(d)
+
+    def dirichlet(self, rows, b=None, values=0.0) -> None:
+        """Impose ``x[rows] = values`` (one value, or one per row of `rows`) on ``A x = b``,
+        keeping A symmetric: each such row becomes the identity row and ``b`` there the value;
+        in every other row the columns of `rows` move to the right-hand side (``b -= a *
+        value``) and are zeroed. `rows`: row numbers or a Subset of the rows' relation."""
+        rows = np.asarray(rows.rows if isinstance(rows, rs.Subset) else rows, dtype=np.int64)
+        vals = np.broadcast_to(np.asarray(values, dtype=np.float64), rows.shape)
+        fixed = np.full(self.n, np.nan)
+        fixed[rows] = vals
+        E = self.entries
+        r, c, a = E.row.numpy(), E.col.numpy(), E.a.numpy(copy=True)
+        in_row, in_col = ~np.isnan(fixed[r]), ~np.isnan(fixed[c])
+        if b is not None:
+            bv = b.numpy(copy=True)
+            moved = ~in_row & in_col
+            np.subtract.at(bv, r[moved], a[moved] * fixed[c[moved]])
+            bv[rows] = vals
+            b.load(bv)
+        a[in_row | in_col] = 0.0
+        a[in_row & (r == c)] = 1.0
+        E.a.load(a)
+
+    # -- the product ----------------------------------------------------------------------
+    def operator(self) -> Operator:
+        """y = A x as a solver's operator, on two scratch fields of the rows' relation."""
+        if self._operator is None:
+            V = self.vertices
+            x, y = (V.field(f) if V.has_field(f) else V.new_field(f, rs.f64)
+                    for f in (f"_linalg_{self.name}_x", f"_linalg_{self.name}_y"))
+            self._operator = Operator(self.matvec(x, y), x, y)
+        return self._operator
+
+    def matvec(self, x, y):
+        """The kernel over the rows' relation computing ``y = A x`` (fields x, y of it)."""
+        text = _kernels.module_text({"matvec": MATVEC},
+                                    {"ROWS": self.rows, "X": x.name, "Y": y.name}, [])
+        return _kernels.load(text, rs.config.current().cache_path()).make()["matvec"]
