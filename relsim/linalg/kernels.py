@@ -35,7 +35,7 @@ CG = {
         {PRECOND}
         v.{OPX} = {Z}
         rr += v.{R} * v.{R}
-        rz += v.{R} * {Z}
+        {RZ}
         bb += v.{B} * v.{B}
 """,
     "curvature": """
@@ -50,7 +50,7 @@ CG = {
         v.{R} -= alpha * v.{OPY}
         {PRECOND}
         rr += v.{R} * v.{R}
-        rz += v.{R} * {Z}
+        {RZ}
 """,
     "direction": """
     @rs.kernel

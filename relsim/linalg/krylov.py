@@ -9,6 +9,7 @@ omega) are computed on the host in Python floats, the same on every process.
 from __future__ import annotations
 
 import math
+import time
 import weakref
 from dataclasses import dataclass, field
 
@@ -58,27 +59,35 @@ class Operator:
 
 
 def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = None,
-       M=None, callback=None, config=None) -> SolveInfo:
-    """Solve ``A x = b`` by conjugate gradients (A symmetric positive definite: an `Operator`
-    or a `SparseMatrix`). `b` and `x` are scalar f64 fields of A's relation; `x` holds the
-    initial guess and receives the solution. `M`: None, or a field holding A's diagonal (Jacobi preconditioning). Stops when
-    the residual norm is <= max(rtol * ||b||, atol) or after `maxiter` iterations (default 10 *
-    the rows); `callback(iteration, residual_norm)` is called after each. A non-positive or
-    non-finite curvature p.Ap (an operator that is not positive definite), a NaN or infinite
-    residual, or a residual that stops changing raises a `SolverError`."""
+       M=None, callback=None, config=None, timers: dict | None = None) -> SolveInfo:
+    """Solve ``A x = b`` by conjugate gradients (A symmetric positive definite: an `Operator` or a
+    `SparseMatrix`). `b` and `x` are scalar f64 fields of A's relation; `x` holds the
+    initial guess and receives the solution. `M`: None, or a field holding A's diagonal
+    (Jacobi preconditioning). Stops when the residual norm is <= max(rtol * ||b||, atol) or
+    after `maxiter` iterations (default 10 * the rows); `callback(iteration, residual_norm)`
+    is called after each; `timers`, a dict, receives the seconds spent in each part of the
+    iterations: "operator" (A p), "dot" (p.Ap), "update" (x, r and their fused sums r.r,
+    r.z), "direction" (p). A non-positive or non-finite curvature p.Ap (an operator that is
+    not positive definite), a NaN or infinite residual, or a residual that stops changing
+    raises a `SolverError`."""
     A = _operator(A)
     ws = _workspace("cg", A, b, x, M)
     g, k = ws.globals, ws.kernels
     info = _start(ws, A, b, config, ("rr", "rz", "bb"), rtol, atol)
-    rz = g["rz"].value
+    rz_sum = g["rz"] if M is not None else g["rr"]  # r.z (without M: r.r)
+    rz = rz_sum.value
     maxiter = _maxiter(maxiter, A)
     stuck = 0
+    clock = _Clock(timers)
     while not info.converged and info.iterations < maxiter:
         it = info.iterations + 1
+        clock.start()
         A(config)
+        clock.stop("operator")
         g["pq"].value = 0.0
         A.relation.foreach(k["curvature"], config)
         pq = g["pq"].value
+        clock.stop("dot")
         if not (pq > 0.0 and math.isfinite(pq)):
             raise SolverError(f"cg: the curvature p.Ap = {pq!r} at iteration {it} is not "
                               f"positive and finite: the operator is not positive definite"
@@ -86,8 +95,9 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
         g["alpha"].value = rz / pq
         g["rr"].value = g["rz"].value = 0.0
         A.relation.foreach(k["update"], config)
-        rz_new = g["rz"].value
-        norm = _record(info, "cg", g["rr"].value, it, callback)
+        rz_new, rr = rz_sum.value, g["rr"].value
+        clock.stop("update")
+        norm = _record(info, "cg", rr, it, callback)
         stuck = stuck + 1 if info.residuals[-1] == info.residuals[-2] else 0
         if stuck >= 2:
             raise SolverError(f"cg: the residual norm {norm!r} stopped changing at iteration "
@@ -100,7 +110,9 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
                               f"positive definite")
         g["beta"].value = rz_new / rz
         rz = rz_new
+        clock.start()
         A.relation.foreach(k["direction"], config)
+        clock.stop("direction")
     return info
 
 
@@ -152,6 +164,23 @@ def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,
 
 
 # -- the parts every solver shares -------------------------------------------------------------
+class _Clock:
+    """Seconds per part of an iteration, added to `timers` (nothing is timed without one)."""
+
+    def __init__(self, timers):
+        self.timers, self.t = timers, 0.0
+
+    def start(self) -> None:
+        if self.timers is not None:
+            self.t = time.perf_counter()
+
+    def stop(self, part: str) -> None:
+        if self.timers is not None:
+            now = time.perf_counter()
+            self.timers[part] = self.timers.get(part, 0.0) + now - self.t
+            self.t = now
+
+
 @dataclass
 class _Workspace:
     kernels: dict
@@ -196,6 +225,8 @@ def _workspace(solver: str, A, b, x, M) -> _Workspace:
             z = work["z"].name
             names["PRECOND"] = "" if M is None else f"v.{z} = v.{names['R']} / v.{M.name}"
             names["Z"] = f"v.{names['R']}" if M is None else f"v.{z}"
+            # without M, r.z is r.r: summed once
+            names["RZ"] = "" if M is None else f"rz += v.{names['R']} * v.{z}"
         templates = _kernels.CG if solver == "cg" else _kernels.BICGSTAB
         text = _kernels.module_text(templates, names, list(_GLOBALS[solver]))
         module = _kernels.load(text, rs.config.current().cache_path())
