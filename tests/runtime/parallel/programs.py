@@ -355,11 +355,21 @@ def krylov(outdir):
     return out
 
 
+def minife(outdir):
+    """The miniFE port on a 4 x 3 x 2 brick: assembly through keys, Dirichlet faces, CG."""
+    from relsim_simulations.minife.problem import MiniFE
+    fe = MiniFE(4, 3, 2)
+    fe.assemble()
+    info = fe.solve(40)
+    return {"A": digest(fe.A.entries.a.numpy()), "b": digest(fe.nodes.b.numpy()),
+            "residuals": [r.hex() for r in info.residuals], "x": digest(fe.nodes.x.numpy())}
+
+
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
-            "krylov": krylov}
+            "krylov": krylov, "minife": minife}
 
 
 def main(argv) -> None:

@@ -99,6 +99,10 @@ def test_krylov_solvers_give_one_processs_iterates(ranks, tmp_path):
     same_as_one_process("krylov", "cpu", ranks, tmp_path)
 
 
+def test_minife_on_2_ranks_gives_one_processs_bits(tmp_path):
+    same_as_one_process("minife", "cpu", 2, tmp_path)
+
+
 def test_each_rank_loads_its_own_rows(tmp_path):
     same_as_one_process("local_load", "cpu", 3, tmp_path)
 
