@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import linecache
 import os
 import sys
 import tempfile
+import types
+import warnings
 from pathlib import Path
+
+import relsim as rs
 
 # the kernels of CG (M: the Jacobi preconditioner's diagonal, or None)
 CG = {
@@ -136,14 +141,25 @@ def load(text: str, cache_dir: Path):
     if mod is not None:
         return mod
     folder = Path(cache_dir) / "linalg"
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"kernels_{digest}.py"
-    if not path.exists() or path.read_text() != text:
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)  # whole, or not at all (another rank may read it now)
     name = f"relsim_linalg_{digest}"
+    try:
+        if not path.exists() or path.read_bytes() != text.encode():
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, path)  # whole, or not at all (another rank may read it now)
+    except OSError as exc:  # a read-only or full cache directory: the module lives in memory
+        warnings.warn(f"relsim.linalg: cannot write {path} ({type(exc).__name__}: {exc}); its "
+                      f"kernels are made in memory", rs.RelsimWarning, stacklevel=3)
+        linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
+        mod = types.ModuleType(name)
+        mod.__file__ = str(path)
+        sys.modules[name] = mod
+        exec(compile(text, str(path), "exec"), mod.__dict__)
+        _loaded[digest] = mod
+        return mod
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod

@@ -114,10 +114,12 @@ def test_damaged_and_foreign_entries_are_analysed_again(tmp_path, checks):
     (entry,) = (tmp_path / "analysed").iterdir()
     good = entry.read_bytes()
     entry.write_bytes(good[: len(good) // 2])
-    analyse(conduct, E, tmp_path)
+    with pytest.warns(rs.RelsimWarning, match=f"{entry.name} is damaged .*truncated"):
+        analyse(conduct, E, tmp_path)
     assert entry.read_bytes() == good  # stored again
     entry.write_bytes(pickle.dumps((analysis_cache.FORMAT, print)))  # not an analysis
-    analyse(conduct, E, tmp_path)
+    with pytest.warns(rs.RelsimWarning, match="builtins.print is not part of an analysis"):
+        analyse(conduct, E, tmp_path)
 
     class Boom:
         def __reduce__(self):
@@ -125,7 +127,8 @@ def test_damaged_and_foreign_entries_are_analysed_again(tmp_path, checks):
             return (os.getcwd, ())
 
     entry.write_bytes(pickle.dumps((analysis_cache.FORMAT, Boom())))  # a foreign class
-    a = analyse(conduct, E, tmp_path)
+    with pytest.warns(rs.RelsimWarning, match="is not part of an analysis"):
+        a = analyse(conduct, E, tmp_path)
     assert len(checks) == 4 and a.layouts
 
 

@@ -2,6 +2,9 @@
 its bytecode cached beside it; a damaged cache file is rebuilt, never trusted."""
 import sys
 
+import pytest
+
+import relsim as rs
 from relsim.runtime.caches import modules as cache
 
 SRC = "def f(x):\n    return x + 1\n"
@@ -26,10 +29,121 @@ def test_module_and_bytecode_are_cached_and_reused(tmp_path):
 def test_damaged_files_are_rebuilt(tmp_path):
     cache.module_for(SRC, tmp_path, "t2")
     (code,) = tmp_path.glob("*.code")
-    code.write_bytes(b"\x00garbage")
+    code.write_bytes(b"\x00garbage")  # the bytecode alone
+    _fresh("relsim_gen_t2")
+    with pytest.warns(rs.RelsimWarning, match=f"cache entry .*{code.name} is damaged"):
+        mod = cache.module_for(SRC, tmp_path, "t2")
+    assert mod.f(1) == 2 and code.read_bytes() != b"\x00garbage"
     (py,) = tmp_path.glob("*.py")
     py.write_text("def f(x):\n    return x - 1\n")  # not the source its name says
     _fresh("relsim_gen_t2")
-    mod = cache.module_for(SRC, tmp_path, "t2")
+    with pytest.warns(rs.RelsimWarning, match=f"cache entry .*{py.name} is damaged \\(its text"):
+        mod = cache.module_for(SRC, tmp_path, "t2")  # (its bytecode goes with it)
     assert mod.f(1) == 2 and py.read_text() == SRC
     assert not list(tmp_path.glob("*.tmp"))
+
+
+PROGRAM = """\
+import sys
+import warnings
+import numpy as np
+import relsim as rs
+
+V, E = rs.Relation("V", 50), rs.Relation("E", 49)
+E.new_key_field("tail", V, values=np.arange(49))
+E.new_key_field("head", V, values=np.arange(1, 50))
+V.new_field("T", rs.f64).load(np.sin(np.arange(50.0)))
+V.new_field("flux", rs.f64)
+heat = rs.Global(rs.f64, 0.0)
+
+@rs.kernel
+def conduct(e):
+    d = e.head.T - e.tail.T
+    e.tail.flux += d
+    e.head.flux -= d
+
+@rs.kernel
+def update(v):
+    v.T += 0.1 * v.flux
+    v.flux = 0.0
+    heat += v.T
+
+cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=sys.argv[1])
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    for _ in range(5):
+        E.foreach(conduct, cfg)
+        V.foreach(update, cfg)
+print(V.T.numpy().tobytes().hex(), heat.value.hex())
+for w in seen:
+    print("WARNING", w.message)
+"""
+
+
+def _run(tmp_path, cache_dir, numba_dir):
+    import os
+    import subprocess
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(numba_dir))
+    out = subprocess.run([sys.executable, str(script), str(cache_dir)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    return lines[0], [line[8:] for line in lines[1:]]
+
+
+def test_a_truncated_warm_cache_is_dropped_and_rebuilt(tmp_path):
+    """What a full disk or a crash leaves: every file of a warm cache cut short (generated
+    modules, their bytecode, analysed and lowered entries, Numba's index and data files). The
+    next run computes the same bits, warning once per damaged file, and leaves a warm cache."""
+    cache, numba_dir = tmp_path / "cache", tmp_path / "numba"
+    want, warned = _run(tmp_path, cache, numba_dir)
+    assert not warned
+    damaged = [p for p in list(cache.rglob("*")) + list(numba_dir.rglob("*"))
+               if p.is_file() and p.suffix in (".py", ".code", ".pickle", ".marshal", ".nbi",
+                                                ".nbc")]
+    kinds = {p.suffix for p in damaged}
+    assert kinds >= {".py", ".code", ".pickle", ".marshal", ".nbi", ".nbc"}, kinds
+    for p in damaged:
+        p.write_bytes(p.read_bytes()[: max(1, p.stat().st_size // 3)])
+    got, warned = _run(tmp_path, cache, numba_dir)
+    assert got == want
+    assert warned and all(" is damaged (" in w for w in warned), warned
+    named = " ".join(warned)
+    for suffix in (".py", ".pickle", ".marshal"):  # (a module's bytecode goes with its text)
+        assert suffix + " is damaged" in named, (suffix, warned)
+    assert "Numba's disk cache of" in named
+    again, warned = _run(tmp_path, cache, numba_dir)  # rebuilt: warm and quiet again
+    assert again == want and not warned
+
+
+def test_a_full_or_read_only_cache_directory_compiles_in_memory(tmp_path, monkeypatch):
+    """Writing to the cache fails (ENOSPC): the kernels still run, from memory, with one
+    warning naming the directory; their source is still found (rs.explain, tracebacks)."""
+    import errno
+
+    import numpy as np
+
+    from relsim.runtime.caches import damaged, modules
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(modules, "write_atomic", full)
+    monkeypatch.setattr(damaged, "_unwritable", set())
+    cfg = rs.Config(target="cpu", cache_dir=str(tmp_path / "full"))
+    R = rs.Relation("R", 7)
+    R.new_field("x", rs.f64).load(np.arange(7.0))
+
+    @rs.kernel
+    def triple_in_memory(r):
+        r.x = 3.0 * r.x + 0.25
+
+    with pytest.warns(rs.RelsimWarning, match=r"cannot write to the cache directory .*full.* "
+                                              r"No space left on device.*compiling in memory"):
+        R.foreach(triple_in_memory, cfg)
+    assert R.x.numpy().tolist() == [3.0 * i + 0.25 for i in range(7)]
+    text = rs.explain(triple_in_memory, R, cfg)
+    assert "def kernel_serial" in text  # the generated module's source, from memory
+    assert not list((tmp_path / "full").glob("*.py"))

@@ -24,7 +24,7 @@ from ...relations.field import Field
 from ...relations.globals import Global
 from ...relations.grouping import Grouping
 from ...relations.relation import Relation
-from . import fingerprint, modules
+from . import damaged, fingerprint, modules
 
 FORMAT = "1"
 _MODEL = (Relation, Field, Global, Grouping)
@@ -61,7 +61,8 @@ class Key:
             return None
         try:
             entry = _Unpickler(io.BytesIO(data), self.table).load()
-        except Exception:  # noqa: BLE001 - damaged, foreign or from another version: redo
+        except Exception as exc:  # noqa: BLE001 - damaged or foreign: dropped, analysed again
+            damaged.drop(self.path, f"{type(exc).__name__}: {exc}")
             return None
         if type(entry) is not tuple or len(entry) != 2 or entry[0] != FORMAT:
             return None
@@ -75,8 +76,11 @@ class Key:
             _Pickler(buf, {id(o): i for i, o in enumerate(self.table)}).dump((FORMAT, result))
         except (fingerprint.Uncacheable, pickle.PicklingError, TypeError, AttributeError):
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        modules.write_atomic(self.path, buf.getvalue())
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            modules.write_atomic(self.path, buf.getvalue())
+        except OSError as exc:
+            damaged.unwritable(self.path.parent, exc)
 
 
 class _Pickler(pickle.Pickler):

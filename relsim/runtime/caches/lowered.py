@@ -20,7 +20,7 @@ import marshal
 from pathlib import Path
 
 from ..lowering import params as _params
-from . import fingerprint, modules
+from . import damaged, fingerprint, modules
 
 FORMAT = "1"
 _PARAM_CLASSES = {c.__name__: c for c in vars(_params).values()
@@ -51,8 +51,11 @@ def lowered(analysed, options, variant: str, lower, debug: bool = False):
     source, params = lower()
     entry = _encode(source, params, table, analysed)
     if entry is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        modules.write_atomic(path, marshal.dumps(entry))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            modules.write_atomic(path, marshal.dumps(entry))
+        except OSError as exc:
+            damaged.unwritable(path.parent, exc)
     return source, params
 
 
@@ -82,7 +85,11 @@ def _encode(source, params, table, analysed):
 
 def _load(path: Path, table, analysed):
     try:
-        entry = marshal.loads(path.read_bytes())
+        data = path.read_bytes()
+    except OSError:  # not stored yet
+        return None
+    try:
+        entry = marshal.loads(data)
         fmt, source, items = entry
         if fmt != FORMAT or type(source) is not str:
             return None
@@ -94,7 +101,8 @@ def _load(path: Path, table, analysed):
                     analysed.layouts[v] if kind == "l" else analysed.inserts[v]
             params.append(_PARAM_CLASSES[cls_name](**binds))
         return source, params
-    except (OSError, EOFError, ValueError, TypeError, KeyError, IndexError):
+    except (EOFError, ValueError, TypeError, KeyError, IndexError) as exc:
+        damaged.drop(path, f"{type(exc).__name__}: {exc}")
         return None
 
 

@@ -13,8 +13,12 @@ Where this Numba's cache lacks the pieces this relies on, the stock cache stays 
 """
 from __future__ import annotations
 
+import warnings
+
 import numba
 from numba.core import caching
+
+from ...errors import RelsimWarning
 
 try:
     from numba.core.runtime import rtsys
@@ -30,9 +34,24 @@ class _LeanLoadCache(caching.FunctionCache):
 
     def load_overload(self, sig, target_context):
         rtsys.initialize(target_context)  # idempotent: a flag after the first call
-        with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
-        return None  # the guard swallowed an I/O error (Windows): not cached
+        try:
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+        except Exception as exc:  # noqa: BLE001 - a damaged index or data file
+            _drop(self, exc)
+        return None  # not cached (or the guard swallowed an I/O error on Windows)
+
+
+def _drop(cache, exc) -> None:
+    """Numba's disk cache of one function could not be read (truncated, bad bytes): warn, and
+    empty its index so that the function is compiled and saved again."""
+    warnings.warn(f"relsim: Numba's disk cache of {cache._py_func.__qualname__} in "
+                  f"{cache._cache_path} is damaged ({type(exc).__name__}: {exc}); it is dropped "
+                  f"and the function compiled again", RelsimWarning, stacklevel=4)
+    try:
+        cache._cache_file.flush()  # an empty index: the old data files are never read again
+    except OSError:
+        pass
 
 
 def lean_loading(dispatcher):

@@ -147,7 +147,9 @@ class CpuExecutable(Launch):
         self.params = params
         self.source = source
         self.path = mod.__file__
-        self.flags = flags = dict(cache=True, error_model="numpy", boundscheck=False)
+        # (a module the cache directory could not hold lives in memory: nothing to cache)
+        self.flags = flags = dict(cache=modules.on_disk(mod), error_model="numpy",
+                                  boundscheck=False)
         if options.fast_math:  # LLVM may fuse a product and a sum (where the CPU has FMA)
             flags["fastmath"] = {"contract"}
 
