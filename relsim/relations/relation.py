@@ -1,6 +1,7 @@
 """Relations: tables of rows with typed fields, subsets and groupings."""
 from __future__ import annotations
 
+import difflib
 import weakref
 
 import numpy as np
@@ -46,9 +47,11 @@ class Relation:
     def _check_new_name(self, name: str) -> None:
         if not isinstance(name, str) or not name.isidentifier():
             raise SchemaError(f"{self.name}: names must be identifiers, got {name!r}")
-        if name in self._fields or name in self._groupings or name in self._subsets:
-            raise SchemaError(f"{self.name} already has a field, subset or grouping "
-                              f"named {name!r}")
+        for table, what in ((self._fields, "field"), (self._groupings, "grouping"),
+                            (self._subsets, "subset")):
+            if name in table:
+                raise SchemaError(f"{self.name} already has a {what} named {name!r} "
+                                  f"({_describe(table[name])}); choose another name")
         if name in _RESERVED:
             raise SchemaError(f"{self.name}: {name!r} is reserved")
 
@@ -192,8 +195,14 @@ class Relation:
         for table in ("_fields", "_groupings", "_subsets"):
             if table in d and name in d[table]:
                 return d[table][name]
+        known = [n for table in ("_fields", "_groupings", "_subsets") for n in d.get(table, ())]
+        close = difflib.get_close_matches(name, known, n=1)
+        listing = "; ".join(f"{what}: {', '.join(d.get(table, ())) or 'none'}" for what, table in
+                            (("fields", "_fields"), ("subsets", "_subsets"),
+                             ("groupings", "_groupings")))
         raise AttributeError(f"relation {d.get('name', '?')!r} has no field, subset or grouping "
-                             f"{name!r}")
+                             f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else "") +
+                             f"; its {listing}")
 
 
 class GridShape:
@@ -238,3 +247,15 @@ _RESERVED = {"foreach", "field", "fields", "subset", "subsets", "group_by", "gro
 
 def new_relation(name: str, size: int) -> Relation:
     return Relation(name, size)
+
+
+def _describe(obj) -> str:
+    """What an existing field, grouping or subset is, for a name clash."""
+    target = getattr(obj, "target", None)
+    if getattr(obj, "is_key", False) and target is not None:
+        shape = getattr(obj.type, "shape", ())
+        many = f"{shape[0]} keys" if shape else "a key"
+        return f"{many} into {target.name}, per row"
+    if hasattr(obj, "type"):
+        return f"of type {obj.type!r}"
+    return type(obj).__name__

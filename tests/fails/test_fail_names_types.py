@@ -35,6 +35,15 @@ def test_unknown_name():
     name_error(rel(), k, "'undefined_scale'", "not defined", under="undefined_scale")
 
 
+def test_a_bare_math_function_says_how_to_import_it():
+    @rs.kernel
+    def k(r):
+        r.out = sqrt(r.x)  # <- here  # noqa: F821
+
+    name_error(rel(), k, "'sqrt' is not defined", "from math import sqrt", "math.sqrt",
+               "np.sqrt", under="sqrt")
+
+
 def test_unknown_module_attribute():
     @rs.kernel
     def k(r):

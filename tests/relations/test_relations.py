@@ -96,3 +96,27 @@ def test_global_value_that_is_not_a_number_is_a_data_error():
         v.value = (1.0, 2.0)
     v.value = (1.0, 2.0, 3.0)
     assert v.value.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_host_side_typo_lists_the_fields_and_suggests_one():
+    R = rs.Relation("V", 3)
+    R.new_field("T", rs.f64)
+    R.new_field("flux", rs.f64)
+    R.subset("left", [0])
+    with pytest.raises(AttributeError, match=r"relation 'V' has no field, subset or grouping "
+                                             r"'flx' \(did you mean 'flux'\?\); its fields: T, "
+                                             r"flux; subsets: left; groupings: none"):
+        R.flx
+
+
+def test_a_name_clash_says_what_holds_the_name():
+    from relsim.domains import grid
+    g = grid.box((4, 4))
+    with pytest.raises(rs.SchemaError, match=r"cells already has a field named 'v' \(4 keys "
+                                             r"into cells_vertices, per row\); choose another"):
+        g.cells.new_field("v", rs.f64)
+    R = rs.Relation("R", 2)
+    R.new_field("x", rs.f64)
+    R.subset("some", [1])
+    with pytest.raises(rs.SchemaError, match=r"R already has a subset named 'some'"):
+        R.new_field("some", rs.f64)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ...errors import KernelNameError, KernelSyntaxError
 from ...relations.globals import Global
 from .. import ir
+from ..builtin_table import MATH
 
 
 @dataclass
@@ -167,7 +168,9 @@ class Scope:
             if name in self.captured:
                 return StaticObject(obj, loc, name, self.src.fn)
             return StaticObject(obj, loc)
-        raise fe.error(KernelNameError, f"name {name!r} is not defined", loc)
+        hint = f" (a math function: import it, `from math import {name}`, or write " \
+            f"`math.{name}` or `np.{name}`)" if name in MATH else ""
+        raise fe.error(KernelNameError, f"name {name!r} is not defined{hint}", loc)
 
 
 def assigned_names(fdef, subscripts=False) -> set:
