@@ -106,7 +106,7 @@ def test_a_host_side_typo_lists_the_fields_and_suggests_one():
     with pytest.raises(AttributeError, match=r"relation 'V' has no field, subset or grouping "
                                              r"'flx' \(did you mean 'flux'\?\); its fields: T, "
                                              r"flux; subsets: left; groupings: none"):
-        R.flx
+        _ = R.flx
 
 
 def test_a_name_clash_says_what_holds_the_name():
