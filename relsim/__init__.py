@@ -14,6 +14,7 @@ _collecting = _gc.isenabled()
 _gc.disable()
 
 try:
+    from . import errors as _errors
     from . import geometry
     from . import output as _output
     from .builtins import (
@@ -74,6 +75,7 @@ __version__ = "0.1.0"
 
 _launch.install(_run, _epoch.bump)
 _output.install_writer_check(lambda: ranks().rank == 0)
+_errors.install_excepthook()  # an uncaught relsim error shows the user's frames only
 
 
 __all__ = [

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+import traceback
+import types
 
 
 class RelsimError(Exception):
@@ -140,3 +143,40 @@ def entry_point(fn):
         except RelsimError as exc:
             raise public(exc) from exc.__cause__
     return call
+
+
+# -- uncaught errors ---------------------------------------------------------------------------
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _without_relsim_frames(tb):
+    """The traceback chain `tb` without the frames of relsim's own files."""
+    frames = []
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE):
+            frames.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(frames):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
+
+
+def format_uncaught(kind, value, tb) -> str:
+    """An uncaught exception as the default hook prints it; a RelsimError without relsim's
+    frames (the public entry point that raised it included), unless RELSIM_TRACEBACK=full."""
+    if isinstance(value, RelsimError) and not full_traceback():
+        tb = _without_relsim_frames(tb)
+    return "".join(traceback.format_exception(kind, value, tb))
+
+
+def excepthook(kind, value, tb) -> None:
+    """`sys.excepthook` while relsim is imported (installed only over the default one): the
+    traceback in one write, without relsim's frames for its own errors."""
+    sys.stderr.write(format_uncaught(kind, value, tb))
+    sys.stderr.flush()
+
+
+def install_excepthook() -> None:
+    if sys.excepthook is sys.__excepthook__:
+        sys.excepthook = excepthook

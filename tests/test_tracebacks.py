@@ -66,8 +66,10 @@ def run_script(tmp_path, body, target="interp", full=False):
 
 
 def internal_frames(lines):
+    """Frames of relsim's own files (the public entry point that raised included), wherever
+    the subprocess imported relsim from."""
     return [ln for ln in lines if ln.lstrip().startswith("File ")
-            and f"relsim{os.sep}runtime" in ln]
+            and f"{os.sep}relsim{os.sep}" in ln]
 
 
 def user_frame(lines, script, line):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
+from ... import errors
 from ...errors import ConfigError
 
 # process-manager variables that give the number of ranks (MPICH/Hydra, Open MPI, Slurm's PMI)
@@ -90,11 +90,11 @@ def _abort_on_uncaught(world: World) -> None:
     def hook(kind, value, tb):
         head = f"[relsim rank {world.rank} of {world.size}] uncaught exception; aborting " \
             f"every rank\n"
-        if previous is sys.__excepthook__:
+        if previous in (sys.__excepthook__, errors.excepthook):
             # the label and the whole traceback in one write: the abort can end this rank
             # while the launcher is still forwarding its output, and a report written line by
             # line then arrives cut short (seen under load: the label and the first frame only)
-            sys.stderr.write(head + "".join(traceback.format_exception(kind, value, tb)))
+            sys.stderr.write(head + errors.format_uncaught(kind, value, tb))
         else:  # the program's own hook reports it
             sys.stderr.write(head)
             previous(kind, value, tb)
