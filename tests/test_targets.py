@@ -268,3 +268,40 @@ def test_building_a_config_imports_nothing_and_loads_no_plugin(tmp_path, monkeyp
     assert lines[0].startswith("unknown target 'nosuch'; choose one of ") and \
         "delegate" in lines[0], lines
     assert lines[1:] == ["[] False", "True"]
+
+
+def test_a_launch_must_be_a_launch_and_a_duck_typed_backend_still_works(tmp_path, clean_registry):
+    """A backend need not subclass Backend (the registry asks only for compile), but what it
+    compiles must be a base.Launch: that gives every optional hook its default."""
+    from relsim.runtime.backends.base import Launch
+
+    class Wrapped(Launch):
+        def __init__(self, inner):
+            self.inner, self.analysed = inner, inner.analysed
+
+        def launch(self, relation, subset):
+            self.inner.launch(relation, subset)
+
+    class Duck:
+        def compile(self, analysed, config):
+            return Wrapped(targets.get("interp").compile(analysed, config))
+
+    class Bad:
+        def compile(self, analysed, config):
+            return object()
+
+    rs.register_backend("duck", Duck())
+    rs.register_backend("bad", Bad())
+    (tmp_path / "k.py").write_text(KERNEL.split("E.foreach")[0])
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import k
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("k", None)
+    k.E.foreach(k.conduct, rs.Config(target="duck"))
+    assert k.V.flux.numpy().tolist() == [1.0, 2.0, 2.0, 2.0, -7.0]  # d = 1 3 5 7
+    assert "generated" not in rs.explain(k.conduct, k.E, rs.Config(target="duck"))
+    with pytest.raises(rs.ConfigError, match="target 'bad': compile\\(\\) returned a object, "
+                                             "not a Launch; subclass"):
+        k.E.foreach(k.conduct, rs.Config(target="bad"))

@@ -4,8 +4,10 @@ This is the launcher `relsim/__init__` installs into the relations package."""
 from __future__ import annotations
 
 from .. import config as _config
+from ..errors import ConfigError
 from . import parallel
 from .analysis.captures import Watch
+from .backends.base import Backend, Launch
 from .gc_pause import collector_paused
 from .pipeline import analyse
 
@@ -14,14 +16,22 @@ def executable(kernel, relation, cfg):
     """The compiled form of `kernel` over `relation` for configuration `cfg` (cached per what
     of `cfg` the target's backend depends on: `Backend.key`)."""
     backend = cfg.backend
-    key = (id(relation), relation.schema_version, backend.key(cfg))
+    # (a backend registered without subclassing base.Backend: keyed by the whole Config)
+    key = (id(relation), relation.schema_version,
+           backend.key(cfg) if isinstance(backend, Backend) else cfg)
     exe = kernel._plans.get(key)
     if exe is None:
         if not hasattr(kernel, "_plans"):
             raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}")
         with collector_paused():
             analysed = analyse(kernel, relation, cfg.cache_path())
-            exe = parallel.wrap(backend.compile(analysed, cfg), cfg)
+            launch = backend.compile(analysed, cfg)
+            if not isinstance(launch, Launch):
+                raise ConfigError(f"target {cfg.target!r}: compile() returned a "
+                                  f"{type(launch).__name__}, not a Launch; subclass "
+                                  f"relsim.runtime.backends.base.Launch (it gives the optional "
+                                  f"hooks their defaults)")
+            exe = parallel.wrap(launch, cfg)
         kernel._plans[key] = exe
         # the captured values compiled into exe, checked before each of its launches
         kernel._watches[id(exe)] = Watch.of(kernel, analysed.captures)
