@@ -73,15 +73,15 @@ def _share_cores(comm, MPI) -> None:
     ranks-on-the-node; the cpu's then runs that many Numba threads). N ranks each starting a
     thread per core would run N times as many threads as cores."""
     from ...target_registry import registered
+    from ..backends.base import Backend
     local = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     for backend in registered():
-        share = getattr(backend, "share_cores", None)  # (a plugin need not subclass Backend)
-        if share is not None:
-            share(max(1, cores // local))
+        if isinstance(backend, Backend):  # (a plugin need not subclass it: then it has no say)
+            backend.share_cores(max(1, cores // local))
 
 
 def _abort_on_uncaught(world: World) -> None:
