@@ -378,7 +378,7 @@ class CpuExecutable(Launch):
                 case GroupRows(grouping=g):
                     args.append(g.arrays()[1])
                 case ReductionSlots(layout=lay):  # a field's: allocated once the scheme is known
-                    arr = self.slot_array(lay, 0 if isinstance(lay.target, Field) else b.n)
+                    arr = binding.slot_array(lay, 0 if isinstance(lay.target, Field) else b.n)
                     slot_arrays[id(lay)] = (len(args), arr)
                     args.append(arr)
                 case SlotPlaces(layout=lay):  # filled below, once the targets are known
@@ -412,7 +412,7 @@ class CpuExecutable(Launch):
             for lay in self.analysed.layouts:
                 if isinstance(lay.target, Field) and id(lay) in slot_arrays:
                     i, _ = slot_arrays[id(lay)]
-                    args[i] = self.slot_array(lay, b.n)
+                    args[i] = binding.slot_array(lay, b.n)
                     slot_arrays[id(lay)] = (i, args[i])
                     if id(lay) in slot_places:
                         nslots = b.n * lay.per_row
@@ -423,7 +423,7 @@ class CpuExecutable(Launch):
         for k, lay in enumerate(self.analysed.layouts):
             vals = slot_arrays.get(id(lay), (None, None))[1]
             if vals is None:  # the kernel never reaches this reduction: nothing to fold
-                vals = self.slot_array(lay, b.n)
+                vals = binding.slot_array(lay, b.n)
             op = host_folds.OPS.get(lay.op)
             if not isinstance(lay.target, Field):
                 b.folds.append((lay.target, self.make_fold(lay, vals, b), lay, vals))
@@ -434,7 +434,7 @@ class CpuExecutable(Launch):
                 continue
             if scheme == "split":  # only the shared targets' slots, folded after the kernel
                 sp = splits[k]
-                shv = self.slot_array(lay, sp.nshared, per_row=1)
+                shv = binding.slot_array(lay, sp.nshared, per_row=1)
                 split_args += [sp.place, shv]
                 gathers.append((f, F, sp.off, None, shv, op, False, lay))
                 continue
@@ -553,10 +553,6 @@ class CpuExecutable(Launch):
             return fn, (F.reshape(-1), off, ids, vals.reshape(-1), op)
         fn = host_folds.gather_num_parallel if parallel else host_folds.gather_num_serial
         return fn, (F, off, ids, vals, op)
-
-    @staticmethod
-    def slot_array(lay, n, per_row=None):
-        return binding.slot_array(lay, n, per_row)
 
     @staticmethod
     def make_fold(lay, vals, b):
