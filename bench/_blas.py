@@ -53,6 +53,20 @@ def set_threads(n: int) -> bool:
     return bool(libs)
 
 
+# how long OpenBLAS's worker threads keep spinning after a call before they sleep (its default
+# THREAD_TIMEOUT, 2**28 cycles, is ~0.1 s here), with room
+IDLE_S = 0.3
+
+
+def quiet() -> None:
+    """Set OpenBLAS to 1 thread and wait until its workers sleep: after a multi-threaded BLAS
+    call they spin on the other cores for ~0.1 s, and a relsim launch on t threads timed in that
+    window finds a core taken (measured: a 2-thread exact dot at 1M rows took 680 us right after
+    a 2-thread numpy.dot, 350 us after this). An untimed set-up for relsim's variants."""
+    set_threads(1)
+    time.sleep(IDLE_S)
+
+
 def describe() -> str:
     """'OpenBLAS (k libraries) on n threads' (or why not known), for a table's notes."""
     libs = _libraries()

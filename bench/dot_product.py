@@ -127,8 +127,10 @@ def main(argv=None) -> None:
                 return g.value
 
             blas_t = (lambda t=t: _blas.set_threads(t)) if blas else None
-            variants = {"dot": (None, rel_dot),
-                        "axpy": (None, lambda R=R, cfg=cfg: R.foreach(axpy, cfg)),
+            # after a t-thread BLAS batch, relsim's batches wait for its spinning workers
+            calm = _blas.quiet if t > 1 and blas else None
+            variants = {"dot": (calm, rel_dot),
+                        "axpy": (calm, lambda R=R, cfg=cfg: R.foreach(axpy, cfg)),
                         "numpy": (blas_t, lambda x=x, y=y: np.dot(x, y))}
             if t > 1 and blas:
                 variants["numpy1"] = (lambda: _blas.set_threads(1), variants["numpy"][1])
@@ -171,7 +173,9 @@ def main(argv=None) -> None:
            + ("(OpenBLAS set to the same thread count; at 2 threads also on 1 thread: "
               "`dot / numpy.dot` divides by the faster of the two in each batch: on this "
               "loaded 2-core machine a 2-thread OpenBLAS call often waits a scheduler tick, "
-              "4-8 ms, for its worker thread). " if blas
+              "4-8 ms, for its worker thread; relsim's batches start once the 2-thread "
+              "OpenBLAS workers of the batch before sleep, `_blas.quiet`, untimed, since those "
+              "spin on the other core for ~0.1 s after a call). " if blas
               else "(BLAS threads not controlled). ")
            + f"`cfg = rs.Config(target=\"cpu\", threads=t, parallel_threshold="
            f"{args.parallel_threshold})`: the kernels run serially below {args.parallel_threshold}"

@@ -40,11 +40,24 @@ class Global:
 
     @property
     def value(self):
-        v = self.data[0]
-        return v.item() if v.ndim == 0 else v.copy()
+        if self.residency is not None:
+            self.residency.before_host_read(self)
+        if not self.type.shape:  # a scalar: straight to a Python number
+            return self._data.item(0)
+        return self._data[0].copy()
 
     @value.setter
     def value(self, v) -> None:
+        if type(v) is float and self._data.dtype == np.float64 and not self.type.shape:
+            self._data[0] = v  # (the common case, kept cheap: a solver sets Globals often)
+        else:
+            self._data[0] = self._checked(v)
+        self._row_data[0] = -1
+        if self.residency is not None:
+            self.residency.after_host_write(self)
+
+    def _checked(self, v) -> np.ndarray:
+        """v as an array of this Global's type and shape (or a scalar to broadcast)."""
         label = f"Global {self.name!r}" if self.name else "Global"
         try:
             arr = np.asarray(v, dtype=self.type.dtype)
@@ -53,10 +66,7 @@ class Global:
         if arr.shape not in (self.type.shape, ()):
             raise DataError(f"{label} of type {self.type!r} cannot hold a value of shape "
                             f"{arr.shape}")
-        self._data[0] = arr
-        self._row_data[0] = -1
-        if self.residency is not None:
-            self.residency.after_host_write(self)
+        return arr
 
     @property
     def row(self) -> int:

@@ -73,8 +73,9 @@ def test_assigning_the_value_drops_the_pending_fold(target):
         rs.reduce_argmax(best, r.v)
 
     R.foreach(reduce_both, target)
-    if target.target in CPU_TARGETS:  # the cpu leaves the folds pending for a reader
-        assert pending.pending_global(total) and pending.pending_global(best)
+    if target.target in CPU_TARGETS:  # the cpu leaves the arg fold pending for a reader (a
+        # float64 sum it rounds in the launch itself: runtime/folds/lane_sums.py)
+        assert pending.pending_global(best) and not pending.pending_global(total)
     total.value = 0.0
     assert not pending.pending_global(total) and total.value == 0.0
     assert best.row == 0 and best.value == 1e16  # first row attaining the max

@@ -52,9 +52,9 @@ from ...lowering import (
 from ...lowering.emit import unparse
 from .. import base
 from ..base import Backend, Launch, variant_note
-from . import pending, threading_layer
+from . import lanes, pending, threading_layer
 from . import scatter as cpu_scatter
-from .loops import CpuLowerer
+from .loops import CpuLowerer, lane_layouts, pure_reduction
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -123,7 +123,7 @@ class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
-                 "row_args", "debug", "device")
+                 "row_args", "debug", "device", "lanes")
 
 
 class _Variants(dict):
@@ -176,6 +176,13 @@ class CpuExecutable(Launch):
             self.grid = (grid.shape, grid.periodic)
         else:
             self.grid_loops = None
+        # float64 Global sums accumulated in the loop (`lanes.py`), keyed by (parallel, rows)
+        self.lane_offsets = lane_layouts(analysed) if hasattr(mod, "kernel_lanes_serial") \
+            else {}
+        self.lanes_pure = pure_reduction(analysed)
+        self.lanes_fns = _Variants(lambda key: jit(getattr(
+            mod, f"kernel_lanes_{'parallel' if key[0] else 'serial'}{'_rows' if key[1] else ''}"),
+            parallel=key[0]))
         # serial: they run once per binding, and a parallel compilation costs ~2.4x
         self.targets = _Variants(lambda k: jit(getattr(mod, f"targets_{k}")))
         self.force_serial = serial
@@ -231,6 +238,11 @@ class CpuExecutable(Launch):
         fn(*args)
         if self.err_view[0]:
             debug_checks.raise_flagged(self.analysed.kernel_name, self.err)
+        if b.lanes is not None:  # float64 Global sums: rounded now, from lanes or slots
+            if fn is b.fn:
+                b.lanes.finish()
+            else:  # the variant folding pending reductions first (`settle`) parks them all
+                b.lanes.exact()
         for fn, args in b.post:
             fn(*args)
         for pf in b.deferred:  # key-reduction folds: left pending unless the field is exposed
@@ -419,13 +431,14 @@ class CpuExecutable(Launch):
                         args[slot_places[id(lay)]] = np.empty(
                             nslots, dtype=np.int32 if nslots < 2 ** 31 else np.int64)
             b.args = tuple(args)
-        gathers, b.folds, split_args = [], [], []
+        gathers, b.folds, split_args, global_vals = [], [], [], {}
         for k, lay in enumerate(self.analysed.layouts):
             vals = slot_arrays.get(id(lay), (None, None))[1]
             if vals is None:  # the kernel never reaches this reduction: nothing to fold
                 vals = binding.slot_array(lay, b.n)
             op = host_folds.OPS.get(lay.op)
             if not isinstance(lay.target, Field):
+                global_vals[k] = vals
                 b.folds.append((lay.target, self.make_fold(lay, vals, b), lay, vals))
                 continue
             f = lay.target
@@ -471,6 +484,12 @@ class CpuExecutable(Launch):
                 else sps[0].mixed
             b.call_args += (sps[0].bounds, mixed) + tuple(split_args)
         b.parallel = parallel
+        b.lanes = None
+        # (not under fast_math: LLVM could fuse a product into a TwoSum's addition; not
+        # where the grid's nested loops apply: they save more than the slots' fold costs)
+        if self.lane_offsets and scheme == "plain" and box is None and self.partials is None \
+                and not self.options.fast_math:
+            self.bind_lanes(b, global_vals)
         b.post, b.deferred, b.outstanding = [], [], 0
         b.debug = tuple(debug) if debug[0] is not None else None
         if b.debug is not None:  # checked first; the targets_<k> runs above recorded too
@@ -506,6 +525,18 @@ class CpuExecutable(Launch):
             + tuple(g for g, *_ in b.folds)
         self.bindings[subset] = b
         return b
+
+    def bind_lanes(self, b, global_vals) -> None:
+        """Make `b` call the lanes variant, its float64 Global sums no longer folded from
+        slots (unless `lanes.LaneSums` needs them); a kernel with no other effect can be run
+        again as bound so far, with its slots (`rerun`)."""
+        layouts = self.analysed.layouts
+        rerun = (b.fn, b.call_args) if self.lanes_pure else None
+        b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun)
+        b.fn = self.lanes_fns[(b.parallel, b.has_rows)]
+        b.call_args = b.row_args + (b.lanes.lanes,)
+        summed = {id(layouts[k]) for k in self.lane_offsets}
+        b.folds = [f for f in b.folds if id(f[2]) not in summed]
 
     def grid_box(self, relation, subset, b):
         """(lo, hi) of the box of grid cells the launch runs over, when the kernel has grid

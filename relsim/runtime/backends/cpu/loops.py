@@ -16,7 +16,14 @@ holds:
   `_mixed[pos]` false, every site adds directly; the body is emitted once, each site tests
   the row's flag). All three give the same bits;
 * over a grid relation of two or more axes (and no reductions into fields through keys):
-  `kernel_grid` / `kernel_grid_serial`, nested loops over a box of cells (`grid_loops.py`).
+  `kernel_grid` / `kernel_grid_serial`, nested loops over a box of cells (`grid_loops.py`);
+* when the kernel sums into float64 Globals (and reduces into no field through keys):
+  `kernel_lanes_{serial,parallel}[_rows]`, which add those contributions into the TwoSum lanes
+  of `folds.lane_sums` as they go (`_lanes`, one chunk of rows per outer iteration), instead of
+  parking them in slots; the launch then rounds the lanes once (`lane_sums.finish`). A kernel
+  whose only effects are its Global reductions (`pure_reduction`) writes no Global slots
+  there: when the check cannot decide, the launch runs it again with its slots (same inputs,
+  same contributions). Any other kernel also writes its slots, summed exactly in that case.
 
 A field's reduction slots are written pre-permuted into fold order (`_spos`). A variant built
 with `absorb` first folds, in each row, the slots of key reductions another launch left
@@ -32,8 +39,10 @@ import hashlib
 from pathlib import Path
 
 from .... import philox
-from ....types import elem_of
+from ....relations.field import Field
+from ....types import elem_of, f64
 from ... import ir
+from ...folds import lane_sums
 from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, name, store
 from ...lowering.expr import ERR, POS, ROW
@@ -41,6 +50,8 @@ from ...lowering.pending_folds import fold_pending_row
 from .grid_loops import GridPlan
 
 MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
+LANE = "_j"  # lanes variants: the row's lane
+CHUNK_LANES = "_ln"  # lanes variants: the chunk's lanes, (components, STATE, LANES)
 
 _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.backends.cpu import libm as _libm\n"
@@ -67,6 +78,11 @@ class CpuLowerer(BodyLowerer):
         self.field_layouts = [k for k, lay in enumerate(analysed.layouts)
                               if lay.on_field]
         self.grid_plan = None  # set while the grid loops' fast body is lowered
+        # float64 Global sums the lanes variants accumulate: layout index -> first component
+        self.lane_offsets = lane_layouts(analysed) if debug is None and not self.field_layouts \
+            else {}
+        self.lane_store = not pure_reduction(analysed)  # the lanes variants also write slots
+        self.lanes = False  # set while the lanes variants' body is lowered
 
     # -- the seam (body.BodyLowerer) ------------------------------------------------------
     def slot_place(self, k, lay, slot):
@@ -88,6 +104,39 @@ class CpuLowerer(BodyLowerer):
 
     def parks(self, lay) -> bool:
         return self.scatter == "slots" or not lay.on_field
+
+    def s_GlobalReduce(self, s):
+        k = self.layout_of[id(s)][0] if self.lanes and id(s) in self.layout_of else None
+        if k not in self.lane_offsets:
+            return super().s_GlobalReduce(s)
+        vals = self.expr(s.value)
+        if self.lane_store:
+            self.slot_write(s, vals)
+        for c, v in enumerate(vals):
+            self.two_sum_into_lane(self.lane_offsets[k] + c, v)
+
+    def two_sum_into_lane(self, q, v):
+        """Add v to component q's lane `_j` of the chunk's lanes `_ln` (s, e, p: see
+        `lane_sums`): s + v == t + err exactly (TwoSum), err and |err| summed."""
+        bind, out = self.alg.bind, self.alg.out
+
+        def lane(part):
+            idx = ast.Tuple([ast.Constant(q), ast.Constant(part), name(LANE)], ast.Load())
+            return ast.Subscript(name(CHUNK_LANES), idx, ast.Load())
+
+        def op(a, o, b):
+            return ast.BinOp(a, o(), b)
+
+        x = bind(call("_f64", v))
+        a = bind(lane(0))
+        t = bind(op(a, ast.Add, x))
+        z = bind(op(t, ast.Sub, a))
+        err = bind(op(op(a, ast.Sub, op(t, ast.Sub, z)), ast.Add, op(x, ast.Sub, z)))
+        for part, value in ((0, t), (1, op(lane(1), ast.Add, err)),
+                            (2, op(lane(2), ast.Add, call("abs", err)))):
+            target = lane(part)
+            target.ctx = ast.Store()
+            out.append(ast.Assign([target], value))
 
     def s_FieldReduce(self, s):
         if self.scatter == "slots" or id(s) not in self.layout_of:
@@ -142,6 +191,11 @@ class CpuLowerer(BodyLowerer):
             peeled = self.row_loop(self.kernel_row_body)
             grid_bodies = (peeled[0].body[2:], fast[0].body[2:])
         plan, self.grid_plan = self.grid_plan, None
+        lanes_loop = None
+        if self.lane_offsets and not self.absorb:
+            self.lanes = True
+            lanes_loop = self.row_loop(self.kernel_row_body)
+            self.lanes = False
         funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows,
                                extra=self.absorb_params())
                  for mode, fn in (("serial", "range"), ("parallel", "prange"))
@@ -154,6 +208,10 @@ class CpuLowerer(BodyLowerer):
                                                  rows))
         funcs += [self.function(f"targets_{k}", body, "range", extra=["_tgt"])
                   for k, body in targets]
+        if lanes_loop is not None:
+            funcs += [self.lanes_function(f"kernel_lanes_{mode}{suffix}", lanes_loop, fn, rows)
+                      for mode, fn in (("serial", "range"), ("parallel", "prange"))
+                      for suffix, rows in (("", False), ("_rows", True))]
         if grid_bodies is not None:
             args = ["_n", "_rows", "_has_rows", ERR] + [p.name for p in self.params.items] + \
                 ["_lo", "_hi"]
@@ -190,6 +248,49 @@ class CpuLowerer(BodyLowerer):
         nblocks = ast.BinOp(ast.Subscript(ast.Attribute(name("_bounds"), "shape", ast.Load()),
                                           ast.Constant(0), ast.Load()), ast.Sub(), ast.Constant(1))
         fn.body = [ast.For(store("_b"), call("prange", nblocks), [rows_loop], [])]
+        return fn
+
+    def lanes_function(self, fname, lanes_loop, range_fn, rows):
+        """The row loop cut into `_lanes.shape[0]` chunks (`range_fn` over them), each chunk's
+        rows in groups of LANES, row `_b + _j` into lane `_j`; the chunk's lanes zeroed first."""
+        fn = self.function(fname, lanes_loop, "range", extra=["_lanes"], rows=rows)
+        (row_loop,) = fn.body
+        width = ast.Constant(lane_sums.LANES)
+
+        def assign(target, value):
+            return ast.Assign([store(target)], value)
+
+        def op(a, o, b):
+            return ast.BinOp(a, o(), b)
+
+        def loop(var, it, body):
+            return ast.For(store(var), it, body, [])
+
+        group = loop(LANE, call("range", width), [
+            assign("_i", op(name("_b"), ast.Add, name(LANE))),
+            ast.If(ast.Compare(name("_i"), [ast.GtE()], [name("_hi")]), [ast.Continue()], []),
+        ] + row_loop.body)
+        zero = ast.Subscript(name(CHUNK_LANES), ast.Tuple(
+            [name("_q"), name("_k"), name(LANE)], ast.Load()), ast.Store())
+        nch = name("_nch")
+        chunk = name("_ci")
+        fn.body = [
+            assign("_nch", ast.Subscript(ast.Attribute(name("_lanes"), "shape", ast.Load()),
+                                         ast.Constant(0), ast.Load())),
+            loop("_c", call(range_fn, nch), [
+                assign("_ci", call("_i64", name("_c"))),  # prange's index is unsigned
+                assign("_lo", op(op(name("_n"), ast.Mult, chunk), ast.FloorDiv, nch)),
+                assign("_hi", op(op(name("_n"), ast.Mult, op(chunk, ast.Add, ast.Constant(1))),
+                                 ast.FloorDiv, nch)),
+                assign(CHUNK_LANES, ast.Subscript(name("_lanes"), chunk, ast.Load())),
+                loop("_q", call("range", ast.Subscript(ast.Attribute(
+                    name(CHUNK_LANES), "shape", ast.Load()), ast.Constant(0), ast.Load())), [
+                    loop("_k", call("range", ast.Constant(lane_sums.STATE)), [
+                        loop(LANE, call("range", width), [
+                            ast.Assign([zero], ast.Constant(0.0))])])]),
+                loop("_b", call("range", name("_lo"), name("_hi"), width), [group]),
+            ]),
+        ]
         return fn
 
     @staticmethod
@@ -230,6 +331,24 @@ class CpuLowerer(BodyLowerer):
                 fold_pending_row(self.alg, i, self.field_slots(field, name(ROW), ()), op,
                                  has_ids, elem_of(field.type))
             self.alg.out.extend(body)
+
+
+def lane_layouts(analysed) -> dict:
+    """{layout index: first lane component} of the kernel's float64 Global sums, in layout
+    order (each Global's components consecutive)."""
+    out, q = {}, 0
+    for k, lay in enumerate(analysed.layouts):
+        if not lay.on_field and lay.op == "+" and elem_of(lay.target.type) == f64:
+            out[k] = q
+            q += lay.target.type.ncomp
+    return out
+
+
+def pure_reduction(analysed) -> bool:
+    """Whether the kernel's only effects are its reductions into Globals: it writes no field
+    and inserts or deletes no row, so running it twice gives the same contributions."""
+    return not analysed.inserts and not analysed.deletes and all(
+        a.mode == "read" for a in analysed.summary.accesses if isinstance(a.target, Field))
 
 
 def _number_statements(stmts) -> None:
