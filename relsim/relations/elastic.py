@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DataError
+from .field import widen_keys
 
 
 def _check_elastic(rel) -> None:
@@ -23,6 +24,7 @@ def resize(rel, size: int) -> None:
         f._resize(size)
     rel.size = size
     rel._storage_changed()
+    widen_keys(rel)  # keys into it may need int64 now
 
 
 def append_rows(rel, count: int, values: dict) -> None:
@@ -86,7 +88,7 @@ def delete_rows(rel, mask) -> None:
         f.version += 1
     rel.size = int(keep.sum())
     for kf in incoming:
-        data = new_index[kf.data]
+        data = new_index[kf.data].astype(kf.data.dtype)
         data.flags.writeable = False
         kf.data = data
         kf.version += 1

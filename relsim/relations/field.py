@@ -255,7 +255,7 @@ class KeyField(Field):
         self.relation = relation
         self.name = name
         self.type = vtype
-        self.data = np.zeros((relation.size,) + vtype.shape, dtype=np.int64)
+        self.data = np.zeros((relation.size,) + vtype.shape, dtype=key_dtype(target.size))
         self.data.flags.writeable = False
         self.version = 0
 
@@ -277,7 +277,7 @@ class KeyField(Field):
                 raise DataError(f"{exc}; {self.qualname} never held keys, so it was removed "
                                 f"again (add it with new_key_field(..., values=...))") from None
             raise
-        data = np.array(arr, dtype=np.int64)
+        data = np.array(arr, dtype=key_dtype(self.target.size))
         data.flags.writeable = False
         self._unset = None  # every key given
         self.data = data
@@ -306,7 +306,7 @@ class KeyField(Field):
         return self.load(np.full((self.relation.size,) + self.type.shape, value))
 
     def _resize(self, size: int) -> None:
-        new = np.zeros((size,) + self.type.shape, dtype=np.int64)
+        new = np.zeros((size,) + self.type.shape, dtype=self._keys.dtype)
         n = min(size, self._keys.shape[0])
         new[:n] = self._keys[:n]
         new.flags.writeable = False
@@ -315,6 +315,30 @@ class KeyField(Field):
             unset[:n] = self._unset[:n]
             self._unset = unset if unset.any() else None
         self.data = new
+
+
+# Keys are stored as int32 while their target has fewer rows than this (half the bytes of int64:
+# a memory-bound kernel reading keys, such as a sparse matrix's product, reads a third less),
+# else as int64; a target that grows past it widens the keys into it (`widen_keys`).
+INT32_KEYS_BELOW = 2 ** 31 - 1
+
+
+def key_dtype(target_size: int):
+    """The storage type of keys into a relation of `target_size` rows."""
+    return np.int32 if target_size < INT32_KEYS_BELOW else np.int64
+
+
+def widen_keys(target) -> None:
+    """After `target` grew: keys into it stored as int32 become int64 once they must."""
+    if target.size < INT32_KEYS_BELOW:
+        return
+    for kf in target._incoming():
+        if kf._keys.dtype != np.int64:
+            data = kf._keys.astype(np.int64)
+            data.flags.writeable = False
+            kf.data = data
+            kf.version += 1
+            kf.relation._storage_changed()
 
 
 def _moves(residency) -> bool:

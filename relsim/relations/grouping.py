@@ -16,6 +16,7 @@ class Grouping:
         self._version = None
         self._offsets = None
         self._rows = None
+        self._in_order = False
 
     def arrays(self):
         """(offsets, rows), rebuilt when the key field was reloaded or rows were inserted or
@@ -38,7 +39,15 @@ class Grouping:
         offsets = np.zeros(self.target.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         self._offsets, self._rows = offsets, src[order]
+        self._in_order = bool(arity == 1 and np.array_equal(order, src))
         self._version = (self.key_field.version, self.target.size, self.source.size)
+
+    @property
+    def in_order(self) -> bool:
+        """Whether the grouped rows are the source's rows in order (the source relation is
+        sorted by the key: ``rows()`` is ``0, 1, 2, ...``), so a group is a contiguous range."""
+        self.arrays()
+        return self._in_order
 
     def offsets(self) -> np.ndarray:
         return self.arrays()[0]

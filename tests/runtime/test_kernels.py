@@ -308,3 +308,30 @@ def test_round_with_digits_is_refused():
 
     with pytest.raises(rs.KernelTypeError, match=r"round\(\) takes 1 argument"):
         R.foreach(k, rs.Config(target="interp"))
+
+
+def test_a_grouping_whose_rows_are_in_order_and_then_not(target):
+    """A source relation sorted by the key groups into contiguous ranges (`Grouping.in_order`:
+    the cpu then binds no rows array); reloading the key so that it is not sorted any more
+    gives the regrouped answer."""
+    V = rs.Relation("V", 4)
+    E = rs.Relation("E", 6)
+    E.new_key_field("owner", V).load(np.array([0, 0, 1, 2, 2, 2]))
+    E.new_field("w", rs.f64).load(np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0]))
+    V.new_field("total", rs.f64)
+    E.group_by("owner", "mine")
+
+    @rs.kernel
+    def gather(v):
+        s = 0.0
+        for e in v.mine:
+            s = s * 3.0 + e.w  # order-sensitive: the group's rows must come in row order
+        v.total = s
+
+    V.foreach(gather, target)
+    assert V.mine.in_order
+    assert V.total.numpy().tolist() == [5.0, 4.0, 8.0 * 9 + 16.0 * 3 + 32.0, 0.0]
+    E.owner.load(np.array([2, 0, 1, 2, 0, 3]))
+    V.foreach(gather, target)
+    assert not V.mine.in_order
+    assert V.total.numpy().tolist() == [2.0 * 3 + 16.0, 4.0, 1.0 * 3 + 8.0, 32.0]

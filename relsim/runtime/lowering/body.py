@@ -299,7 +299,14 @@ class BodyLowerer(ExprLowerer):
         hi = self.alg.bind(ast.Subscript(name(off), ast.BinOp(key, ast.Add(), ast.Constant(1)),
                                          ast.Load()))
         var = self.local_names(s.var, KeyType(g.source))[0]
-        bind = ast.Assign([store(var)], ast.Subscript(name(rows), name(j), ast.Load()))
+        # a backend may bind an empty rows array for a grouping whose rows are in order
+        # (`Grouping.in_order`): the group's rows are then its positions (a load less per row;
+        # an empty grouping has no positions to run over either way)
+        in_order = ast.Compare(ast.Subscript(ast.Attribute(name(rows), "shape", ast.Load()),
+                                             ast.Constant(0), ast.Load()),
+                               [ast.Eq()], [ast.Constant(0)])
+        bind = ast.Assign([store(var)], ast.IfExp(
+            in_order, name(j), ast.Subscript(name(rows), name(j), ast.Load())))
         self.alg.out.append(ast.For(store(j), call("range", lo, hi),
                                     [bind] + self.sub_block(s.body), []))
 

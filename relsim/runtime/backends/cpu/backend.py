@@ -387,8 +387,8 @@ class CpuExecutable(Launch):
                     args.append(g.data)
                 case GroupOffsets(grouping=g):
                     args.append(g.arrays()[0])
-                case GroupRows(grouping=g):
-                    args.append(g.arrays()[1])
+                case GroupRows(grouping=g):  # rows in order: their positions (body.py)
+                    args.append(_EMPTY_ROWS if g.in_order else g.arrays()[1])
                 case ReductionSlots(layout=lay):  # a field's: allocated once the scheme is known
                     arr = binding.slot_array(lay, 0 if isinstance(lay.target, Field) else b.n)
                     slot_arrays[id(lay)] = (len(args), arr)
