@@ -141,6 +141,15 @@ class Affine(Expr):
 
 
 @_node
+class Shifted(Expr):
+    """`c(di, dj)` with offsets computed when the kernel runs (typed: i64 expressions): the grid
+    neighbour of key `key` under the grid's boundary rule (periodic axes wrap; leaving a bounded
+    axis is an error). Only read through (the phase rules treat it as any key read)."""
+    key: Expr
+    offsets: tuple
+
+
+@_node
 class Index(Expr):
     base: Expr
     index: tuple  # of Expr (one, or two for a matrix entry)
@@ -395,6 +404,8 @@ def show_expr(e: Expr) -> str:
         return f"{show_expr(e.base)}[{', '.join(show_expr(i) for i in e.index)}]{t}"
     if isinstance(e, Affine):
         return f"{show_expr(e.key)}({', '.join(map(str, e.offsets))})"
+    if isinstance(e, Shifted):
+        return f"{show_expr(e.key)}({', '.join(show_expr(o) for o in e.offsets)})"
     if isinstance(e, (BinOp, Compare)):
         return f"({show_expr(e.left)} {e.op} {show_expr(e.right)}){t}"
     if isinstance(e, UnaryOp):

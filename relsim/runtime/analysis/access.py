@@ -139,4 +139,6 @@ def key_text(e) -> str:
         return key_text(e.value)
     if isinstance(e, ir.Affine):
         return f"{key_text(e.key)}({', '.join(map(str, e.offsets))})"
+    if isinstance(e, ir.Shifted):
+        return f"{key_text(e.key)}({', '.join('...' for _ in e.offsets)})"
     return "<expr>"

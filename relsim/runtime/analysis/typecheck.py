@@ -255,11 +255,13 @@ class TypeChecker(OperatorTyping):
                            f"{t!r}", e.loc)
         offs = [self.expr(o) for o in e.offsets]
         if len(offs) != len(grid.shape) or not all(
-                isinstance(o, ir.Const) and isinstance(o.type, ScalarType) and o.type.is_int
-                for o in offs):
+                isinstance(o.type, ScalarType) and o.type.is_int for o in offs):
             raise self.err(f"a {len(grid.shape)}-D grid key takes {len(grid.shape)} integer "
-                           f"constant offsets, e.g. c({', '.join(['0'] * len(grid.shape))})",
-                           e.loc)
+                           f"offsets, e.g. c({', '.join(['0'] * len(grid.shape))}) or "
+                           f"c(di, dj) with int di, dj (got "
+                           f"{', '.join(repr(o.type) for o in offs)})", e.loc)
+        if not all(isinstance(o, ir.Const) for o in offs):  # computed when the kernel runs
+            return ir.Shifted(e.loc, key, tuple(self.cast(o, i64) for o in offs), type=t)
         steps = tuple(int(o.value) for o in offs)
         if isinstance(key, ir.Affine):  # c(1, 0)(0, 1) == c(1, 1)
             steps = tuple(a + b for a, b in zip(key.offsets, steps))

@@ -118,6 +118,16 @@ class InterpExecutable(Launch):
                 raise
             self.fail(Site("neighbour", e.loc, str(tuple(e.offsets)), e.type.relation), key)
 
+    def e_Shifted(self, e, env):
+        key = self.expr(e.key, env)
+        offsets = tuple(int(self.expr(o, env)[0]) for o in e.offsets)
+        try:
+            return affine.neighbour_row(key, offsets, e.type.relation.grid, e.loc)
+        except KernelRuntimeError:
+            if not self.debug:
+                raise
+            self.fail(Site("neighbour", e.loc, str(offsets), e.type.relation), key)
+
     # -- debug checks (`debug_checks`; only with debug) -----------------------------------
     def fail(self, site, value):
         raise site.error(self.a.kernel_name, self.relation, self.row, value)

@@ -252,6 +252,32 @@ class ExprLowerer:
             out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.Constant(delta)))
         return [out]
 
+    def e_Shifted(self, e):
+        """`c(di, dj)` with run-time offsets: each axis's coordinate moved by its offset,
+        wrapped on a periodic axis (Python's floor modulo, as interp's), else checked."""
+        k = self.expr(e.key)[0]
+        grid = e.type.relation.grid
+        out = k
+        for o, n, st, periodic in zip(e.offsets, grid.shape, grid.strides, grid.periodic):
+            d = self.expr(o)[0]
+            c = self.alg.bind(ast.BinOp(ast.BinOp(k, ast.FloorDiv(), ast.Constant(st)),
+                                        ast.Mod(), ast.Constant(n)))
+            moved = ast.BinOp(c, ast.Add(), d)
+            if periodic:
+                c2 = self.alg.bind(ast.BinOp(moved, ast.Mod(), ast.Constant(n)))
+            else:
+                c2 = self.alg.bind(moved)
+                failed = [self.flag_error(e.loc.line)] if self.debug is None else self.record(
+                    Site("neighbour", e.loc, "computed when the kernel ran", e.type.relation),
+                    k)
+                self.alg.out.append(ast.If(ast.BoolOp(ast.Or(), [
+                    ast.Compare(c2, [ast.Lt()], [ast.Constant(0)]),
+                    ast.Compare(c2, [ast.GtE()], [ast.Constant(n)])]),
+                    failed + [ast.Assign([store(c2.id)], c)], []))
+            out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.BinOp(
+                ast.BinOp(c2, ast.Sub(), c), ast.Mult(), ast.Constant(st))))
+        return [out]
+
     def e_BinOp(self, e):
         alg = self.checked_alg(e.loc) if e.op in DIVISIONS else self.alg
         return semantics.binop(alg, e.op, self.expr(e.left), self.expr(e.right),

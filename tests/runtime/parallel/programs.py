@@ -365,11 +365,21 @@ def minife(outdir):
             "residuals": [r.hex() for r in info.residuals], "x": digest(fe.nodes.x.numpy())}
 
 
+def advection(outdir):
+    """Semi-Lagrangian advection on a periodic grid: reads at offsets computed from the
+    velocity (tests/advection.py), which the layer cannot bound, so every rank is sent every
+    row it does not own (still the same bits)."""
+    from tests import advection as adv
+    C, advect, copy = adv.build(16, 11)
+    q = adv.run(C, advect, copy, 4)
+    return {"q": digest(q)}
+
+
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
-            "krylov": krylov, "minife": minife}
+            "krylov": krylov, "minife": minife, "advection": advection}
 
 
 def main(argv) -> None:
