@@ -338,6 +338,14 @@ class Return(Stmt):
 
 
 @_node
+class Unpack(Stmt):
+    """`a, b = v`: the frontend assigned v to local `name` and each target from `name[k]`;
+    this checks that v has exactly `count` components (typed away into a Pass)."""
+    name: str
+    count: int
+
+
+@_node
 class Pass(Stmt):
     pass
 

@@ -68,13 +68,41 @@ def test_slice():
     syntax_error(rel(), k, "slices", under="0:2")
 
 
-def test_tuple_unpacking():
+def test_unpacking_a_different_number_of_values():
     @rs.kernel
     def k(r):
-        a, b = r.x, 2.0  # <- here
+        a, b = r.x, 2.0, 3.0  # <- here
         r.out = a * b
 
-    syntax_error(rel(), k, "tuple unpacking", "assign each component")
+    syntax_error(rel(), k, "cannot unpack 3 values into 2 targets")
+
+
+def test_starred_unpacking():
+    @rs.kernel
+    def k(r):
+        a, *b = r.x, 2.0, 3.0  # <- here
+        r.out = a
+
+    syntax_error(rel(), k, "starred targets")
+
+
+def test_unpacking_a_vector_into_too_many_targets():
+    @rs.kernel
+    def k(r):
+        a, b, c, d = r.p  # <- here
+        r.out = a * b
+
+    expect_error(rel(), k, rs.KernelTypeError, TypeError,
+                 "cannot unpack a value of 3 components (vec3[f64]) into 4 targets")
+
+
+def test_unpacking_a_scalar():
+    @rs.kernel
+    def k(r):
+        a, b = r.x  # <- here
+        r.out = a * b
+
+    expect_error(rel(), k, rs.KernelTypeError, TypeError, "cannot unpack f64 into 2 targets")
 
 
 def test_keyword_arguments():

@@ -335,3 +335,33 @@ def test_a_grouping_whose_rows_are_in_order_and_then_not(target):
     V.foreach(gather, target)
     assert not V.mine.in_order
     assert V.total.numpy().tolist() == [2.0 * 3 + 16.0, 4.0, 1.0 * 3 + 8.0, 32.0]
+
+
+def test_tuple_unpacking(target):
+    """`a, b = x, y` evaluates every value first (a swap swaps); `x, y = v` takes a vector's
+    or key vector's components; targets may be fields and components; an @rs.func may return
+    a tuple."""
+    V = rs.Relation("V", 4)
+    V.new_field("x", rs.f64).load(np.array([1.0, 2.0, 4.0, 8.0]))
+    T = rs.Relation("T", 2)
+    T.new_key_field("v", V, 3).load([[0, 1, 2], [1, 2, 3]])
+    T.new_field("p", rs.vec(2, rs.f64)).load(np.arange(4.0).reshape(2, 2))
+    T.new_field("o", rs.f64)
+    T.new_field("q", rs.vec(2, rs.f64))
+
+    @rs.func
+    def twice(x):
+        return x, 2.0 * x
+
+    @rs.kernel
+    def unpacking(t):
+        a, b, c = t.v
+        x, y = t.p
+        y, x = x, y
+        u, w = twice(a.x + b.x)
+        t.o = x * 100 + y * 10 + c.x + u + w
+        t.q[0], t.q[1] = w, u
+
+    T.foreach(unpacking, target)
+    assert T.o.numpy().tolist() == [113.0, 346.0]
+    assert T.q.numpy().tolist() == [[6.0, 3.0], [12.0, 6.0]]

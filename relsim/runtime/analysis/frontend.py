@@ -164,8 +164,7 @@ class Frontend:
             return [ir.Assign(loc, self.local_name(target.id, scope, loc),
                               self.expr(value, scope, pre))]
         if isinstance(target, (ast.Tuple, ast.List)):
-            raise self.syntax("tuple unpacking is not supported in kernels; assign each "
-                              "component", loc)
+            return self.unpack(target, value, scope, loc, pre)
         self.refuse_slice_target(target, scope)
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                 and target.value.id in scope.locals:
@@ -179,6 +178,43 @@ class Frontend:
                 return [ir.Reduce(loc, tgt, red[0], red[1])]
             return [ir.Store(loc, tgt, self.expr(value, scope, pre))]
         raise self.syntax("unsupported assignment target", loc)
+
+    def unpack(self, target, value, scope, loc, pre) -> list:
+        """`a, b = x, y` (every value first, then the targets in order, as Python: `a, b = b,
+        a` swaps) and `a, b = v` for a vector or key vector v of exactly that many components
+        (checked when typed: `ir.Unpack`); targets are anything assignable, nested too."""
+        if any(isinstance(t, ast.Starred) for t in target.elts):
+            raise self.syntax("starred targets (a, *rest = ...) are not supported in kernels",
+                              loc)
+        n = len(target.elts)
+        out: list = []
+        if isinstance(value, (ast.Tuple, ast.List)):
+            if len(value.elts) != n:
+                raise self.syntax(f"cannot unpack {len(value.elts)} values into {n} targets",
+                                  loc)
+            parts = []
+            for v in value.elts:
+                tmp = self.unpack_temp(scope)
+                out.append(ir.Assign(loc, scope.rename + tmp, self.expr(v, scope, pre)))
+                parts.append(ast.copy_location(ast.Name(tmp, ast.Load()), v))
+        else:
+            tmp = self.unpack_temp(scope)
+            out.append(ir.Assign(loc, scope.rename + tmp, self.expr(value, scope, pre)))
+            out.append(ir.Unpack(loc, scope.rename + tmp, n))
+            parts = [ast.copy_location(ast.Subscript(ast.Name(tmp, ast.Load()), ast.Constant(k),
+                                                     ast.Load()), value) for k in range(n)]
+        for t, part in zip(target.elts, parts):
+            out += self.assign(t, ast.fix_missing_locations(part), scope, loc, pre)
+        return out
+
+    @staticmethod
+    def unpack_temp(scope) -> str:
+        """A new local of `scope` that no name of the kernel can be."""
+        k = len(scope.locals)
+        while f"unpacked__{k}" in scope.locals or f"unpacked__{k}" in scope.captured:
+            k += 1
+        scope.locals.add(f"unpacked__{k}")
+        return f"unpacked__{k}"
 
     def minmax_pattern(self, target, value, scope, pre):
         """`t = min(t, x)` / `max` (either argument order): a min/max reduction into t."""

@@ -188,7 +188,12 @@ def _assigned_names(fdef, subscripts) -> set:
     for node in _statements(fdef.body):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
+            todo = list(targets)
+            while todo:
+                t = todo.pop()
+                if isinstance(t, (ast.Tuple, ast.List)):  # a, b = ...: each target
+                    todo.extend(t.elts)
+                    continue
                 while subscripts and isinstance(t, ast.Subscript):
                     t = t.value
                 if isinstance(t, ast.Name):

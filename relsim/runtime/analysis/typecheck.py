@@ -56,6 +56,19 @@ class TypeChecker(OperatorTyping):
         m = getattr(self, "s_" + type(s).__name__)
         return m(s, depth)
 
+    def s_Unpack(self, s, depth):
+        t = self.env[s.name]
+        n = t.n if isinstance(t, (VecType, KeyVecType)) else None
+        if n is None:
+            what = "a matrix (unpack its rows: M[0, :], ...)" if isinstance(t, MatType) else \
+                repr(t)
+            raise self.err(f"cannot unpack {what} into {s.count} targets: only a vector or a "
+                           f"key vector", s.loc)
+        if n != s.count:
+            raise self.err(f"cannot unpack a value of {n} components ({t!r}) into {s.count} "
+                           f"targets", s.loc)
+        return ir.Pass(s.loc)
+
     def s_Assign(self, s, depth):
         v = self.expr(s.value)
         if isinstance(v.type, GroupType):
