@@ -17,6 +17,7 @@ import relsim as rs
 from relsim.domains import grid
 
 from ._checks import nonfinite
+from ._progress import Progress
 
 
 def run(n: int, t_end: float = 0.01, k: float = 1.0, output: str | None = None):
@@ -39,11 +40,13 @@ def run(n: int, t_end: float = 0.01, k: float = 1.0, output: str | None = None):
         from relsim.output import TimeSeries
         os.makedirs(output, exist_ok=True)
         series = TimeSeries(f"{output}/diffusion2d.pvd", C, ["u"])
-    for step in range(steps):
-        C.foreach(stencil)
-        C.u.swap(C.un)
-        if series is not None and step % max(1, steps // 10) == 0:
-            series.write(step * dt)
+    with Progress(steps) as bar:
+        for step in range(steps):
+            C.foreach(stencil)
+            C.u.swap(C.un)
+            if series is not None and step % max(1, steps // 10) == 0:
+                series.write(step * dt)
+            bar.update(step + 1, f"n = {n}")
     if series is not None:
         series.close()
     exact = math.exp(-8 * math.pi**2 * k * t_end) * \

@@ -14,6 +14,7 @@ import relsim as rs
 
 from ._checks import nonfinite
 from ._checks import ranks_note as _ranks
+from ._progress import Progress
 
 
 def grid_graph(nx: int, ny: int):
@@ -60,11 +61,13 @@ def simulate(nx=64, ny=64, steps=200, dt=0.1):
     heat.value = 0.0
     initial = float(np.sum(V.T.numpy()))  # NumPy's pairwise sum, only for the report
     history = []
-    for _ in range(steps):
-        heat.value = 0.0
-        E.foreach(conduct)
-        V.foreach(update)
-        history.append(heat.value)
+    with Progress(steps) as bar:
+        for step in range(steps):
+            heat.value = 0.0
+            E.foreach(conduct)
+            V.foreach(update)
+            history.append(heat.value)
+            bar.update(step + 1)
     return V, initial, history
 
 

@@ -19,6 +19,7 @@ import relsim as rs
 from relsim.domains import grid, particles
 
 from ._checks import nonfinite
+from ._progress import Progress
 
 
 def build(n_cells=32, n_particles=2000, seed=1):
@@ -72,14 +73,16 @@ def simulate(steps=100, n_cells=32, n_particles=2000, output=None):
         from relsim.output import TimeSeries
         os.makedirs(output, exist_ok=True)
         series = TimeSeries(os.path.join(output, "particles.pvd"), P, ["vel"])
-    for step in range(steps):
-        glob["phase"].value = 0.37 * step
-        P.foreach(k["move"])
-        C.sources.foreach(k["emit"])
-        parts.locate()
-        C.foreach(k["count"])
-        if series is not None:
-            series.write(step * glob["dt"].value)
+    with Progress(steps) as bar:
+        for step in range(steps):
+            glob["phase"].value = 0.37 * step
+            P.foreach(k["move"])
+            C.sources.foreach(k["emit"])
+            parts.locate()
+            C.foreach(k["count"])
+            if series is not None:
+                series.write(step * glob["dt"].value)
+            bar.update(step + 1, f"{P.size:,} particles")
     if series is not None:
         series.close()
     return g, parts, initial, glob

@@ -29,6 +29,7 @@ from relsim.output import TimeSeries
 
 from ._checks import nonfinite
 from ._checks import ranks_note as _ranks
+from ._progress import Progress
 
 
 def build(mesh, cfl: float = 0.5):
@@ -119,6 +120,7 @@ def simulate(mesh, steps: int, cfl: float = 0.5, output: str | None = None, ever
         series = [TimeSeries(os.path.join(output, "tetheat.pvd"), V, ["T"]),
                   TimeSeries(os.path.join(output, "tetheat.xdmf"), V, ["T"])]
     history = []
+    bar = Progress(steps)
     try:
         for s in series:
             s.write(0.0)
@@ -127,10 +129,12 @@ def simulate(mesh, steps: int, cfl: float = 0.5, output: str | None = None, ever
             E.foreach(conduct)
             V.foreach(update)
             history.append(heat.value)
+            bar.update(step)
             if series and (step % every == 0 or step == steps):
                 for s in series:
                     s.write(step * dt.value)
     finally:
+        bar.close()
         for s in series:
             s.close()
     return initial, history, dt.value

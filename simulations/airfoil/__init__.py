@@ -21,6 +21,7 @@ import relsim as rs
 
 from .. import _checkpointing as checkpointing
 from .._checks import nonfinite
+from .._progress import Progress
 from . import solver
 
 
@@ -85,17 +86,22 @@ def main(argv=None) -> int:
             a.checkpoint, every, a.mttf,
             lambda path: rs.checkpoint(path, relations, globs, meta={"rms": done}))
 
+    bar = Progress(a.iterations, "iterations")
+
     def report(it, rms):
         if it % a.every == 0 or (it == a.iterations and a.iterations < a.every):
+            bar.close()  # (redrawn at the next update)
             print(f" {it:4d}  {rms:10.5e}", flush=True)
         done.append(float(rms))
         if ckpt is not None:
             ckpt(it)
+        bar.update(it)
 
     timings: dict = {}
     start = len(done)
-    history = solver.solve(af, a.iterations, report=report, timings=timings,
-                           history=list(done))
+    with bar:
+        history = solver.solve(af, a.iterations, report=report, timings=timings,
+                               history=list(done))
     q = af.cells.q.numpy()
     digest = solver.q_sha256(q)
     print(f"first iteration {timings['first_s']:.2f} s (compilation or cache load included); "

@@ -16,6 +16,7 @@ import sys
 import time
 
 from .._checkpointing import Checkpointer, parse_every
+from .._progress import Progress
 
 USAGE = """Usage: relsim run lulesh [opts]
  where [opts] is one or more of:
@@ -196,28 +197,6 @@ def end_state(L, elapsed: float) -> dict:
             "fom": (L.s ** 3 * L.cycle / (1000.0 * elapsed)) if elapsed > 0 else 0.0}
 
 
-class Progress:
-    """A one-line progress bar on stderr (simulated time out of the stop time)."""
-
-    def __init__(self, stoptime: float):
-        self.stoptime, self.last = stoptime, 0.0
-
-    def __call__(self, L) -> None:
-        now = time.perf_counter()
-        if now - self.last < 0.2:
-            return
-        self.last = now
-        frac = min(L.time / self.stoptime, 1.0)
-        bar = "#" * int(30 * frac)
-        sys.stderr.write(f"\r[{bar:<30s}] {100 * frac:5.1f}%  cycle {L.cycle}  "
-                         f"time {L.time:.3e}  dt {L.deltatime:.3e} ")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        sys.stderr.write("\r" + " " * 79 + "\r")
-        sys.stderr.flush()
-
-
 class Output:
     """--output DIR: node fields (velocity, coordinates) and element fields as .pvd (VTU per
     step, moving geometry) and .xdmf (HDF5) series."""
@@ -294,9 +273,9 @@ def main(argv=None) -> int:
         hooks.append(lambda L: print(f"cycle = {L.cycle}, time = {L.time:e}, "
                                      f"dt={L.deltatime:e}"))
     bar = None
-    if o["progress"] and not quiet and not o["showProg"] and sys.stderr.isatty():
-        bar = Progress(STOPTIME)
-        hooks.append(bar)
+    if o["progress"] and not quiet and not o["showProg"]:  # (shown on a terminal only)
+        bar = Progress(STOPTIME, "simulated time", delay=0.0, every=0.2)
+        hooks.append(lambda L: bar.update(L.time, f"cycle {L.cycle}  dt {L.deltatime:.3e}"))
     status = 0
     start = time.perf_counter()
     try:

@@ -17,6 +17,7 @@ import time
 
 import relsim as rs
 
+from .._progress import Progress
 from .problem import MiniFE, verify
 
 MAX_ITER = 200
@@ -71,7 +72,8 @@ def main(argv=None) -> int:
     say("Starting CG solver ... ")
     timers: dict = {}
     t0 = time.perf_counter()
-    info = fe.solve(MAX_ITER, timers=timers)
+    with Progress(MAX_ITER, "iterations") as bar:
+        info = fe.solve(MAX_ITER, timers=timers, callback=lambda k, *_: bar.update(k))
     total = time.perf_counter() - t0
     # the reference's loop: iteration k starts while the residual norm before it (residuals[k-1])
     # is above the tolerance, and prints it every print_freq iterations and at max_iter
