@@ -113,9 +113,10 @@ class Grid:
     def locate(self, particles, pos_field="pos", key_field="cell", group="particles"):
         """Point the key field `key_field` of `particles` at the cell containing each particle
         (creating the key field, and the cell -> particles grouping `group`, the first time).
-        The grouping rebuilds itself on its next use. For an elastic `particles`, rows inserted
-        later are binned by their position when the keys or the grouping are next read
-        (`KeyField.derive`); particles that *moved* need another `locate()`."""
+        The grouping rebuilds itself on its next use. Afterwards the keys follow the positions
+        (`KeyField.follow`): particles that moved (a launch wrote `pos_field`, or the host
+        loaded it) and rows inserted later are binned again when the keys or the grouping are
+        next read, so calling `locate()` again is never needed."""
         pos = particles.field(pos_field)
         rows = self.cell_of(pos.numpy(copy=True))  # (a copy: the field is not handed out)
         if not particles.has_field(key_field):
@@ -123,8 +124,9 @@ class Grid:
             if group and group not in self.cells.groupings:
                 particles.group_by(key_field, group)
         kf = particles.field(key_field).load(rows)
-        if particles.elastic:
-            kf.derive(lambda new_rows: self.cell_of(pos.numpy(copy=True)[new_rows]))
+        # from now on the keys follow the positions: moved or inserted particles are binned
+        # again when the keys or the cell lists are next read
+        kf.follow(pos, lambda at: self.cell_of(pos.numpy(copy=True)[at]))
         return kf
 
 

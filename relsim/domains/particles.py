@@ -5,14 +5,14 @@ grid's cells.
     p = particles.Particles(g, positions, velocities)   # relation p.rel, fields pos, vel
     p.locate()               # key field `cell` (p.rel -> g.cells) and grouping g.cells.particles
     # kernels: rs.insert(p.rel, pos=..., vel=...) / rs.delete(q)
-    # after a kernel that *moves* particles, locate() again
+    # particles that move are binned again when the cell keys or lists are next read
 
 Cell lists for neighbour search: after `locate()`, a kernel over cells loops
 ``for q in c.particles:`` (ascending particle row), and over neighbour cells ``c(1, 0).particles``.
 Particles inserted later (``rs.insert`` in a kernel, ``p.rel.insert``) are binned by their
 position when the cell keys or the cell lists are next read, by a kernel or the host (the key
-field's rule, `relsim.KeyField.derive`); deleted ones leave their cells. Particles that moved
-stay in their old cells until `locate()` is called again. Built with the public API only.
+field's rule, `relsim.KeyField.follow`), and so are particles that moved (a launch wrote
+`pos`, or the host loaded it); deleted ones leave their cells. Built with the public API only.
 """
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ class Particles:
     def locate(self):
         """Point each particle's `cell` key at the grid cell containing it: the first call adds
         the key field ``rel.cell`` (into ``grid.cells``) and the grouping ``cells.particles``
-        (the cell lists, rebuilt lazily). Call it again after particles moved; inserted
-        particles are binned without it. Particles outside a bounded axis are an error: delete
+        (the cell lists, rebuilt lazily). Moved and inserted particles are binned again
+        without calling it again. Particles outside a bounded axis are an error: delete
         them first (e.g. in a kernel with rs.delete). Returns the key field."""
         return self.grid.locate(self.rel, "pos", "cell", "particles")
 

@@ -1,6 +1,8 @@
 """Fields: typed columns of a relation, stored as NumPy arrays of shape (rows,) + value shape."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..errors import DataError
@@ -46,8 +48,19 @@ class Field:
         self.type = as_value_type(vtype)
         self.data = np.zeros((relation.size,) + self.type.shape, dtype=self.type.dtype)
         self.version = 0
+        self._followers = []  # weak references to key fields computed from this field
         if init is not None:
             self.fill(init)
+
+    def _values_changed(self) -> None:
+        """The values changed (a host load, a launch that wrote the field): key fields that
+        follow it (`KeyField.follow`) recompute their keys when next read."""
+        self.version += 1
+        if self._followers:
+            live = [ref for ref in self._followers if ref() is not None]
+            self._followers[:] = live
+            for ref in live:
+                ref()._recompute_all()
 
     @property
     def qualname(self) -> str:
@@ -118,7 +131,7 @@ class Field:
         self._check(arr)
         self.data[...] = arr
         self._host_written()
-        self.version += 1
+        self._values_changed()
         return self
 
     def _load_local(self, values) -> Field:
@@ -136,7 +149,7 @@ class Field:
         if r is not None and not getattr(r, "follows_storage", False):
             r.before_host_read(self)  # (what the runtime holds elsewhere lands first)
         self._stored()[part.owned_rows] = arr
-        self.version += 1
+        self._values_changed()
         part.written_locally(self)  # the other rows are other ranks' now
         return self
 
@@ -150,7 +163,7 @@ class Field:
                             f"{self.qualname} ({self.type!r})")
         self.data[...] = other.data
         self._host_written()
-        self.version += 1
+        self._values_changed()
         return self
 
     def swap(self, other: Field) -> None:
@@ -166,8 +179,8 @@ class Field:
             self.residency, other.residency = theirs, mine
         else:
             self.data, other.data = other.data, self.data
-        self.version += 1
-        other.version += 1
+        self._values_changed()
+        other._values_changed()
         self.relation._storage_changed()
 
     def _check(self, arr) -> None:
@@ -190,6 +203,7 @@ class KeyField(Field):
     is_key = True
     _derive = None  # fn(rows) -> keys of rows inserted without one (see derive)
     _unset = None  # bool mask of the rows whose keys `_derive` has yet to compute
+    _followers = ()  # (key fields follow value fields only)
 
     @property
     def _data(self) -> np.ndarray:
@@ -212,6 +226,30 @@ class KeyField(Field):
         particles are binned into their cells.)"""
         self._derive = fn
         return self
+
+    def follow(self, field, fn) -> KeyField:
+        """Keep the keys a function of `field` (a value field of the same relation): ``fn(rows)``
+        computes the keys of `rows` (an int array) from it. Whenever `field`'s values change (a
+        launch writes it, the host loads it), every key is computed again when the keys are
+        next read (by a kernel, a grouping over this field, or the host); rows inserted
+        without a key are computed then too (as with `derive`). (`grid.locate` sets one, so
+        particles that moved are in their new cells at the next kernel that looks.)"""
+        if getattr(field, "relation", None) is not self.relation or field.is_key:
+            raise DataError(f"key field {self.qualname} can follow a value field of "
+                            f"{self.relation.name}, not {getattr(field, 'qualname', field)!r}")
+        self._derive = fn
+        refs = field._followers
+        if not any(ref() is self for ref in refs):
+            refs.append(weakref.ref(self))
+        return self
+
+    def _recompute_all(self) -> None:
+        """Every key is stale: computed again (by the `follow` rule) when next read."""
+        if self._unset is not None and self._unset.size == self.relation.size and \
+                self._unset.all():
+            return  # (already: a launch after launch that moves the rows changes nothing)
+        self._unset = np.ones(self.relation.size, dtype=bool)
+        self.relation._storage_changed()  # (launches bind again, and read the new keys)
 
     def _mark_unset(self, start: int) -> None:
         """Rows from `start` on were inserted without keys: `_derive` computes them later."""

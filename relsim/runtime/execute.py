@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import config as _config
 from ..errors import ConfigError
+from ..relations.field import Field
 from . import parallel
 from .analysis.captures import Watch
 from .backends.base import Backend, Launch
@@ -35,6 +36,10 @@ def executable(kernel, relation, cfg):
         kernel._plans[key] = exe
         # the captured values compiled into exe, checked before each of its launches
         kernel._watches[id(exe)] = Watch.of(kernel, analysed.captures)
+        # the value fields its launches change (told after each: `Field._values_changed`)
+        kernel._writes[id(exe)] = tuple({id(a.target): a.target for a in analysed.summary.accesses
+                                         if a.mode != "read" and isinstance(a.target, Field)
+                                         and not a.target.is_key}.values())
     return exe
 
 
@@ -46,11 +51,13 @@ def run(kernel, relation, subset, config) -> None:
         raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}") from None
     # fast path: the same relation (unchanged schema) and the same Config object as last time
     if last[0] is relation and last[1] is cfg and last[2] == relation.schema_version:
-        exe, watch = last[3], last[4]
+        exe, watch, writes = last[3], last[4], last[5]
     else:
         exe = executable(kernel, relation, cfg)
-        watch = kernel._watches[id(exe)]
-        kernel._last = (relation, cfg, relation.schema_version, exe, watch)
+        watch, writes = kernel._watches[id(exe)], kernel._writes[id(exe)]
+        kernel._last = (relation, cfg, relation.schema_version, exe, watch, writes)
     if watch is not None:  # captured Python values changed since compiled? RelsimWarning
         watch.check()
     exe.launch(relation, subset)
+    for f in writes:
+        f._values_changed()

@@ -1,6 +1,6 @@
-"""Particles: inserted particles are binned when the cell keys or the cell lists are next read
-(no locate() needed for them), and numpy() views of the elastic relation's fields go stale
-loudly, not silently, when rows are inserted or deleted."""
+"""Particles: inserted and moved particles are binned when the cell keys or the cell lists are
+next read (no second locate() needed for them), and numpy() views of the elastic relation's
+fields go stale loudly, not silently, when rows are inserted or deleted."""
 import numpy as np
 import pytest
 
@@ -126,3 +126,41 @@ def test_elastic_views_are_current_until_rows_change_then_refuse():
 def test_views_of_fixed_relations_are_plain_arrays():
     g, _ = setup()
     assert type(g.cells.center.numpy()) is np.ndarray
+
+
+def test_particles_moved_by_a_kernel_or_the_host_are_in_their_new_cells(target):
+    """After one locate(), the cell keys follow the positions: a launch writing pos (or a host
+    load) leaves them to be computed again at their next read, by a kernel (through the cell
+    lists or the keys themselves) or by the host; in debug mode too."""
+    g, p = setup()
+    C, P = g.cells, p.rel
+    C.new_field("count", rs.i64)
+    P.new_field("cx", rs.f64)
+
+    @rs.kernel
+    def drift(q):
+        q.pos = q.pos + (0.02, 0.13)
+
+    @rs.kernel
+    def count(c):
+        m = 0
+        for _q in c.particles:
+            m += 1
+        c.count = m
+
+    @rs.kernel
+    def cell_x(q):
+        q.cx = q.cell.center[0]
+
+    for cfg in (target, rs.Config(target=target.target, debug=True)):
+        P.foreach(drift, cfg)
+        C.foreach(count, cfg)
+        assert np.array_equal(C.count.numpy(), histogram(g, p))
+        P.foreach(cell_x, cfg)
+        cells = g.cell_of(P.pos.numpy())
+        assert np.array_equal(P.cx.numpy(), C.center.numpy()[cells, 0])
+        assert np.array_equal(P.cell.numpy(), cells)  # the host sees them too
+    P.pos.load(np.array([[0.9, 0.9], [0.1, 0.9], [0.1, 0.1]]))
+    C.foreach(count, target)
+    assert np.array_equal(C.count.numpy(), histogram(g, p))
+    assert np.array_equal(p.counts(), histogram(g, p))

@@ -133,7 +133,7 @@ def test_a_float_item_as_a_grid_offset():
         for dx in rs.static((0.5, 1.0)):
             c.a += c(dx, 0).u  # <- here
 
-    type_error(grid(), k, "integer constant offsets", under="c(dx, 0)")
+    type_error(grid(), k, "integer offsets", "(got f64, i64)", under="c(dx, 0)")
 
 
 def test_phase_rules_see_every_copy():
