@@ -14,9 +14,10 @@ Coordinates are read when writing, so a moving mesh is written where it is now.
 * ``rs.write(path, relation, fields)``: one file, format from the suffix (``.vtu``, ``.vtk``,
   ``.xdmf`` (HDF5 heavy data, needs h5py), ``.msh`` ...).
 * ``TimeSeries(path, relation, fields)``: one file per step plus an index ParaView opens as a
-  time series: ``.pvd`` (VTU files ``<stem>_000000.vtu`` ... beside it; the geometry is written
-  with every step) or ``.xdmf`` (one XDMF file and one HDF5 file ``<stem>.h5``, through
-  meshio's `TimeSeriesWriter`; the geometry is written once, with the first step).
+  time series: ``.pvd`` (VTU files ``<stem>_000000.vtu`` ... beside it) or ``.xdmf`` (one
+  XDMF file and one HDF5 file ``<stem>.h5``, `xdmf_series.XdmfSeries`). Both write each step's
+  geometry as it is then, so a moving mesh moves, and particles inserted or deleted change the
+  point count from step to step (the XDMF file stores a mesh again only when it changed).
 
 Vector fields are written as (rows, n) arrays, matrices flattened to (rows, n*m), booleans as
 uint8. Errors (no geometry, unknown field, a format meshio cannot write) are `DomainError`s.
@@ -242,26 +243,17 @@ class TimeSeries:
             fh.write("\n".join(lines))
 
     def _write_xdmf(self, t: float) -> None:
-        from meshio.xdmf import TimeSeriesWriter
+        pts, cells, ctype, centring = geometry(self.relation)  # where the rows are now
+        data = _field_arrays(self.relation, self.fields)  # (gathered on every rank)
         if not _writes_files():
-            _mesh(self.relation, self.fields)  # the values are gathered on every rank
             return
         if self._xdmf is None:
-            pts, cells, ctype, _ = geometry(self.relation)
-            self._xdmf = w = TimeSeriesWriter(self.path)
-            # meshio's __enter__ opens "<stem>.h5" in the working directory, not beside the
-            # .xdmf file that refers to it by its base name; open it beside the .xdmf instead
-            import h5py
-            w.h5_filename = os.path.splitext(self.path)[0] + ".h5"
-            w.h5_file = h5py.File(w.h5_filename, "w")
-            self._xdmf.write_points_cells(pts, [(ctype, cells)])
-        mesh = _mesh(self.relation, self.fields)
-        if mesh.point_data:
-            self._xdmf.write_data(t, point_data=mesh.point_data)
-        else:
-            self._xdmf.write_data(t, cell_data=mesh.cell_data)
+            from .xdmf_series import XdmfSeries
+            self._xdmf = XdmfSeries(self.path)
+        point = centring == "point"
+        self._xdmf.write(t, pts, cells, ctype, data if point else {}, {} if point else data)
 
     def close(self) -> None:
         if self._xdmf is not None:
-            self._xdmf.__exit__(None, None, None)
+            self._xdmf.close()
             self._xdmf = None

@@ -1,4 +1,5 @@
 """rs.write and output.TimeSeries: fields round-trip through VTU, XDMF+HDF5 and PVD files."""
+import os
 import xml.etree.ElementTree as ET
 
 import meshio
@@ -8,7 +9,7 @@ from meshio.xdmf import TimeSeriesReader
 
 import relsim as rs
 from relsim import output
-from relsim.domains import hexmesh, tetmesh, trimesh
+from relsim.domains import grid, hexmesh, particles, tetmesh, trimesh
 
 
 @pytest.fixture
@@ -116,3 +117,56 @@ def test_write_errors(tmp_path, mesh):
         rs.write(tmp_path / "noext", mesh.tets)
     with pytest.raises(rs.DomainError, match="a .pvd or an .xdmf file"):
         output.TimeSeries(tmp_path / "x.vtu", mesh.tets)
+
+
+def _xdmf_steps(path):
+    """Every step of an XDMF series as written: (time, points, cells, {field: values}), read
+    with ElementTree and h5py (meshio's reader keeps the first step's mesh)."""
+    import h5py
+    root = ET.parse(path).getroot()
+    grids = root.findall("./Domain/Grid/Grid")
+    out = []
+    with h5py.File(os.path.splitext(path)[0] + ".h5", "r") as h5:
+        def item(node):
+            return np.asarray(h5[node.find("DataItem").text.split(":", 1)[1]])
+        for g in grids:
+            fields = {a.get("Name"): item(a) for a in g.findall("Attribute")}
+            out.append((float(g.find("Time").get("Value")), item(g.find("Geometry")),
+                        item(g.find("Topology")), fields))
+    return out
+
+
+def test_an_xdmf_series_of_moving_inserted_and_deleted_particles(tmp_path):
+    """Each step of the XDMF file has that step's positions and row count (the geometry
+    follows the particles), and a fixed mesh's points are stored once."""
+    g = grid.Grid((4, 4), spacing=0.25, periodic=True)
+    p = particles.Particles(g, np.array([[0.1, 0.1], [0.6, 0.6], [0.3, 0.8]]))
+    P = p.rel
+    P.new_field("id", rs.i64).load(np.arange(3))
+    path = tmp_path / "parts.xdmf"
+    want = []
+    with output.TimeSeries(path, P, ["id"]) as series:
+        for step in range(4):
+            want.append(P.pos.numpy().copy())
+            series.write(0.1 * step)
+            P.pos.load((P.pos.numpy() + 0.05) % 1.0)
+            if step == 1:
+                P.insert(2, pos=[[0.5, 0.5], [0.7, 0.2]], id=[3, 4])
+            if step == 2:
+                P.delete(np.array([True, False, False, False, True]))
+    steps = _xdmf_steps(str(path))
+    assert [len(s[1]) for s in steps] == [3, 3, 5, 3]
+    for (t, points, cells, fields), pos, k in zip(steps, want, range(4)):
+        assert t == 0.1 * k
+        assert np.array_equal(points[:, :2], pos) and (points[:, 2] == 0).all()
+        assert cells.ravel().tolist() == list(range(len(pos)))
+        assert len(fields["id"]) == len(pos)
+    assert steps[3][3]["id"].tolist() == [1, 2, 3]
+    # a mesh that does not move: its points are stored once, every step refers to them
+    mesh = tetmesh.box(1)
+    with output.TimeSeries(tmp_path / "fixed.xdmf", mesh.vertices, ["pos"]) as series:
+        for step in range(3):
+            series.write(float(step))
+    refs = {g.find("Geometry/DataItem").text
+            for g in ET.parse(tmp_path / "fixed.xdmf").getroot().findall("./Domain/Grid/Grid")}
+    assert len(refs) == 1
