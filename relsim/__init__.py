@@ -58,6 +58,7 @@ try:
     from .output import write
     from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
     from .relations import launch as _launch
+    from .relations.colouring import colour
     from .runtime import epoch as _epoch
     from .runtime import run as _run
     from .runtime.explain import explain
@@ -82,7 +83,7 @@ __all__ = [
     "Relation", "new_relation", "Field", "KeyField", "Subset", "Grouping", "Global",
     "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
     "explain", "precompile", "configure", "Config", "targets",
-    "register_backend", "partition", "ranks", "checkpoint", "restart",
+    "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "uniform", "normal",

@@ -32,10 +32,11 @@ class Kernel:
         self._plans: dict = {}
         self._watches: dict = {}  # id(compiled launch) -> runtime.captures.Watch (or None)
         self._writes: dict = {}  # id(compiled launch) -> the value fields its launches change
+        self._colours: dict = {}  # id(compiled launch) -> colouring.Colouring (or None)
         self._warned_captures: set = set()  # captured names already reported as changed
-        # (relation, config, schema_version, executable, watch, writes) of the latest launch:
-        # its fast path
-        self._last = (None, None, -1, None, None, ())
+        # (relation, config, schema_version, executable, watch, writes, colours) of the latest
+        # launch: its fast path
+        self._last = (None, None, -1, None, None, (), None)
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel {self.name!r} is not called directly; run it over a relation "

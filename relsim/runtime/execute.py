@@ -7,8 +7,10 @@ from .. import config as _config
 from ..errors import ConfigError
 from ..relations.field import Field
 from . import parallel
+from .analysis import phase
 from .analysis.captures import Watch
 from .backends.base import Backend, Launch
+from .colouring import Colouring
 from .gc_pause import collector_paused
 from .pipeline import analyse
 
@@ -36,6 +38,10 @@ def executable(kernel, relation, cfg):
         kernel._plans[key] = exe
         # the captured values compiled into exe, checked before each of its launches
         kernel._watches[id(exe)] = Watch.of(kernel, analysed.captures)
+        # fields it may read through keys and write only over a subset those reads never
+        # reach: proven per launch space (`colouring`)
+        conflicts = phase.coloured(analysed.summary)
+        kernel._colours[id(exe)] = Colouring(analysed, conflicts) if conflicts else None
         # the value fields its launches change (told after each: `Field._values_changed`)
         kernel._writes[id(exe)] = tuple({id(a.target): a.target for a in analysed.summary.accesses
                                          if a.mode != "read" and isinstance(a.target, Field)
@@ -51,13 +57,16 @@ def run(kernel, relation, subset, config) -> None:
         raise TypeError(f"foreach needs an @rs.kernel, got {kernel!r}") from None
     # fast path: the same relation (unchanged schema) and the same Config object as last time
     if last[0] is relation and last[1] is cfg and last[2] == relation.schema_version:
-        exe, watch, writes = last[3], last[4], last[5]
+        exe, watch, writes, colours = last[3], last[4], last[5], last[6]
     else:
         exe = executable(kernel, relation, cfg)
         watch, writes = kernel._watches[id(exe)], kernel._writes[id(exe)]
-        kernel._last = (relation, cfg, relation.schema_version, exe, watch, writes)
+        colours = kernel._colours[id(exe)]
+        kernel._last = (relation, cfg, relation.schema_version, exe, watch, writes, colours)
     if watch is not None:  # captured Python values changed since compiled? RelsimWarning
         watch.check()
+    if colours is not None:  # reads through keys of fields it writes: a colour?
+        colours.check(relation, subset)
     exe.launch(relation, subset)
     for f in writes:
         f._values_changed()

@@ -70,7 +70,7 @@ def test_the_reused_module_computes_what_a_fresh_lowering_does(tmp_path):
         V, E = _mesh(seed=3)
         conduct._plans.clear()
         update._plans.clear()
-        conduct._last = update._last = (None,) * 6
+        conduct._last = update._last = (None,) * 7
         heat_graph.step(V, E, conduct, update, cfg, times=3)
         results.append(V.T.numpy(copy=True).tobytes())
     assert results[0] == results[1] == results[2]

@@ -2,6 +2,10 @@
 
 * a field touched only through the centred key: any mix of read / write / reduce;
 * a field reached through any other key path: read-only, or reduce-only with one operator;
+  except that a field read through other keys may be written (or reduced into) at the
+  kernel's own row when the launch runs over a subset none of those reads reach (one colour of
+  a red-black or graph colouring: Gauss-Seidel): `coloured` lists these, and the launch proves
+  it (`runtime/colouring.py`) or raises this same error;
 * a global: read-only, or reduce-only with one operator.
 """
 from __future__ import annotations
@@ -25,6 +29,37 @@ def target_name(t) -> str:
     return f"Global {t.name!r}" if t.name else "Global"
 
 
+def _colourable(acc) -> bool:
+    """A field read through other keys and otherwise touched only at the kernel's own row."""
+    others = [a for a in acc if a.mode != "read"]
+    return bool(others) and all(a.centred for a in others) and \
+        any(a.mode == "read" and not a.centred for a in acc)
+
+
+def coloured(summary: AccessSummary) -> list:
+    """[(field, its first read through another key, its first write or reduction)]: the fields
+    a launch may read through keys and write only over a subset the reads never reach."""
+    out = []
+    for t in summary.targets():
+        acc = summary.for_target(t)
+        if isinstance(t, Field) and _colourable(acc):
+            reads = [a for a in acc if a.mode == "read" and not a.centred]
+            out.append((t, reads[0], next(a for a in acc if a.mode != "read")))
+    return out
+
+
+def conflict(field, read, other, kernel_name: str, note: str = "") -> PhaseError:
+    """The error for `field` read through another key (`read`) and written or reduced into
+    (`other`) in one launch (`note`: why the launch could not run it as a colour)."""
+    rule = ("a field reached through another key may be read or reduced into in one kernel, "
+            "not both")
+    verb = "written" if other.mode == "write" else f"reduced with '{other.op}'"
+    return PhaseError(
+        f"{target_name(field)} is read and {verb} in the same kernel ({rule}; the result would "
+        f"depend on the order rows run in){note}", read.loc, kernel_name,
+        extra=[(f"{verb} here ({other.path})", other.loc)])
+
+
 def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:
     key_reduced, global_reduced = {}, {}
     for t in summary.targets():
@@ -43,6 +78,8 @@ def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:
                 continue
         reads = [a for a in acc if a.mode == "read"]
         others = [a for a in acc if a.mode != "read"]
+        if is_field and _colourable(acc):
+            continue  # decided per launch space (`coloured`): see the module docstring
         if reads and others:
             first_other = others[0]
             # point at a read through another key if there is one (the centred ones are fine)

@@ -375,11 +375,27 @@ def advection(outdir):
     return {"q": digest(q)}
 
 
+def coloured(outdir):
+    """Red-black SOR on a grid and graph-coloured Gauss-Seidel on a tet mesh (tests/coloured.py):
+    in-place smoothers over colour subsets."""
+    from tests import coloured as col
+    C, red, black, sor, _, _ = col.red_black()
+    for _ in range(20):
+        red.foreach(sor)
+        black.foreach(sor)
+    V, colours, sweep, _, _ = col.mesh_gauss_seidel(3)
+    for _ in range(10):
+        for c in colours:
+            c.foreach(sweep)
+    return {"rb": digest(C.u.numpy()), "mesh": digest(V.u.numpy()), "colours": len(colours)}
+
+
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
-            "krylov": krylov, "minife": minife, "advection": advection}
+            "krylov": krylov, "minife": minife, "advection": advection,
+            "coloured": coloured}
 
 
 def main(argv) -> None:

@@ -104,6 +104,11 @@ def test_reads_at_computed_grid_offsets_give_one_processs_bits(ranks, tmp_path):
     same_as_one_process("advection", "cpu", ranks, tmp_path)
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_coloured_smoothers_give_one_processs_bits(ranks, tmp_path):
+    same_as_one_process("coloured", "cpu", ranks, tmp_path)
+
+
 def test_minife_on_2_ranks_gives_one_processs_bits(tmp_path):
     same_as_one_process("minife", "cpu", 2, tmp_path)
 
