@@ -18,7 +18,7 @@ from .. import ir, semantics
 from ..analysis import affine
 from ..folds import exact_sum
 from ..host import row_changes
-from ..host.debug_checks import DIVISIONS, DivisionChecks, Site, contributed, float_code, written
+from ..host.debug_checks import OriginChecks, Site, contributed, float_code, written
 from ..numpy_algebra import NumpyAlgebra
 from . import base
 from .base import Backend, Launch
@@ -129,8 +129,8 @@ class InterpExecutable(Launch):
             self.fail(Site("neighbour", e.loc, str(offsets), e.type.relation), key)
 
     # -- debug checks (`debug_checks`; only with debug) -----------------------------------
-    def fail(self, site, value):
-        raise site.error(self.a.kernel_name, self.relation, self.row, value)
+    def fail(self, site, value, operands=()):
+        raise site.error(self.a.kernel_name, self.relation, self.row, value, operands)
 
     def check_finite(self, vals, t, loc, what):
         if not elem_of(t).is_float:
@@ -145,18 +145,20 @@ class InterpExecutable(Launch):
             self.fail(Site("key-range", loc, field.qualname, rel), k)
 
     def checked_alg(self, loc):
-        """The algebra for an operation at `loc`: with debug, divisions are checked."""
+        """The algebra for an operation at `loc`: with debug, each operation that can create a
+        NaN or an infinity is checked (`debug_checks.OriginChecks`)."""
         if not self.debug:
             return self.alg
 
-        def check(op, a, b, r, t):
-            if t.is_float:
-                if not np.isfinite(r) and np.isfinite(a) and np.isfinite(b):
-                    self.fail(Site("division", loc, op), float_code(r))
-            elif b == 0:
+        def on_result(site, r, operands):
+            if not np.isfinite(r) and all(np.isfinite(x) for x in operands):
+                self.fail(site, float_code(r), operands)
+
+        def on_int_division(op, b):
+            if b == 0:
                 self.fail(Site("int-division", loc, op), 0)
 
-        return DivisionChecks(self.alg, check)
+        return OriginChecks(self.alg, loc, on_result, on_int_division)
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body, env):
@@ -352,9 +354,8 @@ class InterpExecutable(Launch):
         return [base[p] for p in self.flat_positions(e.index, env, bt)]
 
     def e_BinOp(self, e, env):
-        alg = self.checked_alg(e.loc) if e.op in DIVISIONS else self.alg
-        return semantics.binop(alg, e.op, self.expr(e.left, env), self.expr(e.right, env),
-                               e.left.type, e.right.type, e.type)
+        return semantics.binop(self.checked_alg(e.loc), e.op, self.expr(e.left, env),
+                               self.expr(e.right, env), e.left.type, e.right.type, e.type)
 
     def e_UnaryOp(self, e, env):
         return semantics.unop(self.alg, e.op, self.expr(e.operand, env), e.type)
@@ -390,7 +391,8 @@ class InterpExecutable(Launch):
                               e.type, check)
 
     def e_Cast(self, e, env):
-        return semantics.cast(self.alg, self.expr(e.value, env), e.value.type, e.type)
+        return semantics.cast(self.checked_alg(e.loc), self.expr(e.value, env), e.value.type,
+                              e.type)
 
     def e_TupleExpr(self, e, env):
         out = []

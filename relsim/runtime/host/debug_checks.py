@@ -8,8 +8,13 @@ Checks (the `check` of the KernelCheckError):
   value of an inserted row), contributed to a reduction into a field, or contributed to a Global
   (the contribution itself: a fold of finite contributions that overflows is not reported);
 * ``division``: a float ``/``, ``//`` or ``%`` (also inside ``inverse``) whose result is NaN or
-  +-inf while both operands are finite (``x / 0.0``, ``0.0 / 0.0``, an overflow). A NaN or inf
-  that only passes through an operation is reported where it is written;
+  +-inf while both operands are finite (``x / 0.0``, ``0.0 / 0.0``, an overflow);
+* ``operation``: a float ``+``, ``-`` or ``*`` (also inside vector and matrix arithmetic) whose
+  result is NaN or +-inf while both operands are finite (an overflow, ``inf - inf`` cannot
+  start there); ``function``: a math function (``log``, ``sqrt``, ``pow``, ...) whose result is
+  NaN or +-inf from finite arguments (``log(-1.0)``); ``conversion``: an f64 value too large
+  for f32. So a NaN or inf is reported where it was created, with the operand values; one that
+  only passes through later operations is not reported again;
 * ``int-division``: an integer ``//`` or ``%`` by zero (which otherwise gives 0);
 * ``key-range``: a key read from a key field outside [0, size) of the relation it points into;
 * ``index-range``: a run-time index of a vector, matrix or key vector outside its length;
@@ -38,6 +43,8 @@ from ...errors import KernelCheckError, KernelRuntimeError
 from .. import ir
 
 DIVISIONS = ("/", "//", "%")
+ARITHMETIC = ("+", "-", "*")
+OPERANDS = 2  # operand values a check records at most (after the value: DebugValues' columns)
 
 
 @dataclass(frozen=True)
@@ -50,13 +57,24 @@ class Site:
     what: str = ""
     extent: object = None
 
-    def message(self, value: int) -> str:
-        """The message for the value the check recorded (a float check: `float_code`)."""
+    def message(self, value: int, operands=()) -> str:
+        """The message for the value the check recorded (a float check: `float_code`) and the
+        operands it recorded (the float checks of an operation)."""
+        seen = " and ".join(repr(float(x)) for x in operands)
         if self.check == "non-finite":
             return f"{_float_name(value)} {self.what}"
         if self.check == "division":
             return f"float '{self.what}' gave {_float_name(value)} from finite operands " \
-                f"(a division by zero, or an overflow)"
+                f"{seen} (a division by zero, or an overflow)"
+        if self.check == "operation":
+            return f"float '{self.what}' gave {_float_name(value)} from finite operands " \
+                f"{seen} (an overflow)"
+        if self.check == "function":
+            return f"{self.what}() gave {_float_name(value)} from the finite argument" \
+                f"{'s' if len(operands) > 1 else ''} {seen}"
+        if self.check == "conversion":
+            return f"conversion to {self.what} gave {_float_name(value)} from the finite " \
+                f"value {seen} (too large for {self.what})"
         if self.check == "int-division":
             return f"integer {'division' if self.what == '//' else 'modulo'} by zero " \
                 f"('{self.what}')"
@@ -71,9 +89,20 @@ class Site:
                 f"outside the grid"
         raise ValueError(self.check)
 
-    def error(self, kernel: str, relation, row: int, value: int) -> KernelCheckError:
-        return KernelCheckError(self.message(value), self.loc, kernel, self.check,
+    def error(self, kernel: str, relation, row: int, value: int, operands=()) -> KernelCheckError:
+        return KernelCheckError(self.message(value, operands), self.loc, kernel, self.check,
                                 relation.name, int(row))
+
+    @property
+    def operands(self) -> int:
+        """How many operand values the check records (`OPERANDS` at most)."""
+        if self.check in ("division", "operation"):
+            return 2
+        if self.check == "conversion":
+            return 1
+        if self.check == "function":
+            return self.extent  # the function's argument count
+        return 0
 
 
 class Sites:
@@ -118,21 +147,39 @@ def contributed(op: str, field=None, glob=None) -> str:
     return f"contributed with '{op}' to {target}"
 
 
-class DivisionChecks:
-    """An algebra (`semantics`) that calls `on_division(op, a, b, result, t)` after every
-    division it performs, and otherwise is `base`."""
+class OriginChecks:
+    """An algebra (`semantics`) that is `base`, but calls `on_result(site, result, operands)`
+    after every operation that can create a NaN or an infinity from finite operands: float
+    arithmetic and divisions, float math functions, f64 -> f32 conversions (the caller tests
+    the result and the operands); and `on_int_division(op, divisor)` after an integer division
+    or modulo. `loc`: where the operation is in the kernel."""
 
-    def __init__(self, base, on_division):
-        self.base = base
-        self.on_division = on_division
+    def __init__(self, base, loc, on_result, on_int_division):
+        self.base, self.loc = base, loc
+        self.on_result, self.on_int_division = on_result, on_int_division
 
     def __getattr__(self, name):
         return getattr(self.base, name)
 
     def binop(self, op, a, b, t):
         r = self.base.binop(op, a, b, t)
-        if op in DIVISIONS:
-            self.on_division(op, a, b, r, t)
+        if t.is_float and (op in DIVISIONS or op in ARITHMETIC):
+            self.on_result(Site("division" if op in DIVISIONS else "operation", self.loc, op),
+                           r, (a, b))
+        elif op in DIVISIONS and t.is_int:
+            self.on_int_division(op, b)
+        return r
+
+    def math(self, fname, args, t):
+        r = self.base.math(fname, args, t)
+        if t.is_float:
+            self.on_result(Site("function", self.loc, fname, len(args)), r, tuple(args))
+        return r
+
+    def cast(self, a, src, dst):
+        r = self.base.cast(a, src, dst)
+        if src.is_float and dst.is_float and dst.dtype.itemsize < src.dtype.itemsize:
+            self.on_result(Site("conversion", self.loc, repr(dst)), r, (a,))
         return r
 
 
@@ -159,4 +206,6 @@ def raise_first_failure(sites: Sites, kernel_name: str, relation, first, values,
         return
     pos = int(failed[0])
     row = int(rows[pos]) if rows is not None else pos
-    raise sites[int(first[pos])].error(kernel_name, relation, row, int(values[pos]))
+    site = sites[int(first[pos])]
+    raise site.error(kernel_name, relation, row, int(values[pos, 0]),
+                     tuple(values[pos, 1:1 + site.operands]))

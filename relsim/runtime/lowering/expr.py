@@ -17,7 +17,7 @@ import ast
 
 from ...types import KeyType, KeyVecType, MatType, ScalarType, VecType, elem_of, i64
 from .. import ir, semantics
-from ..host.debug_checks import DIVISIONS, DivisionChecks, Site
+from ..host.debug_checks import OriginChecks, Site
 from .emit import EmitAlgebra, call, name, store
 from .params import Params
 
@@ -95,19 +95,23 @@ class ExprLowerer:
                           ast.Constant(line))
 
     # -- debug checks (only with `debug`) -------------------------------------------------
-    def record(self, site: Site, value: ast.expr) -> list:
+    def record(self, site: Site, value: ast.expr, operands=()) -> list:
         """Statements recording a failed check for this row, unless an earlier one did: the
-        site's number and `value` at the row's position (each row writes only its own entry:
-        no race in a parallel loop)."""
+        site's number, `value` and the `operands` (float checks) at the row's position (each
+        row writes only its own entry: no race in a parallel loop)."""
         first = self.params.debug_first().name
         values = self.params.debug_values().name
 
-        def at(arr, ctx):
-            return ast.Subscript(name(arr), name(POS), ctx)
+        def at(arr, ctx, col=None):
+            idx = name(POS) if col is None else ast.Tuple([name(POS), ast.Constant(col)],
+                                                          ast.Load())
+            return ast.Subscript(name(arr), idx, ctx)
 
+        writes = [ast.Assign([at(values, ast.Store(), c)], v)
+                  for c, v in enumerate((value,) + tuple(operands))]
         return [ast.If(ast.Compare(at(first, ast.Load()), [ast.Eq()], [ast.Constant(0)]), [
-            ast.Assign([at(first, ast.Store())], ast.Constant(self.debug.number(site))),
-            ast.Assign([at(values, ast.Store())], value)], [])]
+            ast.Assign([at(first, ast.Store())], ast.Constant(self.debug.number(site)))] +
+            writes, [])]
 
     def check_finite(self, vals, t, loc, what: str) -> None:
         """Debug: each float value in `vals` must be finite (a field write, a contribution)."""
@@ -134,24 +138,25 @@ class ExprLowerer:
         return name(fixed)
 
     def checked_alg(self, loc):
-        """The algebra for an operation at `loc`: in debug mode, each division it performs is
-        followed by its check (`debug_checks`: float result not finite from finite operands,
-        integer divisor zero)."""
+        """The algebra for an operation at `loc`: in debug mode, each operation that can create
+        a NaN or an infinity is followed by its check (`debug_checks.OriginChecks`: a float
+        result not finite from finite operands, recorded with them; an integer divisor zero)."""
         if self.debug is None:
             return self.alg
 
-        def check(op, a, b, r, t):
-            if t.is_float:
-                fin = lambda x: call("math.isfinite", x)  # noqa: E731
-                test = ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), fin(r)), fin(a), fin(b)])
-                self.alg.out.append(ast.If(test, self.record(Site("division", loc, op),
-                                                             _float_code(r)), []))
-            elif not (isinstance(b, ast.Constant) and b.value != 0):
+        def on_result(site, r, operands):
+            fin = lambda x: call("math.isfinite", x)  # noqa: E731
+            test = ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), fin(r))] +
+                              [fin(x) for x in operands if not isinstance(x, ast.Constant)])
+            self.alg.out.append(ast.If(test, self.record(site, _float_code(r), operands), []))
+
+        def on_int_division(op, b):
+            if not (isinstance(b, ast.Constant) and b.value != 0):
                 self.alg.out.append(ast.If(ast.Compare(b, [ast.Eq()], [ast.Constant(0)]),
                                            self.record(Site("int-division", loc, op),
                                                        ast.Constant(0)), []))
 
-        return DivisionChecks(self.alg, check)
+        return OriginChecks(self.alg, loc, on_result, on_int_division)
 
     def field_slots(self, field, key_atom, index):
         """Subscript expressions (as (array name, index tuple)) for the addressed components."""
@@ -279,9 +284,8 @@ class ExprLowerer:
         return [out]
 
     def e_BinOp(self, e):
-        alg = self.checked_alg(e.loc) if e.op in DIVISIONS else self.alg
-        return semantics.binop(alg, e.op, self.expr(e.left), self.expr(e.right),
-                               e.left.type, e.right.type, e.type)
+        return semantics.binop(self.checked_alg(e.loc), e.op, self.expr(e.left),
+                               self.expr(e.right), e.left.type, e.right.type, e.type)
 
     def e_UnaryOp(self, e):
         return semantics.unop(self.alg, e.op, self.expr(e.operand), e.type)
@@ -335,7 +339,7 @@ class ExprLowerer:
                               e.type, check)
 
     def e_Cast(self, e):
-        return semantics.cast(self.alg, self.expr(e.value), e.value.type, e.type)
+        return semantics.cast(self.checked_alg(e.loc), self.expr(e.value), e.value.type, e.type)
 
     def e_TupleExpr(self, e):
         out = []

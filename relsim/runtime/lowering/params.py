@@ -86,7 +86,8 @@ class DebugFirst(Param):
 
 @dataclass(frozen=True, eq=False)
 class DebugValues(Param):
-    """Debug mode: per position, the value the first failed check recorded, int64."""
+    """Debug mode: per position, the value the first failed check recorded, then the operands
+    it recorded (float64, 1 + debug_checks.OPERANDS columns)."""
 
 
 class Params:

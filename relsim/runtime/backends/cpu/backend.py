@@ -411,8 +411,8 @@ class CpuExecutable(Launch):
                 case DebugFirst():
                     args.append(np.zeros(b.n, dtype=np.int32))
                     debug[0] = args[-1]
-                case DebugValues():
-                    args.append(np.zeros(b.n, dtype=np.int64))
+                case DebugValues():  # the value a check saw, then its operands
+                    args.append(np.zeros((b.n, 1 + debug_checks.OPERANDS)))
                     debug[1] = args[-1]
                 case _:
                     raise TypeError(f"cpu backend: no binding for parameter {p!r}")

@@ -271,7 +271,8 @@ class CudaExecutable(Launch):
                     debug[0] = memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
                     args.append(debug[0])
                 case DebugValues():
-                    debug[1] = memory.upload(np.zeros(b.n, dtype=np.int64), "debug")
+                    debug[1] = memory.upload(np.zeros((b.n, 1 + debug_checks.OPERANDS)),
+                                             "debug")  # the value a check saw, its operands
                     args.append(debug[1])
                 case InsertFlags(index=k, layout=lay):
                     flags = memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
