@@ -338,6 +338,13 @@ class Return(Stmt):
 
 
 @_node
+class Print(Stmt):
+    """`print(...)` in a kernel: `items` are literal strings and (typed) values, in order; one
+    line per row that reaches it, written after the launch in row order (`host/prints.py`)."""
+    items: tuple
+
+
+@_node
 class Unpack(Stmt):
     """`a, b = v`: the frontend assigned v to local `name` and each target from `name[k]`;
     this checks that v has exactly `count` components (typed away into a Pass)."""

@@ -160,9 +160,9 @@ def test_add_vec3_and_vec2():
 def test_unsupported_function_call_statement():
     @rs.kernel
     def k(r):
-        print(r.x)  # <- here
+        input(r.x)  # <- here
 
-    type_error(rel(), k, "print()", "cannot be called in a kernel", under="print(r.x)")
+    type_error(rel(), k, "input()", "cannot be called in a kernel", under="input(r.x)")
 
 
 def test_unsupported_function_call_value():

@@ -91,6 +91,8 @@ def stmt_exprs(s):
         return s.values
     if isinstance(s, ir.Delete):
         return (s.key,)
+    if isinstance(s, ir.Print):
+        return tuple(x for x in s.items if isinstance(x, ir.Expr))
     if isinstance(s, (ir.FieldStore, ir.FieldReduce)):
         return (s.key, *s.index, s.value)
     if isinstance(s, (ir.Assign, ir.GlobalReduce)):

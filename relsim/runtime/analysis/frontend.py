@@ -307,9 +307,31 @@ class Frontend:
         if _is_func(obj):
             self.inline(obj, call, scope, loc, pre, want_value=False)
             return []
-        self.call(call, scope, loc, [])  # raises if the call is not allowed at all (print...)
+        if obj is print:
+            return [self.print_stmt(call, scope, loc, pre)]
+        self.call(call, scope, loc, [])  # raises if the call is not allowed at all
         raise self.syntax("an expression statement must be an rs.reduce_* call or an @rs.func "
                           "call; its value would be lost", loc)
+
+    def print_stmt(self, call, scope, loc, pre) -> ir.Print:
+        """`print("x =", x, v.pos)`: literal strings and values, printed per row after the
+        launch (`ir.Print`)."""
+        if call.keywords:
+            raise self.syntax("print() in a kernel takes no keyword arguments (sep=, end=, "
+                              "file=); each call prints one line, its items separated by spaces",
+                              loc)
+        items = []
+        for a in call.args:
+            if isinstance(a, ast.JoinedStr):
+                raise self.syntax("f-strings are not supported in kernels; print the values as "
+                                  "separate arguments: print(\"x =\", x)", scope.src.loc(a))
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                items.append(a.value)
+            elif isinstance(a, ast.Starred):
+                raise self.syntax("print(*...) is not supported in kernels", scope.src.loc(a))
+            else:
+                items.append(self.expr(a, scope, pre))
+        return ir.Print(loc, tuple(items))
 
     def for_loop(self, s, scope, loc, pre, in_func) -> list:
         it = s.iter

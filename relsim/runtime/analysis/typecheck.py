@@ -56,6 +56,23 @@ class TypeChecker(OperatorTyping):
         m = getattr(self, "s_" + type(s).__name__)
         return m(s, depth)
 
+    def s_Print(self, s, depth):
+        if depth > 0:
+            raise self.err("print() inside a loop is not supported yet (each print prints one "
+                           "line per row): print after the loop, or in an rs.static loop",
+                           s.loc)
+        items = []
+        for x in s.items:
+            if isinstance(x, str):
+                items.append(x)
+                continue
+            v = self.expr(x)
+            if not isinstance(v.type, (ScalarType, VecType, MatType, KeyType)):
+                raise self.err(f"print() takes strings, numbers, vectors, matrices and keys, "
+                               f"not {v.type!r}", x.loc)
+            items.append(v)
+        return replace(s, items=tuple(items))
+
     def s_Unpack(self, s, depth):
         t = self.env[s.name]
         n = t.n if isinstance(t, (VecType, KeyVecType)) else None

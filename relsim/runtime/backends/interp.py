@@ -17,7 +17,7 @@ from ...types import KeyType, KeyVecType, ScalarType, elem_of
 from .. import ir, semantics
 from ..analysis import affine
 from ..folds import exact_sum
-from ..host import row_changes
+from ..host import prints, row_changes
 from ..host.debug_checks import OriginChecks, Site, contributed, float_code, written
 from ..numpy_algebra import NumpyAlgebra
 from . import base
@@ -45,6 +45,7 @@ class InterpExecutable(Launch):
         self.a = self.analysed = analysed
         self.alg = NumpyAlgebra()
         self.debug = debug
+        self.print_site = {id(s): k for k, s in enumerate(prints.sites(analysed.body))}
 
     def launch(self, relation, subset) -> None:
         base.bring_to_host(t for t in self.a.summary.targets() if isinstance(t, Field))
@@ -62,14 +63,19 @@ class InterpExecutable(Launch):
                      and elem_of(lay.target.type).is_float}
         self.given = None if self.partials is None else {
             lay.target: ([], []) for lay in self.a.layouts if isinstance(lay.target, Global)}
-        with np.errstate(all="ignore"):
-            for row in rows:
-                env = {}
-                self.row = int(row)
-                try:
-                    self.block(self.a.body, env)
-                except _Return:
-                    pass
+        self.printed = []  # (row, print site, line): written after the launch, in row order
+        try:
+            with np.errstate(all="ignore"):
+                for row in rows:
+                    env = {}
+                    self.row = int(row)
+                    try:
+                        self.block(self.a.body, env)
+                    except _Return:
+                        pass
+        finally:  # (also the lines before an error, as the compiled targets write them)
+            self.printed.sort(key=lambda p: (p[0], p[1]))
+            prints.emit([line for _, _, line in self.printed])
         if self.given is not None:
             self.hand_over()
             self.sums = {}
@@ -95,6 +101,17 @@ class InterpExecutable(Launch):
 
     def s_Delete(self, s, env):
         self.deleted[self.row] = True
+
+    def s_Print(self, s, env):
+        fvals, ivals = [], []
+        for x, kind, _col, _n in prints.layout(s)[2]:
+            if kind != "s":
+                v = self.expr(x, env)
+                (fvals if kind == "f" else ivals).extend([v] if np.isscalar(v) else v)
+        site = self.print_site[id(s)]
+        line = f"{prints.prefix(self.a.kernel_name, self.relation, self.row)} " \
+            f"{prints.text(s, fvals, ivals)}"
+        self.printed.append((self.row, site, line))
 
     def s_Insert(self, s, env):
         vals = [self.expr(v, env) for v in s.values]

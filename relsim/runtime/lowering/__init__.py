@@ -20,6 +20,8 @@ from .params import (
     InsertValues,
     Param,
     Params,
+    PrintFlags,
+    PrintValues,
     ReductionSlots,
     RelationSize,
     SlotPlaces,
@@ -27,4 +29,5 @@ from .params import (
 
 __all__ = ["BodyLowerer", "DebugFirst", "DebugValues", "DeleteFlags",
            "FieldStorage", "GlobalStorage", "GroupOffsets", "GroupRows", "InsertFlags",
-           "InsertValues", "Param", "Params", "ReductionSlots", "RelationSize", "SlotPlaces"]
+           "InsertValues", "Param", "Params", "PrintFlags", "PrintValues", "ReductionSlots",
+           "RelationSize", "SlotPlaces"]

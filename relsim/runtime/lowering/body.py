@@ -10,6 +10,7 @@ import ast
 from ...types import KeyType, KeyVecType, elem_of, i64
 from .. import ir, semantics
 from ..analysis.slots import identity, static_trip
+from ..host import prints
 from ..host.debug_checks import contributed, written
 from .emit import call, const, name, store
 from .expr import POS, ROW, ExprLowerer
@@ -36,6 +37,7 @@ class BodyLowerer(ExprLowerer):
         for k, lay in enumerate(analysed.layouts):
             for site in lay.sites:
                 self.layout_of[id(site.stmt)] = (k, site)
+        self.print_site = {id(s): k for k, s in enumerate(prints.sites(analysed.body))}
         self.insert_of: dict = {}  # id(insert stmt) -> (insert layout index, site)
         for k, lay in enumerate(analysed.inserts):
             for site in lay.sites:
@@ -318,6 +320,20 @@ class BodyLowerer(ExprLowerer):
 
     def s_Return(self, s):
         self.alg.out.append(self.next_row())  # top level only
+
+    def s_Print(self, s):
+        """Mark the row's print at this site and store its values (`host/prints.py`)."""
+        k = self.print_site[id(s)]
+        flags = self.params.print_flags(k).name
+        self.alg.out.append(ast.Assign([ast.Subscript(name(flags), name(POS), ast.Store())],
+                                       ast.Constant(1)))
+        for x, kind, col, _n in prints.layout(s)[2]:
+            if kind == "s":
+                continue
+            arr = self.params.print_values(k, kind).name
+            for c, v in enumerate(self.expr(x)):
+                at = ast.Tuple([name(POS), ast.Constant(col + c)], ast.Load())
+                self.alg.out.append(ast.Assign([ast.Subscript(name(arr), at, ast.Store())], v))
 
     def s_Pass(self, s):
         pass

@@ -90,6 +90,20 @@ class DebugValues(Param):
     it recorded (float64, 1 + debug_checks.OPERANDS columns)."""
 
 
+@dataclass(frozen=True, eq=False)
+class PrintFlags(Param):
+    """Print site `site` (`host/prints.py`): per position, 1 when the row printed there."""
+    site: int
+
+
+@dataclass(frozen=True, eq=False)
+class PrintValues(Param):
+    """Print site `site`: per position, the values it printed: kind "f" its float components
+    (float64), "i" its integer, bool and key components (int64), in item order."""
+    site: int
+    kind: str
+
+
 class Params:
     """The parameters of a kernel's generated functions, in order (`items`)."""
 
@@ -136,6 +150,12 @@ class Params:
 
     def relation_size(self, relation) -> RelationSize:
         return self._get(RelationSize, "size", relation, relation.name, relation=relation)
+
+    def print_flags(self, site: int) -> PrintFlags:
+        return self._get(PrintFlags, f"pflag{site}_", None, "row", site=site)
+
+    def print_values(self, site: int, kind: str) -> PrintValues:
+        return self._get(PrintValues, f"pval{site}{kind}_", None, "row", site=site, kind=kind)
 
     def debug_first(self) -> DebugFirst:
         return self._get(DebugFirst, "dbgsite", None, "row")

@@ -32,7 +32,7 @@ from ...analysis import affine
 from ...analysis.slots import identity
 from ...caches import lowered, modules
 from ...folds import exact_sum, host_folds
-from ...host import binding, debug_checks, row_changes
+from ...host import binding, debug_checks, prints, row_changes
 from ...host.compile_jobs import CompileJob, load_cached
 from ...host.jit import njit
 from ...lowering import (
@@ -45,6 +45,8 @@ from ...lowering import (
     GroupRows,
     InsertFlags,
     InsertValues,
+    PrintFlags,
+    PrintValues,
     ReductionSlots,
     RelationSize,
     SlotPlaces,
@@ -123,7 +125,7 @@ class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
-                 "row_args", "debug", "device", "lanes")
+                 "row_args", "debug", "device", "lanes", "prints")
 
 
 class _Variants(dict):
@@ -210,6 +212,7 @@ class CpuExecutable(Launch):
                 all(t is not g for g in self.gather_fields) and not elem_of(t.type).is_bool
             self.touched.append((t, absorbable))
         self.bindings: dict = {}
+        self.print_stmts = prints.sites(analysed.body)  # the kernel's print sites, in order
         # tier 0 (`rs.precompile(..., background=True)`): launches run the serial variants
         # (same bits) until `tier_done()` says the parallel ones are in Numba's disk cache
         self.tier0 = False
@@ -236,6 +239,8 @@ class CpuExecutable(Launch):
         else:
             fn, args = b.fn, b.call_args
         fn(*args)
+        if b.prints is not None:  # the rows' print lines, before any error of the launch
+            self.write_prints(b, relation)
         if self.err_view[0]:
             debug_checks.raise_flagged(self.analysed.kernel_name, self.err)
         if b.lanes is not None:  # float64 Global sums: rounded now, from lanes or slots
@@ -257,6 +262,13 @@ class CpuExecutable(Launch):
         else:  # on several ranks: the distributed layer merges the contributions
             for g, _, lay, vals in b.folds:
                 self.partials.collect(g, lay.op, vals, lay.per_row, b.rows if b.has_rows else None)
+
+    def write_prints(self, b, relation) -> None:
+        flags, fvals, ivals = b.prints
+        prints.emit(prints.lines(self.analysed.kernel_name, relation, self.print_stmts, flags,
+                                 fvals, ivals, b.rows if b.has_rows else None))
+        for f in flags:
+            f.fill(0)
 
     def set_tier0(self, on: bool) -> None:
         """Run the serial variants (`on`; until `tier_done()`, once `rs.precompile` sets it), or
@@ -379,6 +391,8 @@ class CpuExecutable(Launch):
         b.has_rows = subset is not None
         args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
         debug = [None, None]
+        n_print = len(self.print_stmts)  # per site: flags, float values, int values
+        b.prints = ([None] * n_print, [None] * n_print, [None] * n_print) if n_print else None
         for p in self.params:
             match p:
                 case FieldStorage(field=f):  # the storage: pending reductions stay pending
@@ -414,6 +428,14 @@ class CpuExecutable(Launch):
                 case DebugValues():  # the value a check saw, then its operands
                     args.append(np.zeros((b.n, 1 + debug_checks.OPERANDS)))
                     debug[1] = args[-1]
+                case PrintFlags(site=k):
+                    args.append(np.zeros(b.n, dtype=np.int8))
+                    b.prints[0][k] = args[-1]
+                case PrintValues(site=k, kind=kind):
+                    nf, ni, _ = prints.layout(self.print_stmts[k])
+                    args.append(np.zeros((b.n, nf if kind == "f" else ni),
+                                         dtype=np.float64 if kind == "f" else np.int64))
+                    b.prints[1 if kind == "f" else 2][k] = args[-1]
                 case _:
                     raise TypeError(f"cpu backend: no binding for parameter {p!r}")
         affine.check_launch_space(self.analysed, relation, None if subset is None else b.rows)

@@ -41,7 +41,7 @@ from ....relations.field import Field
 from ...analysis import affine
 from ...caches import lowered, modules
 from ...folds import host_folds
-from ...host import binding, debug_checks, row_changes
+from ...host import binding, debug_checks, prints, row_changes
 from ...lowering import (
     DebugFirst,
     DebugValues,
@@ -52,6 +52,8 @@ from ...lowering import (
     GroupRows,
     InsertFlags,
     InsertValues,
+    PrintFlags,
+    PrintValues,
     ReductionSlots,
     RelationSize,
 )
@@ -114,7 +116,7 @@ class CudaBackend(Backend):
 
 class _Binding:
     __slots__ = ("versions", "n", "rows", "has_rows", "rows_dev", "args", "gathers", "folds",
-                 "deleted", "inserts", "debug")
+                 "deleted", "inserts", "debug", "prints")
 
 
 def _shape(n: int):
@@ -149,6 +151,7 @@ class CudaExecutable(Launch):
         self.bindings: dict = {}
         self.err = np.zeros(1, dtype=np.int64)
         self.err_dev = cuda.to_device(self.err)
+        self.print_stmts = prints.sites(analysed.body)  # the kernel's print sites, in order
 
     # -- launching ------------------------------------------------------------------------
     def launch(self, relation, subset) -> None:
@@ -162,6 +165,8 @@ class CudaExecutable(Launch):
         args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
         devs = {id(p.field): a for p, a in zip(self.params, args) if isinstance(p, FieldStorage)}
         self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev, *args)
+        if b.prints is not None:  # the rows' print lines, before any error of the launch
+            self.write_prints(b, relation)
         memory.download(self.err_dev, "error", self.err)
         if b.debug is not None:
             self.check_debug(b, relation, subset)
@@ -176,6 +181,17 @@ class CudaExecutable(Launch):
         self.fold_globals(b)
         if b.deleted is not None or b.inserts:
             self.change_rows(relation, b)
+
+    def write_prints(self, b, relation) -> None:
+        """Download the print sites' arrays (kernels with prints only), write their lines,
+        clear the flags on the device."""
+        flags = [memory.download(f, "print") for f in b.prints[0]]
+        got = [[None if a is None else memory.download(a, "print") for a in b.prints[i]]
+               for i in (1, 2)]
+        prints.emit(prints.lines(self.analysed.kernel_name, relation, self.print_stmts, flags,
+                                 got[0], got[1], b.rows if b.has_rows else None))
+        for f in b.prints[0]:
+            f.copy_to_device(np.zeros(b.n, dtype=np.int8))
 
     def fold_globals(self, b) -> None:
         for g, dev, host, fold, lay in b.folds:
@@ -250,6 +266,8 @@ class CudaExecutable(Launch):
         b.rows_dev = memory.upload(b.rows, "rows")
         affine.check_launch_space(self.analysed, relation, b.rows if b.has_rows else None)
         args, slots, b.deleted, inserts, debug = [], {}, None, {}, [None, None]
+        n_print = len(self.print_stmts)  # per site: flags, float values, int values
+        b.prints = ([None] * n_print, [None] * n_print, [None] * n_print) if n_print else None
         for p in self.params:
             match p:
                 case FieldStorage() | GlobalStorage():  # current at each launch
@@ -270,6 +288,15 @@ class CudaExecutable(Launch):
                 case DebugFirst():
                     debug[0] = memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
                     args.append(debug[0])
+                case PrintFlags(site=k):
+                    b.prints[0][k] = memory.upload(np.zeros(b.n, dtype=np.int8), "print")
+                    args.append(b.prints[0][k])
+                case PrintValues(site=k, kind=kind):
+                    nf, ni, _ = prints.layout(self.print_stmts[k])
+                    arr = np.zeros((b.n, nf if kind == "f" else ni),
+                                   dtype=np.float64 if kind == "f" else np.int64)
+                    b.prints[1 if kind == "f" else 2][k] = memory.upload(arr, "print")
+                    args.append(b.prints[1 if kind == "f" else 2][k])
                 case DebugValues():
                     debug[1] = memory.upload(np.zeros((b.n, 1 + debug_checks.OPERANDS)),
                                              "debug")  # the value a check saw, its operands
