@@ -18,6 +18,7 @@ try:
     from . import geometry
     from . import output as _output
     from .builtins import (
+        at,
         cross,
         delete,
         det,
@@ -86,7 +87,7 @@ __all__ = [
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
-    "uniform", "normal",
+    "uniform", "normal", "at",
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "KernelRuntimeError", "KernelCheckError", "DataError", "SchemaError",

@@ -120,6 +120,13 @@ reduce_max = _kernel_only("reduce_max")
 reduce_argmin = _kernel_only("reduce_argmin")
 reduce_argmax = _kernel_only("reduce_argmax")
 
+def at(relation, row):
+    """In a kernel, ``rs.at(R, i)``: the key of row `i` (any integer expression) of relation
+    `R` (captured), to read through: ``rs.at(V, v.j).x``. A row outside `R` is a
+    KernelRuntimeError at the line. Outside a kernel it returns `row`."""
+    return row
+
+
 def delete(key):
     """Kernel statement ``rs.delete(p)``: remove the kernel's own row of an elastic relation
     (applied after the kernel; surviving rows keep their order)."""

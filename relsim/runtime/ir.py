@@ -141,6 +141,14 @@ class Affine(Expr):
 
 
 @_node
+class RowKey(Expr):
+    """`rs.at(R, i)`: the key of row `index` (an i64 expression) of `relation`, checked to lie
+    in it when the kernel runs; only read through, like `Shifted`."""
+    relation: Any
+    index: Expr
+
+
+@_node
 class Shifted(Expr):
     """`c(di, dj)` with offsets computed when the kernel runs (typed: i64 expressions): the grid
     neighbour of key `key` under the grid's boundary rule (periodic axes wrap; leaving a bounded

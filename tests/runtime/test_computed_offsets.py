@@ -123,3 +123,45 @@ def test_offsets_from_math_floor_of_a_float(target):
     C.foreach(pick, target)
     want = [((r + math.floor(x)) % 7) * 10.0 for r, x in enumerate(C.x.numpy())]
     assert C.out.numpy().tolist() == want
+
+
+def test_a_key_from_a_computed_row(target):
+    """rs.at(R, i): the key of row i of any relation, read through; a row outside R is an
+    error at the line."""
+    V = rs.Relation("atV", 5)
+    V.new_field("x", rs.f64).load(np.arange(5.0) * 10)
+    R = rs.Relation("atR", 4)
+    R.new_field("j", rs.i64).load(np.array([4, 0, 2, 2]))
+    R.new_field("y", rs.f64)
+
+    @rs.kernel
+    def pick(r):
+        r.y = rs.at(V, r.j).x + rs.at(V, (r.j + 1) % 5).x
+
+    R.foreach(pick, target)
+    assert R.y.numpy().tolist() == [40.0, 10.0, 50.0, 50.0]
+    R.j.load(np.array([4, 0, 7, 2]))
+    with pytest.raises(rs.KernelRuntimeError):
+        R.foreach(pick, target)
+    with pytest.raises(rs.KernelCheckError, match=r"row 2 of atR: rs.at\(atV, 7\): row 7 is "
+                       r"outside atV \(size 5\)"):
+        R.foreach(pick, rs.Config(target=target.target, debug=True))
+
+
+def test_rs_at_is_read_only():
+    V = rs.Relation("atW", 3)
+    V.new_field("x", rs.f64)
+    V.new_field("j", rs.i64)
+
+    @rs.kernel
+    def writes(v):
+        rs.at(V, v.j).x = 1.0
+
+    @rs.kernel
+    def reads_what_it_writes(v):
+        v.x = rs.at(V, v.j).x + 1.0
+
+    with pytest.raises(rs.PhaseError, match="only the kernel's own row may be written"):
+        V.foreach(writes, rs.Config(target="interp"))
+    with pytest.raises(rs.PhaseError, match="read and written"):
+        V.foreach(reads_what_it_writes, rs.Config(target="interp"))

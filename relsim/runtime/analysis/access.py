@@ -141,6 +141,8 @@ def key_text(e) -> str:
         return key_text(e.value)
     if isinstance(e, ir.Affine):
         return f"{key_text(e.key)}({', '.join(map(str, e.offsets))})"
+    if isinstance(e, ir.RowKey):
+        return f"rs.at({e.relation.name}, ...)"
     if isinstance(e, ir.Shifted):
         return f"{key_text(e.key)}({', '.join('...' for _ in e.offsets)})"
     return "<expr>"

@@ -469,6 +469,11 @@ class Frontend:
         obj = self.resolve_static(e.func, scope)
         if KNOWN.get(id(obj)) in RANDOM:
             return self.random_call(e, KNOWN[id(obj)], scope, loc, pre)
+        if obj is rsb.at:
+            rel = self.resolve_static(e.args[0], scope) if len(e.args) == 2 else None
+            if e.keywords or not hasattr(rel, "elastic"):
+                raise self.syntax("rs.at(R, i) takes a captured relation and a row number", loc)
+            return ir.RowKey(loc, rel, self.expr(e.args[1], scope, pre))
         if e.keywords:
             raise self.syntax("keyword arguments are not supported in kernel calls", loc)
         if obj is None and self.is_kernel_value(e.func, scope):

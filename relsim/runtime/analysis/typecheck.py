@@ -276,6 +276,10 @@ class TypeChecker(OperatorTyping):
             values.append(v)
         return replace(s, names=tuple(fields), values=tuple(values))
 
+    def e_RowKey(self, e):
+        return ir.RowKey(e.loc, e.relation, self.int_expr(e.index, "the row of rs.at(R, row)"),
+                         type=KeyType(e.relation))
+
     def e_Affine(self, e):
         key = self.expr(e.key)
         t = key.type

@@ -135,6 +135,15 @@ class InterpExecutable(Launch):
                 raise
             self.fail(Site("neighbour", e.loc, str(tuple(e.offsets)), e.type.relation), key)
 
+    def e_RowKey(self, e, env):
+        row = int(self.expr(e.index, env)[0])
+        if not 0 <= row < e.relation.size:
+            site = Site("row-range", e.loc, "", e.relation)
+            if self.debug:
+                self.fail(site, row)
+            raise KernelRuntimeError(f"{site.message(row)}\n{e.loc.render()}")
+        return row
+
     def e_Shifted(self, e, env):
         key = self.expr(e.key, env)
         offsets = tuple(int(self.expr(o, env)[0]) for o in e.offsets)

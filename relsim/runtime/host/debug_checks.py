@@ -17,6 +17,7 @@ Checks (the `check` of the KernelCheckError):
   only passes through later operations is not reported again;
 * ``int-division``: an integer ``//`` or ``%`` by zero (which otherwise gives 0);
 * ``key-range``: a key read from a key field outside [0, size) of the relation it points into;
+* ``row-range``: a row `rs.at(R, i)` names outside R;
 * ``index-range``: a run-time index of a vector, matrix or key vector outside its length;
 * ``neighbour``: a grid neighbour ``k(1, 0)`` of a key (not the kernel's own, which is checked
   per launch anyway) outside a bounded axis.
@@ -81,6 +82,10 @@ class Site:
         if self.check == "key-range":
             rel = self.extent
             return f"key {value} read from key field {self.what} is outside {rel.name} " \
+                f"(size {rel.size})"
+        if self.check == "row-range":
+            rel = self.extent
+            return f"rs.at({rel.name}, {value}): row {value} is outside {rel.name} " \
                 f"(size {rel.size})"
         if self.check == "index-range":
             return f"index {value} out of range for length {self.extent}"

@@ -257,6 +257,23 @@ class ExprLowerer:
             out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.Constant(delta)))
         return [out]
 
+    def e_RowKey(self, e):
+        """`rs.at(R, i)`: the row i, checked against R's size (bound per launch); a row
+        outside it is flagged at the line (debug: a row-range failure) and the row
+        goes on with row 0."""
+        i = self.expr(e.index)[0]
+        size = ast.Subscript(name(self.params.relation_size(e.relation).name), ast.Constant(0),
+                             ast.Load())
+        row = self.alg.fresh()
+        self.alg.out.append(ast.Assign([store(row)], i))
+        bad = ast.BoolOp(ast.Or(), [ast.Compare(name(row), [ast.Lt()], [ast.Constant(0)]),
+                                    ast.Compare(name(row), [ast.GtE()], [size])])
+        failed = [self.flag_error(e.loc.line)] if self.debug is None else self.record(
+            Site("row-range", e.loc, "", e.relation), name(row))
+        self.alg.out.append(ast.If(bad, failed + [ast.Assign([store(row)], ast.Constant(0))],
+                                   []))
+        return [name(row)]
+
     def e_Shifted(self, e):
         """`c(di, dj)` with run-time offsets: each axis's coordinate moved by its offset,
         wrapped on a periodic axis (Python's floor modulo, as interp's), else checked."""

@@ -372,7 +372,19 @@ def advection(outdir):
     from tests import advection as adv
     C, advect, copy = adv.build(16, 11)
     q = adv.run(C, advect, copy, 4)
-    return {"q": digest(q)}
+    # and keys from computed rows of another relation (rs.at)
+    V = rs.Relation("atV", 13)
+    V.new_field("x", rs.f64).load(np.sqrt(np.arange(13.0)))
+    R = rs.Relation("atR", 29)
+    R.new_field("j", rs.i64).load((np.arange(29) * 5) % 13)
+    R.new_field("y", rs.f64)
+
+    @rs.kernel
+    def pick(r):
+        r.y = rs.at(V, r.j).x * rs.at(V, (r.j * 3) % 13).x
+
+    R.foreach(pick)
+    return {"q": digest(q), "y": digest(R.y.numpy())}
 
 
 def coloured(outdir):
