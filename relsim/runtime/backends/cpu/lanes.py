@@ -31,24 +31,27 @@ class LaneSums:
 
     def finish(self) -> None:
         """After the lanes variant ran: every Global's new value, from its lanes, or else
-        from its slots."""
-        if len(self.sums) == 1 and self.sums[0][4] is self.sums[0][1]:  # one scalar: rounded
-            g, flat, q0, q1, _out, _fold = self.sums[0]  # straight into its storage
-            if lane_sums.finish(self.lanes, q0, q1, self.depth, flat, flat):
-                _host_written(g)
-                return
-        for _g, flat, q0, q1, out, _fold in self.sums:
+        (rarely) from its slots."""
+        if self.rounded():
+            return
+        EXACT_PATH["count"] += 1
+        if self.rerun is not None:  # a kernel with no other effect: its slots, written now
+            fn, args = self.rerun
+            fn(*args)
+        self.exact()
+
+    def rounded(self) -> bool:
+        """Round every Global from its lanes into its storage; False (nothing written) when
+        the check leaves any component undecided."""
+        sums = self.sums
+        for _g, flat, q0, q1, out, _fold in sums:
             if not lane_sums.finish(self.lanes, q0, q1, self.depth, flat, out):
-                EXACT_PATH["count"] += 1
-                if self.rerun is not None:
-                    fn, args = self.rerun
-                    fn(*args)
-                self.exact()
-                return
-        for g, flat, _q0, _q1, out, _fold in self.sums:
+                return False  # (a lone scalar's `out` is its storage: finish wrote nothing)
+        for g, flat, _q0, _q1, out, _fold in sums:
             if out is not flat:
                 flat[:] = out
             _host_written(g)
+        return True
 
     def exact(self) -> None:
         """Every Global's new value from its slots (written by the launch that just ran)."""
