@@ -84,16 +84,15 @@ def check(summary: AccessSummary, kernel_name: str) -> PhaseInfo:
             first_other = others[0]
             # point at a read through another key if there is one (the centred ones are fine)
             reads.sort(key=lambda a: a.centred)
-            rule = ("a Global may be read or reduced into in one kernel, not both" if not is_field
-                    else "a field reached through another key may be read or reduced into in "
-                    "one kernel, not both")
+            if is_field:
+                raise conflict(t, reads[0], first_other, kernel_name)
             verb = "written" if first_other.mode == "write" else \
                 f"reduced with '{first_other.op}'"
             raise PhaseError(
-                f"{target_name(t)} is read and {verb} in the same kernel ({rule}; the result would "
-                f"depend on the order rows run in)", reads[0].loc, kernel_name,
-                extra=[(f"{verb} here" + (f" ({first_other.path})" if is_field else ""),
-                        first_other.loc)])
+                f"{target_name(t)} is read and {verb} in the same kernel (a Global may be read "
+                f"or reduced into in one kernel, not both; the result would depend on the order "
+                f"rows run in)", reads[0].loc, kernel_name,
+                extra=[(f"{verb} here", first_other.loc)])
         ops = {}
         for a in others:
             ops.setdefault(a.op, a)

@@ -45,6 +45,18 @@ def layout(stmt) -> tuple:
     return nf, ni, items
 
 
+PART = {"f": 1, "i": 2}  # a PrintValues kind -> its place in `new_arrays`' triple
+
+
+def new_arrays(stmts, n: int) -> tuple:
+    """(flags, float values, int values) for `n` positions, one array per site each (None
+    where a site has no such values): what a backend binds to PrintFlags and PrintValues."""
+    cols = [layout(s)[:2] for s in stmts]
+    return ([np.zeros(n, dtype=np.int8) for _ in stmts],
+            [np.zeros((n, nf)) if nf else None for nf, _ in cols],
+            [np.zeros((n, ni), dtype=np.int64) if ni else None for _, ni in cols])
+
+
 def text(stmt, fvals, ivals) -> str:
     """The printed items of one row: `fvals`, `ivals` its stored float and int values."""
     out = []

@@ -391,8 +391,7 @@ class CpuExecutable(Launch):
         b.has_rows = subset is not None
         args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
         debug = [None, None]
-        n_print = len(self.print_stmts)  # per site: flags, float values, int values
-        b.prints = ([None] * n_print, [None] * n_print, [None] * n_print) if n_print else None
+        b.prints = prints.new_arrays(self.print_stmts, b.n) if self.print_stmts else None
         for p in self.params:
             match p:
                 case FieldStorage(field=f):  # the storage: pending reductions stay pending
@@ -429,13 +428,9 @@ class CpuExecutable(Launch):
                     args.append(np.zeros((b.n, 1 + debug_checks.OPERANDS)))
                     debug[1] = args[-1]
                 case PrintFlags(site=k):
-                    args.append(np.zeros(b.n, dtype=np.int8))
-                    b.prints[0][k] = args[-1]
+                    args.append(b.prints[0][k])
                 case PrintValues(site=k, kind=kind):
-                    nf, ni, _ = prints.layout(self.print_stmts[k])
-                    args.append(np.zeros((b.n, nf if kind == "f" else ni),
-                                         dtype=np.float64 if kind == "f" else np.int64))
-                    b.prints[1 if kind == "f" else 2][k] = args[-1]
+                    args.append(b.prints[prints.PART[kind]][k])
                 case _:
                     raise TypeError(f"cpu backend: no binding for parameter {p!r}")
         affine.check_launch_space(self.analysed, relation, None if subset is None else b.rows)

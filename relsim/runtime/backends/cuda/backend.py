@@ -266,8 +266,9 @@ class CudaExecutable(Launch):
         b.rows_dev = memory.upload(b.rows, "rows")
         affine.check_launch_space(self.analysed, relation, b.rows if b.has_rows else None)
         args, slots, b.deleted, inserts, debug = [], {}, None, {}, [None, None]
-        n_print = len(self.print_stmts)  # per site: flags, float values, int values
-        b.prints = ([None] * n_print, [None] * n_print, [None] * n_print) if n_print else None
+        b.prints = None if not self.print_stmts else tuple(  # on the device
+            [None if a is None else memory.upload(a, "print") for a in part]
+            for part in prints.new_arrays(self.print_stmts, b.n))
         for p in self.params:
             match p:
                 case FieldStorage() | GlobalStorage():  # current at each launch
@@ -289,14 +290,9 @@ class CudaExecutable(Launch):
                     debug[0] = memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
                     args.append(debug[0])
                 case PrintFlags(site=k):
-                    b.prints[0][k] = memory.upload(np.zeros(b.n, dtype=np.int8), "print")
                     args.append(b.prints[0][k])
                 case PrintValues(site=k, kind=kind):
-                    nf, ni, _ = prints.layout(self.print_stmts[k])
-                    arr = np.zeros((b.n, nf if kind == "f" else ni),
-                                   dtype=np.float64 if kind == "f" else np.int64)
-                    b.prints[1 if kind == "f" else 2][k] = memory.upload(arr, "print")
-                    args.append(b.prints[1 if kind == "f" else 2][k])
+                    args.append(b.prints[prints.PART[kind]][k])
                 case DebugValues():
                     debug[1] = memory.upload(np.zeros((b.n, 1 + debug_checks.OPERANDS)),
                                              "debug")  # the value a check saw, its operands
