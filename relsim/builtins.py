@@ -50,6 +50,42 @@ def transpose(m):
     return np.transpose(m)
 
 
+def eigh(a):
+    """`w, Q = rs.eigh(A)`: eigenvalues (ascending) and eigenvectors (the columns of Q) of the
+    symmetric 2x2 or 3x3 matrix given by A's lower triangle, A = Q diag(w) Q^T, with Q a
+    rotation (det Q = +1; NumPy's may be a reflection). In a kernel: cyclic Jacobi, the same
+    bits on every target; outside one, NumPy (the same convention, not the same bits)."""
+    a = np.asarray(a, dtype=float)
+    w, q = np.linalg.eigh(a)
+    if np.linalg.det(q) < 0:
+        q[:, -1] = -q[:, -1]
+    return w, q
+
+
+def svd(f):
+    """`U, S, V = rs.svd(F)` for a 2x2 or 3x3 F: F = U diag(S) V^T with U and V rotations
+    (det +1), S[0] >= S[1] >= |S[-1]| and S[-1] < 0 exactly when det F < 0 -- the convention of
+    corotational and inversion-safe elasticity (as Warp's svd3 and Taichi's ti.svd), not
+    NumPy's (whose singular values are |S|, and whose V is transposed). In a kernel: one-sided
+    Jacobi and a Givens QR, the same bits on every target; outside one, NumPy (the same
+    convention, not the same bits)."""
+    f = np.asarray(f, dtype=float)
+    u, s, vt = np.linalg.svd(f)
+    v = vt.T.copy()
+    if np.linalg.det(u) < 0:
+        u[:, -1], s[-1] = -u[:, -1], -s[-1]
+    if np.linalg.det(v) < 0:
+        v[:, -1], s[-1] = -v[:, -1], -s[-1]
+    return u, s, v
+
+
+def polar(f):
+    """`R, P = rs.polar(F)` for a 2x2 or 3x3 F: F = R P with R = U V^T a rotation and
+    P = V diag(S) V^T symmetric (`rs.svd`'s U, S, V; P is indefinite when F is inverted)."""
+    u, s, v = svd(f)
+    return u @ v.T, (v * s) @ v.T
+
+
 def uniform(p, c0, c1=0, c2=0, *, seed=0):
     """A random double in [0, 1) (53 random bits: a multiple of 2**-53), a pure function of its
     arguments: Philox4x32-10 (`relsim/philox.py`), the same bits on every target, thread count

@@ -108,6 +108,26 @@ class MatType:
         return f"mat{self.n}x{self.m}[{self.elem.name}]"
 
 
+@dataclass(frozen=True)
+class TupleType:
+    """Several values a builtin returns at once (`U, S, V = rs.svd(F)`): in a kernel only
+    unpacked or indexed by a constant (`rs.svd(F)[1]`); its components are its parts', in
+    order."""
+    parts: tuple
+
+    @property
+    def ncomp(self) -> int:
+        return sum(p.ncomp for p in self.parts)
+
+    def span(self, k: int) -> range:
+        """The flat components of part k."""
+        start = sum(p.ncomp for p in self.parts[:k])
+        return range(start, start + self.parts[k].ncomp)
+
+    def __repr__(self) -> str:
+        return f"tuple({', '.join(map(repr, self.parts))})"
+
+
 class _KeyTarget:
     """Mixin: key types compare by the identity of the target relation."""
 

@@ -74,6 +74,9 @@ PYTHON_BUILTINS = ("abs", "min", "max", "pow", "int", "float", "bool", "len")
 # NumPy function (attribute path under `np`) that names it too
 VECTOR_FUNCTIONS = {"dot": "dot", "cross": "cross", "norm": "linalg.norm", "outer": "outer",
                     "det": "linalg.det", "inverse": "linalg.inv", "transpose": "transpose"}
+# rs matrix decompositions (typed in `calls`, computed in `decompositions.py`); each returns a
+# tuple of values (`types.TupleType`). No NumPy function names them: NumPy's conventions differ
+DECOMPOSITIONS = ("eigh", "svd", "polar")
 # counter-based random draws `rs.uniform(p, c0[, c1[, c2]], seed=s)` and `rs.normal(...)`: f64
 # values computed by the `relsim.philox` function of the same name (plain Python in `interp`,
 # compiled into generated code as `_philox.<name>`); typed in `calls.random_call` (the key or
@@ -108,7 +111,7 @@ def callables() -> dict:
         table[id(getattr(_py_builtins, name))] = name
     for py_name, name in PYTHON_ALIASES.items():
         table[id(getattr(_py_builtins, py_name))] = name
-    for name in (*VECTOR_FUNCTIONS, *RANDOM):
+    for name in (*VECTOR_FUNCTIONS, *DECOMPOSITIONS, *RANDOM):
         table[id(getattr(rsb, name))] = name
     for name, path in VECTOR_FUNCTIONS.items():
         obj = np

@@ -72,6 +72,10 @@ class NumpyAlgebra:
     def select(self, c, a, b, t):
         return a if c else b
 
+    def function(self, what, key, compute, inputs):
+        """A many-operation function (`EmitAlgebra.function`): computed in place."""
+        return compute(self, inputs)
+
     def draw(self, name, args):
         """`relsim.philox.<name>`, as plain Python (compiled code calls the same function)."""
         return np.float64(philox.DRAWS[name](*(int(a) for a in args)))

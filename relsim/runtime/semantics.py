@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .. import philox
 from ..types import MatType, ScalarType, VecType, bool_, elem_of, f64, i64
-from .builtin_table import MATH, RANDOM
+from . import decompositions
+from .builtin_table import DECOMPOSITIONS, MATH, RANDOM
 
 
 def binop(alg, op, a, b, ta, tb, rt):
@@ -94,6 +95,11 @@ def call(alg, name, args, arg_types, rt, check=None):
         return [_det(alg, args[0], arg_types[0].n, et)]
     if name == "inverse":
         return _inverse(alg, args[0], arg_types[0].n, et)
+    if name in DECOMPOSITIONS:  # hundreds of operations: a function of their own
+        n, ft = arg_types[0].n, elem_of(arg_types[0])
+        return alg.function(name, f"{name}{n}_{ft.name}",
+                            lambda a, m: decompositions.DECOMPOSITIONS[name](a, m, n, ft),
+                            args[0])
     if name == "hypot":
         x, y = args[0][0], args[1][0]
         ss = alg.binop("+", alg.binop("*", x, x, et), alg.binop("*", y, y, et), et)

@@ -10,6 +10,7 @@ from ...types import (
     KeyVecType,
     MatType,
     ScalarType,
+    TupleType,
     VecType,
     bool_,
     elem_of,
@@ -20,7 +21,7 @@ from ...types import (
     with_elem,
 )
 from .. import ir
-from ..builtin_table import MATH, RANDOM, RANDOM_COUNTERS
+from ..builtin_table import DECOMPOSITIONS, MATH, RANDOM, RANDOM_COUNTERS
 
 
 def _float_of(t: ScalarType) -> ScalarType:
@@ -144,7 +145,22 @@ def _vector_call(tc, e, name, args, need):
         ft = _float_of(t.elem)
         x = tc.cast(args[0], MatType(t.n, t.m, ft))
         return ir.Call(e.loc, name, (x,), type=ft if name == "det" else x.type)
+    if name in DECOMPOSITIONS:
+        return _decomposition(tc, e, name, args, need)
     raise tc.err(f"unknown function {name}()", e.loc)
+
+
+def _decomposition(tc, e, name, args, need):
+    """`rs.eigh(A)` -> (w, Q), `rs.svd(F)` -> (U, S, V), `rs.polar(F)` -> (R, P) of a 2x2 or
+    3x3 matrix, in its float type (`decompositions.py`)."""
+    need(1)
+    t = args[0].type
+    if not (isinstance(t, MatType) and t.n == t.m and t.n in (2, 3)):
+        raise tc.err(f"rs.{name}() needs a 2x2 or 3x3 matrix, not {t!r}", e.loc)
+    ft = _float_of(t.elem)
+    m, v = MatType(t.n, t.n, ft), VecType(t.n, ft)
+    parts = {"eigh": (v, m), "svd": (m, v, m), "polar": (m, m)}[name]
+    return ir.Call(e.loc, name, (tc.cast(args[0], m),), type=TupleType(parts))
 
 
 def random_call(tc, e, args):

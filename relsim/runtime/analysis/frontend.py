@@ -20,6 +20,7 @@ from ...types import MatType, ScalarType, VecType
 from .. import ir
 from ..builtin_table import (
     COMPILE_TIME,
+    DECOMPOSITIONS,
     RANDOM,
     RANDOM_KEYWORDS,
     REDUCE_STATEMENTS,
@@ -505,7 +506,7 @@ class Frontend:
             what = f"{what}()" if isinstance(what, str) else _short(obj)
             raise self.error(KernelTypeError, f"{what} cannot be called in a kernel; "
                              f"supported: math functions, min/max/abs/pow, int/float/bool, "
-                             f"rs types, rs.eye, {'/'.join(VECTOR_FUNCTIONS)}, "
+                             f"rs types, rs.eye, {'/'.join((*VECTOR_FUNCTIONS, *DECOMPOSITIONS))}, "
                              f"rs.{'/'.join(RANDOM)}, @rs.func",
                              loc)
         if name in ("int", "float", "bool"):

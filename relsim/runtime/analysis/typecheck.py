@@ -15,6 +15,7 @@ from ...types import (
     KeyVecType,
     MatType,
     ScalarType,
+    TupleType,
     VecType,
     elem_of,
     i64,
@@ -75,14 +76,16 @@ class TypeChecker(OperatorTyping):
 
     def s_Unpack(self, s, depth):
         t = self.env[s.name]
-        n = t.n if isinstance(t, (VecType, KeyVecType)) else None
+        n = t.n if isinstance(t, (VecType, KeyVecType)) else \
+            len(t.parts) if isinstance(t, TupleType) else None
         if n is None:
             what = "a matrix (unpack its rows: M[0, :], ...)" if isinstance(t, MatType) else \
                 repr(t)
             raise self.err(f"cannot unpack {what} into {s.count} targets: only a vector or a "
                            f"key vector", s.loc)
         if n != s.count:
-            raise self.err(f"cannot unpack a value of {n} components ({t!r}) into {s.count} "
+            what = "values" if isinstance(t, TupleType) else "components"
+            raise self.err(f"cannot unpack a value of {n} {what} ({t!r}) into {s.count} "
                            f"targets", s.loc)
         return ir.Pass(s.loc)
 
@@ -361,6 +364,13 @@ class TypeChecker(OperatorTyping):
         if any(isinstance(i, ir.FullSlice) for i in e.index):
             return self.slice_index(e, base)
         idx = tuple(self.int_expr(i, "an index") for i in e.index)
+        if isinstance(t, TupleType):
+            if len(idx) != 1 or not isinstance(idx[0], ir.Const):
+                raise self.err(f"{t!r} takes one constant index (or unpack it: "
+                               f"{', '.join('abcdefgh'[:len(t.parts)])} = ...)", e.loc)
+            self.check_bound(idx[0], len(t.parts))
+            k = int(idx[0].value) % len(t.parts)
+            return ir.Index(e.loc, base, (ir.Const(idx[0].loc, k, type=i64),), type=t.parts[k])
         if isinstance(t, (VecType, KeyVecType)):
             if len(idx) != 1:
                 raise self.err(f"{t!r} takes one index", e.loc)

@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import KernelRuntimeError
 from ...relations.field import Field
 from ...relations.globals import Global
-from ...types import KeyType, KeyVecType, ScalarType, elem_of
+from ...types import KeyType, KeyVecType, ScalarType, TupleType, elem_of
 from .. import ir, semantics
 from ..analysis import affine
 from ..folds import exact_sum
@@ -178,7 +178,7 @@ class InterpExecutable(Launch):
 
         def on_result(site, r, operands):
             if not np.isfinite(r) and all(np.isfinite(x) for x in operands):
-                self.fail(site, float_code(r), operands)
+                self.fail(site, float_code(r), operands[:site.operands])
 
         def on_int_division(op, b):
             if b == 0:
@@ -357,6 +357,8 @@ class InterpExecutable(Launch):
 
     def flat_positions(self, index, env, base_t):
         """Flat component positions that `index` addresses in a value of type `base_t`."""
+        if isinstance(base_t, TupleType):  # a constant index (typecheck)
+            return list(base_t.span(index[0].value))
         shape = base_t.shape
         ks = [self.index_value(i, n, env) for i, n in zip(index, shape)]
         if len(shape) == 2 and len(ks) == 1:

@@ -73,6 +73,9 @@ class Site:
         if self.check == "function":
             return f"{self.what}() gave {_float_name(value)} from the finite argument" \
                 f"{'s' if len(operands) > 1 else ''} {seen}"
+        if self.check == "decomposition":
+            return f"rs.{self.what}() gave {_float_name(value)} from a finite matrix (its " \
+                f"entries square beyond the float range: above ~1e150, or 1e18 in f32)"
         if self.check == "conversion":
             return f"conversion to {self.what} gave {_float_name(value)} from the finite " \
                 f"value {seen} (too large for {self.what})"
@@ -155,8 +158,9 @@ def contributed(op: str, field=None, glob=None) -> str:
 class OriginChecks:
     """An algebra (`semantics`) that is `base`, but calls `on_result(site, result, operands)`
     after every operation that can create a NaN or an infinity from finite operands: float
-    arithmetic and divisions, float math functions, f64 -> f32 conversions (the caller tests
-    the result and the operands); and `on_int_division(op, divisor)` after an integer division
+    arithmetic and divisions, float math functions, f64 -> f32 conversions, a decomposition's
+    results (the caller tests the result and the operands, and records as many operands as the
+    site says: `Site.operands`); and `on_int_division(op, divisor)` after an integer division
     or modulo. `loc`: where the operation is in the kernel."""
 
     def __init__(self, base, loc, on_result, on_int_division):
@@ -180,6 +184,14 @@ class OriginChecks:
         if t.is_float:
             self.on_result(Site("function", self.loc, fname, len(args)), r, tuple(args))
         return r
+
+    def function(self, what, key, compute, inputs):
+        """A call computed by many operations (`rs.svd`: hundreds), unchecked inside: each
+        result is checked once against all the inputs."""
+        out = self.base.function(what, key, compute, inputs)
+        for r in out:
+            self.on_result(Site("decomposition", self.loc, what), r, tuple(inputs))
+        return out
 
     def cast(self, a, src, dst):
         r = self.base.cast(a, src, dst)

@@ -4,6 +4,7 @@ emitted in exactly the order the `interp` oracle evaluates them."""
 from __future__ import annotations
 
 import ast
+import copy
 import math
 
 import numpy as np
@@ -68,6 +69,9 @@ class EmitAlgebra:
     def __init__(self):
         self.out: list = []
         self.counter = 0
+        # name -> ast.FunctionDef of each separate function the code calls (`function`); the
+        # driver puts them in the module and its backend compiles each as a callee
+        self.functions: dict = {}
 
     def fresh(self, prefix="_t") -> str:
         self.counter += 1
@@ -118,6 +122,26 @@ class EmitAlgebra:
     def select(self, c, a, b, t):
         return self.bind(ast.IfExp(c, a, b))
 
+    def function(self, what, key, compute, inputs):
+        """`compute(algebra, inputs)` (hundreds of operations: `rs.svd`) emitted once per `key`
+        as a module function `_fn_<key>` of the input atoms, called here: the row loop stays
+        small (Numba's parallel-loop passes cost far more than linear in a loop body's size)
+        and every kernel variant of the module shares it. Same operations, same bits."""
+        fname = f"_fn_{key}"
+        if fname not in self.functions:
+            sub = copy.copy(self)
+            sub.out, sub.counter = [], 0
+            params = [f"_a{k}" for k in range(len(inputs))]
+            res = compute(sub, [name(a) for a in params])
+            sub.out.append(ast.Return(ast.Tuple(list(res), ast.Load())))
+            self.functions[fname] = ast.FunctionDef(
+                fname, ast.arguments([], [ast.arg(a) for a in params], None, [], [], None, []),
+                sub.out, [], None, None)
+        n_results = len(self.functions[fname].body[-1].value.elts)
+        tup = self.bind(call(fname, *inputs))
+        return [self.bind(ast.Subscript(tup, ast.Constant(k), ast.Load()))
+                for k in range(n_results)]
+
     def math(self, fname, args, t):
         """A call of math.<fname> (Numba lowers it to the C library or an LLVM intrinsic) or
         np.<fname>, as `builtin_table.MATH` says."""
@@ -130,6 +154,13 @@ class EmitAlgebra:
         """A counter-based random draw: a call of `relsim.philox.<fname>` (register_jitable:
         compiled into the kernel), imported by generated modules as `_philox`."""
         return self.bind(call(f"_philox.{fname}", *args))
+
+
+def functions_block(alg) -> list:
+    """The module statements of the separate functions `alg` emitted (`EmitAlgebra.function`)
+    and `_FUNCTIONS`, their names, by which a backend compiles each as a callee."""
+    names = ast.Tuple([ast.Constant(n) for n in alg.functions], ast.Load())
+    return list(alg.functions.values()) + [ast.Assign([store("_FUNCTIONS")], names)]
 
 
 def unparse(module: ast.Module) -> str:

@@ -15,7 +15,16 @@ from __future__ import annotations
 
 import ast
 
-from ...types import KeyType, KeyVecType, MatType, ScalarType, VecType, elem_of, i64
+from ...types import (
+    KeyType,
+    KeyVecType,
+    MatType,
+    ScalarType,
+    TupleType,
+    VecType,
+    elem_of,
+    i64,
+)
 from .. import ir, semantics
 from ..host.debug_checks import OriginChecks, Site
 from .emit import EmitAlgebra, call, name, store
@@ -46,6 +55,8 @@ class ExprLowerer:
     def positions(self, t, index):
         """Flat component positions addressed by `index` on a value of type t: ints if the
         index is constant, else [atom of the first flat position]."""
+        if isinstance(t, TupleType):  # a constant index (typecheck)
+            return list(t.span(index[0].value))
         shape = t.shape
         idx = [self.norm_index(i, n) for i, n in zip(index, shape)]
         if len(shape) == 2 and len(idx) == 1:
@@ -148,7 +159,8 @@ class ExprLowerer:
             fin = lambda x: call("math.isfinite", x)  # noqa: E731
             test = ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), fin(r))] +
                               [fin(x) for x in operands if not isinstance(x, ast.Constant)])
-            self.alg.out.append(ast.If(test, self.record(site, _float_code(r), operands), []))
+            self.alg.out.append(ast.If(test, self.record(site, _float_code(r),
+                                                         operands[:site.operands]), []))
 
         def on_int_division(op, b):
             if not (isinstance(b, ast.Constant) and b.value != 0):

@@ -158,6 +158,10 @@ class CpuExecutable(Launch):
         def jit(fn, parallel=False):
             return njit(parallel=True, **flags)(fn) if parallel else njit(**flags)(fn)
 
+        for fname in mod._FUNCTIONS:  # callees the kernels share (`EmitAlgebra.function`)
+            if not hasattr(getattr(mod, fname), "py_func"):  # (a module executed before)
+                setattr(mod, fname, jit(getattr(mod, fname)))
+
         # keyed by "is the launch over a subset"; each dispatcher is made when a binding first
         # picks it (making one costs ~0.7 ms, and a program launches few of the variants)
         self.serial = _Variants(lambda rows: jit(mod.kernel_serial_rows if rows else

@@ -44,7 +44,7 @@ from ....types import elem_of, f64
 from ... import ir
 from ...folds import lane_sums
 from ...lowering.body import BodyLowerer
-from ...lowering.emit import call, name, store
+from ...lowering.emit import call, functions_block, name, store
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
 from .grid_loops import GridPlan
@@ -218,7 +218,7 @@ class CpuLowerer(BodyLowerer):
             for fname, fn in (("kernel_grid", "prange"), ("kernel_grid_serial", "range")):
                 funcs.append(plan.function(fname, args, *grid_bodies, fn))
         header = ast.parse(_HEADER).body
-        mod = ast.Module(header + funcs, [])
+        mod = ast.Module(header + functions_block(self.alg) + funcs, [])
         _number_statements(mod.body)
         return mod
 

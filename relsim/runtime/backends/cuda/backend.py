@@ -135,6 +135,9 @@ class CudaExecutable(Launch):
         self.params = params
         self.source = source
         self.path = mod.__file__
+        for fname in mod._FUNCTIONS:  # callees the kernels share (`EmitAlgebra.function`)
+            if not hasattr(getattr(mod, fname), "py_func"):  # (a module executed before)
+                setattr(mod, fname, cuda.jit(device=True)(getattr(mod, fname)))
         self.kernels = {False: cuda.jit(mod.kernel), True: cuda.jit(mod.kernel_rows)}
         self.targets, self.gathers = {}, {}
         for k, lay in enumerate(analysed.layouts):

@@ -26,7 +26,7 @@ import ast
 from ....types import elem_of, f32
 from ...builtin_table import MATH
 from ...lowering.body import BodyLowerer
-from ...lowering.emit import EmitAlgebra, call, name, store
+from ...lowering.emit import EmitAlgebra, call, functions_block, name, store
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
 
@@ -91,7 +91,7 @@ class CudaLowerer(BodyLowerer):
             args = ["_n", self.params.field(field).name] + \
                 [f"_absorb0_{part}" for part in ("off", "ids", "vals")]
             funcs.append(_function(f"gather_{k}", args, body))
-        mod = ast.Module(ast.parse(_HEADER).body + funcs, [])
+        mod = ast.Module(ast.parse(_HEADER).body + functions_block(self.alg) + funcs, [])
         return ast.fix_missing_locations(mod)
 
     def row_loop(self, make_body, rows):
