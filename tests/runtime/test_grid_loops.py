@@ -87,3 +87,27 @@ def test_launch_box_recognises_boxes_only():
     assert affine.launch_box(C.grid, rows[:-1]) is None  # not a whole box
     assert affine.launch_box(C.grid, rows[::-1].copy()) is None  # not in row order
     assert affine.launch_box(C.grid, np.array([0, 5])) is None
+
+
+def test_one_compile_serves_every_size():
+    """A grid's shape is bound per launch: the same kernel on grids of other sizes (and on an
+    axis 0 narrower than the stencil's reach, where the nested loops step aside for the row
+    loop) is lowered once, and matches interp on each."""
+    total = rs.Global(rs.f64, 0.0)
+    k = _kernel(2, total)
+    modules = set()
+    for shape in ((7, 5), (9, 6), (16, 3), (2, 4), (1, 3)):
+        C = _grid(shape, True, seed=shape[0])
+        out = {}
+        for t in ("interp", "cpu"):
+            C.v.load(np.zeros(C.size))
+            total.value = 0.0
+            C.foreach(k, rs.Config(target=t, parallel_threshold=1))
+            out[t] = (C.v.numpy().copy(), total.value)
+        assert out["interp"][0].tobytes() == out["cpu"][0].tobytes(), shape
+        assert out["interp"][1] == out["cpu"][1]
+        exe = k._last[3]
+        modules.add(exe.path)
+        ran_nested = exe.bindings[None].fn in exe.grid_loops.values()
+        assert ran_nested == (shape[0] >= 2), shape  # c(-2, 1): a reach of 2 along axis 0
+    assert len(modules) == 1

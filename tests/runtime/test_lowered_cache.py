@@ -97,17 +97,19 @@ def test_what_changes_the_code_is_lowered_again(tmp_path, lowerings, change, mon
     assert len(lowerings) == (3 if change == "debug" else 2)
 
 
-def test_a_grid_of_another_shape_is_lowered_again(tmp_path, lowerings):
+def test_a_grid_of_another_shape_is_not_lowered_again(tmp_path, lowerings):
+    """The shape is bound per launch: one lowering per count of axes and periodic kinds."""
     cfg = rs.Config(target="cpu", cache_dir=str(tmp_path))
     sources = []
-    for shape in ((6, 5), (6, 5), (7, 5)):
-        C = rs.Relation("C", shape[0] * shape[1])
-        C.set_grid(shape, True)
+    for shape, periodic in (((6, 5), True), ((6, 5), True), ((7, 5), True), ((9, 4), True),
+                            ((7, 5), (True, False))):
+        C = rs.Relation("C", int(np.prod(shape)))
+        C.set_grid(shape, periodic)
         C.new_field("u", rs.f64)
         C.new_field("v", rs.f64)
         sources.append(_compile(smooth, C, cfg).source)
     assert lowerings == ["smooth", "smooth"]
-    assert sources[0] == sources[1] != sources[2]
+    assert sources[0] == sources[1] == sources[2] == sources[3]
 
 
 def test_a_damaged_entry_is_lowered_again(tmp_path, lowerings):

@@ -124,8 +124,9 @@ class Walk:
         """A data-model object by its schema: what lowering may read of it, never its data."""
         if isinstance(v, Relation):
             g = v.grid
+            # a grid by its axes' count and kinds: its shape is bound per launch
             self.out.append(("Relation", v.name, v.elastic, None if g is None else
-                             (g.shape, g.periodic, g.strides)))
+                             (len(g.shape), g.periodic)))
         elif isinstance(v, KeyField):
             self.out.append(("KeyField", v.name, repr(v.type), v.arity))
             self.value(v.relation)

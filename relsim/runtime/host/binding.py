@@ -7,13 +7,13 @@ import numpy as np
 
 from ...types import elem_of
 from ..analysis.slots import identity
-from ..lowering import FieldStorage, GroupOffsets, GroupRows, RelationSize
+from ..lowering import FieldStorage, GridShape, GroupOffsets, GroupRows, RelationSize
 
 
 def relations_of(analysed, params) -> tuple:
     """The relations a launch of `analysed` with parameters `params` must re-bind for when
     their storage changes: the launched one, every field's relation, both ends of every
-    grouping, every relation whose size is bound."""
+    grouping, every relation whose size or grid shape is bound."""
     rels = {id(analysed.relation): analysed.relation}
     for p in params:
         match p:
@@ -22,7 +22,7 @@ def relations_of(analysed, params) -> tuple:
             case GroupOffsets(grouping=g) | GroupRows(grouping=g):
                 rels[id(g.source)] = g.source
                 rels[id(g.target)] = g.target
-            case RelationSize(relation=r):
+            case RelationSize(relation=r) | GridShape(relation=r):
                 rels[id(r)] = r
     return tuple(rels.values())
 

@@ -14,6 +14,7 @@ from .params import (
     DeleteFlags,
     FieldStorage,
     GlobalStorage,
+    GridShape,
     GroupOffsets,
     GroupRows,
     InsertFlags,
@@ -28,6 +29,6 @@ from .params import (
 )
 
 __all__ = ["BodyLowerer", "DebugFirst", "DebugValues", "DeleteFlags",
-           "FieldStorage", "GlobalStorage", "GroupOffsets", "GroupRows", "InsertFlags",
+           "FieldStorage", "GlobalStorage", "GridShape", "GroupOffsets", "GroupRows", "InsertFlags",
            "InsertValues", "Param", "Params", "PrintFlags", "PrintValues", "ReductionSlots",
            "RelationSize", "SlotPlaces"]

@@ -238,36 +238,55 @@ class ExprLowerer:
         return [self.alg.bind(ast.Subscript(tup, ast.BinOp(pos[0], ast.Add(), ast.Constant(j))
                                             if j else pos[0], ast.Load())) for j in range(n_out)]
 
-    def e_Affine(self, e):
-        k = self.expr(e.key)[0]
+    def grid_sizes(self, relation) -> tuple:
+        """`relation`'s grid shape and strides as atoms: reads of its `GridShape` parameter,
+        bound per launch (one compile serves every size). Axis 0 is the unit-stride one."""
+        arr = name(self.params.grid_shape(relation).name)
+        nd = len(relation.grid.periodic)
+        read = [self.alg.bind(ast.Subscript(arr, ast.Constant(k), ast.Load()))
+                for k in range(2 * nd)]
+        return read[:nd], [ast.Constant(1)] + read[nd + 1:]
+
+    def moved_row(self, e, k, offsets, checked) -> ast.expr:
+        """The row of key k's grid neighbour at `offsets` (atoms, or ints): each axis's
+        coordinate moved, wrapped on a periodic axis (Python's floor modulo, as interp's),
+        else checked (a failure flags the line and keeps the coordinate), unless `checked`
+        (a centred key's constant offsets: checked once per launch space)."""
         grid = e.type.relation.grid
-        checked = isinstance(e.key, ir.Centred)  # checked per launch space, not per access
-        delta = 0
+        shape, strides = self.grid_sizes(e.type.relation)
         out = k
-        for d, n, st, periodic in zip(e.offsets, grid.shape, grid.strides, grid.periodic):
-            if d == 0:
+        for axis, (d, n, st, periodic) in enumerate(zip(offsets, shape, strides,
+                                                         grid.periodic)):
+            if isinstance(d, int) and d == 0:
                 continue
+            dd = ast.Constant(d) if isinstance(d, int) else d
             if checked and not periodic:
-                delta += d * st
+                step = dd if axis == 0 else ast.BinOp(dd, ast.Mult(), st)
+                out = self.alg.bind(ast.BinOp(out, ast.Add(), step))
                 continue
-            c = self.alg.bind(ast.BinOp(ast.BinOp(k, ast.FloorDiv(), ast.Constant(st)),
-                                        ast.Mod(), ast.Constant(n)))
-            moved = ast.BinOp(c, ast.Add(), ast.Constant(d))
+            c = self.alg.bind(ast.BinOp(k if axis == 0 else ast.BinOp(k, ast.FloorDiv(), st),
+                                        ast.Mod(), n))
+            moved = ast.BinOp(c, ast.Add(), dd)
             if periodic:
-                c2 = self.alg.bind(ast.BinOp(moved, ast.Mod(), ast.Constant(n)))
+                c2 = self.alg.bind(ast.BinOp(moved, ast.Mod(), n))
             else:
                 c2 = self.alg.bind(moved)
+                what = str(tuple(offsets)) if all(isinstance(x, int) for x in offsets) else \
+                    "computed when the kernel ran"
                 failed = [self.flag_error(e.loc.line)] if self.debug is None else self.record(
-                    Site("neighbour", e.loc, str(tuple(e.offsets)), e.type.relation), k)
+                    Site("neighbour", e.loc, what, e.type.relation), k)
                 self.alg.out.append(ast.If(ast.BoolOp(ast.Or(), [
                     ast.Compare(c2, [ast.Lt()], [ast.Constant(0)]),
-                    ast.Compare(c2, [ast.GtE()], [ast.Constant(n)])]),
+                    ast.Compare(c2, [ast.GtE()], [n])]),
                     failed + [ast.Assign([store(c2.id)], c)], []))
-            out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.BinOp(
-                ast.BinOp(c2, ast.Sub(), c), ast.Mult(), ast.Constant(st))))
-        if delta:
-            out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.Constant(delta)))
-        return [out]
+            delta = ast.BinOp(c2, ast.Sub(), c)
+            out = self.alg.bind(ast.BinOp(out, ast.Add(), delta if axis == 0 else
+                                          ast.BinOp(delta, ast.Mult(), st)))
+        return out
+
+    def e_Affine(self, e):
+        k = self.expr(e.key)[0]
+        return [self.moved_row(e, k, e.offsets, isinstance(e.key, ir.Centred))]
 
     def e_RowKey(self, e):
         """`rs.at(R, i)`: the row i, checked against R's size (bound per launch); a row
@@ -287,30 +306,9 @@ class ExprLowerer:
         return [name(row)]
 
     def e_Shifted(self, e):
-        """`c(di, dj)` with run-time offsets: each axis's coordinate moved by its offset,
-        wrapped on a periodic axis (Python's floor modulo, as interp's), else checked."""
+        """`c(di, dj)` with run-time offsets: checked (bounded axes) or wrapped, per access."""
         k = self.expr(e.key)[0]
-        grid = e.type.relation.grid
-        out = k
-        for o, n, st, periodic in zip(e.offsets, grid.shape, grid.strides, grid.periodic):
-            d = self.expr(o)[0]
-            c = self.alg.bind(ast.BinOp(ast.BinOp(k, ast.FloorDiv(), ast.Constant(st)),
-                                        ast.Mod(), ast.Constant(n)))
-            moved = ast.BinOp(c, ast.Add(), d)
-            if periodic:
-                c2 = self.alg.bind(ast.BinOp(moved, ast.Mod(), ast.Constant(n)))
-            else:
-                c2 = self.alg.bind(moved)
-                failed = [self.flag_error(e.loc.line)] if self.debug is None else self.record(
-                    Site("neighbour", e.loc, "computed when the kernel ran", e.type.relation),
-                    k)
-                self.alg.out.append(ast.If(ast.BoolOp(ast.Or(), [
-                    ast.Compare(c2, [ast.Lt()], [ast.Constant(0)]),
-                    ast.Compare(c2, [ast.GtE()], [ast.Constant(n)])]),
-                    failed + [ast.Assign([store(c2.id)], c)], []))
-            out = self.alg.bind(ast.BinOp(out, ast.Add(), ast.BinOp(
-                ast.BinOp(c2, ast.Sub(), c), ast.Mult(), ast.Constant(st))))
-        return [out]
+        return [self.moved_row(e, k, [self.expr(o)[0] for o in e.offsets], False)]
 
     def e_BinOp(self, e):
         return semantics.binop(self.checked_alg(e.loc), e.op, self.expr(e.left),

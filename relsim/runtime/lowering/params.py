@@ -79,6 +79,13 @@ class RelationSize(Param):
 
 
 @dataclass(frozen=True, eq=False)
+class GridShape(Param):
+    """`relation`'s grid shape, then its strides: int64, shape (2 * ndim,). Bound per launch,
+    so one compile serves every size of a grid with that many axes and those periodic ones."""
+    relation: object
+
+
+@dataclass(frozen=True, eq=False)
 class DebugFirst(Param):
     """Debug mode: per position of the iteration space, the number of the first check that
     failed in that row (`debug_checks.Sites`; 0: none), int32."""
@@ -150,6 +157,9 @@ class Params:
 
     def relation_size(self, relation) -> RelationSize:
         return self._get(RelationSize, "size", relation, relation.name, relation=relation)
+
+    def grid_shape(self, relation) -> GridShape:
+        return self._get(GridShape, "grid", relation, relation.name, relation=relation)
 
     def print_flags(self, site: int) -> PrintFlags:
         return self._get(PrintFlags, f"pflag{site}_", None, "row", site=site)

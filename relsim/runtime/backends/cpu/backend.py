@@ -41,6 +41,7 @@ from ...lowering import (
     DeleteFlags,
     FieldStorage,
     GlobalStorage,
+    GridShape,
     GroupOffsets,
     GroupRows,
     InsertFlags,
@@ -176,10 +177,11 @@ class CpuExecutable(Launch):
         self.scatter = options.scatter
         self.scatter_share = cpu_scatter.scatter_share(analysed)
         grid = analysed.relation.grid
-        if hasattr(mod, "kernel_grid"):  # nested loops over a box of the grid it was lowered for
+        if hasattr(mod, "kernel_grid"):  # nested loops over a box of a grid of its axes
             self.grid_loops = _Variants(lambda par: jit(mod.kernel_grid, parallel=True) if par
                                         else jit(mod.kernel_grid_serial))
-            self.grid = (grid.shape, grid.periodic)
+            self.grid = (len(grid.shape), grid.periodic)  # (the shape is bound per launch)
+            self.grid_reach = mod._GRID_REACH  # the shortest axis 0 the loops can run on
         else:
             self.grid_loops = None
         # float64 Global sums accumulated in the loop (`lanes.py`), keyed by (parallel, rows)
@@ -425,6 +427,8 @@ class CpuExecutable(Launch):
                     inserts.setdefault(k, (lay.target, None, {}, lay.per_row))[2][f] = args[-1]
                 case RelationSize(relation=r):
                     args.append(np.array([r.size], dtype=np.int64))
+                case GridShape(relation=r):
+                    args.append(np.array(r.grid.shape + r.grid.strides, dtype=np.int64))
                 case DebugFirst():
                     args.append(np.zeros(b.n, dtype=np.int32))
                     debug[0] = args[-1]
@@ -563,7 +567,8 @@ class CpuExecutable(Launch):
         """(lo, hi) of the box of grid cells the launch runs over, when the kernel has grid
         loops for this grid and the launch space is such a box (else None)."""
         g = relation.grid
-        if self.grid_loops is None or g is None or (g.shape, g.periodic) != self.grid:
+        if self.grid_loops is None or g is None or (len(g.shape), g.periodic) != self.grid \
+                or g.shape[0] < self.grid_reach:
             return None
         return affine.launch_box(g, None if subset is None else b.rows)
 

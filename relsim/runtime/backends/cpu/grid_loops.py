@@ -7,9 +7,12 @@ division and a modulo per access. Here the loops know the coordinates: along an 
 axis the wrapped row delta of each offset is computed once per iteration of that axis
 (`_w<axis>_<d>`); along the innermost axis, cells far enough from a periodic side use the
 constant delta (``u[_row + 1]``: contiguous, so LLVM can vectorise), and the few cells within
-reach of the side (the peeled ends of the innermost loop) wrap that one offset with a modulo.
+reach of the side (the peeled ends of the innermost loop) wrap that one offset by one compare
+and one subtraction (so these loops run only where axis 0 is at least that reach long).
 Bounded axes need no test (centred neighbours are checked once per launch space). The values
-are the same as the general lowering's: only where rows come from changes.
+are the same as the general lowering's: only where rows come from changes. The grid's shape and
+strides are read from its `GridShape` parameter before the loops: one compile serves every
+size.
 
 The generated functions take the row-loop functions' arguments, then `_lo`, `_hi` (per-axis
 bounds of the box); a row's position in the iteration space is its index in the box, axis 0
@@ -27,8 +30,10 @@ class GridPlan:
     """What the fast row body of one kernel uses: the centred offsets along the innermost axis
     and the wrapped deltas of outer periodic axes (filled while the body is lowered)."""
 
-    def __init__(self, grid):
-        self.shape, self.strides, self.periodic = grid.shape, grid.strides, grid.periodic
+    def __init__(self, grid, sizes):
+        # `sizes`: the name of the grid's `GridShape` parameter (shape, then strides: read
+        # into `_gridn<axis>`, `_grids<axis>` before the loops; axis 0 has stride 1)
+        self.periodic, self.sizes = grid.periodic, sizes
         self.wraps: dict = {}  # (axis, d) -> variable holding that offset's wrapped row delta
         self.inner: set = set()  # offsets used along axis 0 when it is periodic
         self.peel = False  # lowering the body of the innermost axis's peeled ends
@@ -41,14 +46,23 @@ class GridPlan:
             if d == 0:
                 continue
             if axis == 0 and self.periodic[0] and self.peel:
-                moved = ast.BinOp(ast.BinOp(name("_g0"), ast.Add(), ast.Constant(d)), ast.Mod(),
-                                  ast.Constant(self.shape[0]))
-                terms.append(alg.bind(ast.BinOp(moved, ast.Sub(), name("_g0"))).id)
+                # one wrap at most: the loops run only on grids at least `reach` wide
+                self.inner.add(d)
+                moved = alg.bind(ast.BinOp(name("_g0"), ast.Add(), ast.Constant(d)))
+                side = ast.Compare(moved, [ast.GtE() if d > 0 else ast.Lt()],
+                                   [name("_gridn0") if d > 0 else ast.Constant(0)])
+                wrapped = ast.BinOp(moved, ast.Sub() if d > 0 else ast.Add(), name("_gridn0"))
+                terms.append(alg.bind(ast.BinOp(ast.IfExp(side, wrapped, moved), ast.Sub(),
+                                                name("_g0"))).id)
                 continue
-            if axis == 0 or not self.periodic[axis]:
-                delta += d * self.strides[axis]
-                if axis == 0 and self.periodic[0]:
+            if axis == 0:
+                delta += d
+                if self.periodic[0]:
                     self.inner.add(d)
+                continue
+            if not self.periodic[axis]:
+                terms.append(alg.bind(ast.BinOp(ast.Constant(d), ast.Mult(),
+                                                name(f"_grids{axis}"))).id)
                 continue
             var = self.wraps.setdefault((axis, d), f"_w{axis}_{'m' if d < 0 else ''}{abs(d)}")
             terms.append(var)
@@ -59,11 +73,17 @@ class GridPlan:
             out = ast.BinOp(out, ast.Add(), name(t))
         return alg.bind(out)
 
+    @property
+    def reach(self) -> int:
+        """The largest offset along axis 0 of the cells' neighbours (the loops need an axis 0
+        at least that long: `CpuExecutable.grid_box` checks it)."""
+        return max((abs(d) for d in self.inner), default=0)
+
     def function(self, fname, args, peeled, fast, range_fn) -> ast.FunctionDef:
         """The function running the row statements over the box `_lo`, `_hi`: `fast` (lowered
         through `neighbour`) on the interior of the innermost axis, `peeled` (the same, with
         `peel` set) on its ends."""
-        ndim = len(self.shape)
+        ndim = len(self.periodic)
         g = [f"_g{a}" for a in range(ndim)]
 
         def bound(arr, a):
@@ -81,7 +101,8 @@ class GridPlan:
             first = call("min", call("max", bound("_lo", 0), ast.Constant(reach_lo)),
                          bound("_hi", 0))
             last = call("max", call("min", bound("_hi", 0),
-                                    ast.Constant(self.shape[0] - reach_hi)), name("_x0"))
+                                    ast.BinOp(name("_gridn0"), ast.Sub(),
+                                              ast.Constant(reach_hi))), name("_x0"))
             inner = [ast.Assign([store("_x0")], first), ast.Assign([store("_x1")], last),
                      _for(g[0], "range", bound("_lo", 0), name("_x0"), locate + peeled),
                      _for(g[0], "range", name("_x0"), name("_x1"), locate + fast),
@@ -93,7 +114,7 @@ class GridPlan:
         pb: ast.expr = ast.Constant(0)
         for a in reversed(range(1, ndim)):
             rb = ast.BinOp(rb, ast.Add(), ast.BinOp(name(g[a]), ast.Mult(),
-                                                     ast.Constant(self.strides[a])))
+                                                     name(f"_grids{a}")))
             pb = ast.BinOp(ast.BinOp(pb, ast.Mult(), extent(a)), ast.Add(),
                            ast.BinOp(name(g[a]), ast.Sub(), bound("_lo", a)))
         pb = ast.BinOp(ast.BinOp(pb, ast.Mult(), extent(0)), ast.Sub(), bound("_lo", 0))
@@ -104,15 +125,19 @@ class GridPlan:
                      for (axis, d), var in sorted(self.wraps.items()) if axis == a]
             fn = range_fn if a == ndim - 1 else "range"
             body = [_for(g[a], fn, bound("_lo", a), bound("_hi", a), wraps + body)]
+        sizes = [ast.Assign([store(f"_gridn{a}")], bound(self.sizes, a)) for a in range(ndim)]
+        sizes += [ast.Assign([store(f"_grids{a}")], bound(self.sizes, ndim + a))
+                  for a in range(1, ndim)]
+        body = sizes + body
         return ast.FunctionDef(fname, ast.arguments([], [ast.arg(x) for x in args], None, [],
                                                     [], None, []), body, [], None, None)
 
     def _wrapped(self, var, axis, d) -> ast.expr:
         """((g + d) % n - g) * stride: the row delta of offset d along a periodic axis."""
         moved = ast.BinOp(ast.BinOp(name(var), ast.Add(), ast.Constant(d)), ast.Mod(),
-                          ast.Constant(self.shape[axis]))
+                          name(f"_gridn{axis}"))
         return ast.BinOp(ast.BinOp(moved, ast.Sub(), name(var)), ast.Mult(),
-                         ast.Constant(self.strides[axis]))
+                         name(f"_grids{axis}"))
 
 
 def _for(var, fn, lo, hi, body) -> ast.For:

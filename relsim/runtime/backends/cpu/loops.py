@@ -185,7 +185,7 @@ class CpuLowerer(BodyLowerer):
         grid_bodies = None
         if grid is not None and len(grid.shape) >= 2 and not self.field_layouts \
                 and not self.absorb:
-            self.grid_plan = GridPlan(grid)
+            self.grid_plan = GridPlan(grid, self.params.grid_shape(self.a.relation).name)
             fast = self.row_loop(self.kernel_row_body)
             self.grid_plan.peel = True
             peeled = self.row_loop(self.kernel_row_body)
@@ -217,6 +217,7 @@ class CpuLowerer(BodyLowerer):
                 ["_lo", "_hi"]
             for fname, fn in (("kernel_grid", "prange"), ("kernel_grid_serial", "range")):
                 funcs.append(plan.function(fname, args, *grid_bodies, fn))
+            funcs.append(ast.Assign([store("_GRID_REACH")], ast.Constant(plan.reach)))
         header = ast.parse(_HEADER).body
         mod = ast.Module(header + functions_block(self.alg) + funcs, [])
         _number_statements(mod.body)

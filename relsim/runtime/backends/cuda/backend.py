@@ -48,6 +48,7 @@ from ...lowering import (
     DeleteFlags,
     FieldStorage,
     GlobalStorage,
+    GridShape,
     GroupOffsets,
     GroupRows,
     InsertFlags,
@@ -289,6 +290,9 @@ class CudaExecutable(Launch):
                     args.append(b.deleted)
                 case RelationSize(relation=r):  # bound: the versions include every size
                     args.append(memory.upload(np.array([r.size], dtype=np.int64), "rows"))
+                case GridShape(relation=r):
+                    args.append(memory.upload(np.array(r.grid.shape + r.grid.strides,
+                                                       dtype=np.int64), "rows"))
                 case DebugFirst():
                     debug[0] = memory.upload(np.zeros(b.n, dtype=np.int32), "debug")
                     args.append(debug[0])
