@@ -54,7 +54,8 @@ class Launch(ABC):
 
     # -- several ranks --------------------------------------------------------------------
     # True when the launch hands over what the MPI layer merges: its Global contributions go to
-    # `partials` and its inserted and deleted rows to `row_sink` whenever those are set
+    # `partials`, its inserted and deleted rows to `row_sink` and its print lines to
+    # `print_sink` whenever those are set
     distributable = False
     # set by the MPI layer (`parallel.global_merge.GlobalMerge`): ``partials.collect(glob, op,
     # values, per_row, rows)`` receives a Global's slots instead of the launch folding them
@@ -62,6 +63,9 @@ class Launch(ABC):
     # set by the MPI layer (`parallel.elastic.RowChanges`): receives rows inserted and deleted
     # (`host/row_changes.apply_flagged`'s `sink`) instead of the relations changing
     row_sink = None
+    # set by the MPI layer (`parallel.print_gather.PrintGather`): receives the launch's print
+    # lines (`host/prints.emit`'s `sink`) instead of stdout
+    print_sink = None
 
     # -- tiered start-up (`rs.precompile(..., background=True)`) ---------------------------
     # called at each launch when not None; once it returns True, the launch binds its

@@ -75,7 +75,7 @@ class InterpExecutable(Launch):
                         pass
         finally:  # (also the lines before an error, as the compiled targets write them)
             self.printed.sort(key=lambda p: (p[0], p[1]))
-            prints.emit([line for _, _, line in self.printed])
+            prints.emit(self.printed, self.print_sink)
         if self.given is not None:
             self.hand_over()
             self.sums = {}

@@ -9,7 +9,9 @@ launch, `lines` formats them: for each row in ascending order, each site it reac
 order, one line ``[<kernel> <relation> row <r>] <items separated by spaces>``, the values as
 Python prints them (a float its repr, a bool True/False, a key its row, a vector a tuple).
 `interp` formats what it computed with the same function, so every target prints the same text.
-The lines go to `sys.stdout` (`emit`), after the launch, before its errors are raised.
+The lines go to `sys.stdout` (`emit`), after the launch, before its errors are raised; on
+several ranks, to rank 0's, every rank's owned rows merged in row order
+(`parallel/print_gather.py`).
 """
 from __future__ import annotations
 
@@ -90,8 +92,9 @@ def prefix(kernel_name: str, relation, row: int) -> str:
 
 
 def lines(kernel_name, relation, stmts, flags, fvals, ivals, rows) -> list:
-    """The lines of one launch: `flags[k]`, `fvals[k]`, `ivals[k]` site k's arrays (per
-    position), `rows` the launch's rows (None: position i is row i)."""
+    """The lines of one launch as (row, site, line), in row order: `flags[k]`, `fvals[k]`,
+    `ivals[k]` site k's arrays (per position), `rows` the launch's rows (None: position i is
+    row i)."""
     hits = [(pos, k) for k in range(len(stmts)) for pos in np.flatnonzero(flags[k])]
     hits.sort(key=lambda h: (int(rows[h[0]]) if rows is not None else int(h[0]), h[1]))
     out = []
@@ -99,11 +102,15 @@ def lines(kernel_name, relation, stmts, flags, fvals, ivals, rows) -> list:
         row = int(rows[pos]) if rows is not None else int(pos)
         f = fvals[k][pos] if fvals[k] is not None else ()
         i = ivals[k][pos] if ivals[k] is not None else ()
-        out.append(f"{prefix(kernel_name, relation, row)} {text(stmts[k], f, i)}")
+        out.append((row, k, f"{prefix(kernel_name, relation, row)} {text(stmts[k], f, i)}"))
     return out
 
 
-def emit(out_lines) -> None:
-    if out_lines:
-        sys.stdout.write("\n".join(out_lines) + "\n")
+def emit(entries, sink=None) -> None:
+    """Write a launch's (row, site, line) entries, in row order, to stdout; or hand them to
+    `sink` (the MPI layer's `Launch.print_sink`, which writes every rank's on rank 0)."""
+    if sink is not None:
+        sink.collect(entries)
+    elif entries:
+        sys.stdout.write("\n".join(line for _, _, line in entries) + "\n")
         sys.stdout.flush()

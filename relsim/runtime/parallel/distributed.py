@@ -7,7 +7,8 @@ For each launch (`DistributedLaunch.launch`):
 2. ghost rows of the fields the kernel reads, received where stale (`ghosts.refresh`);
 3. the wrapped launch over the executed rows, its Global contributions handed to a
    `GlobalMerge` (the backend supports this: ``launch.partials``);
-4. Globals merged across ranks; written fields marked stale outside the owned rows.
+4. Globals merged across ranks; written fields marked stale outside the owned rows; print
+   lines written by rank 0 in row order (`PrintGather`).
 
 Relations are built whole on every rank (each holds every row's storage: memory is that of one
 process per rank); ranks compute, and keep current, only their own rows and the ghost rows their
@@ -20,10 +21,12 @@ from ...relations.globals import Global
 from ...relations.subset import Subset
 from .. import epoch
 from ..backends.base import Launch
+from ..host import prints
 from . import ghosts, partition
 from . import plan as plans
 from .elastic import RowChanges
 from .global_merge import GlobalMerge
+from .print_gather import PrintGather
 
 
 class DistributedLaunch(Launch):
@@ -40,6 +43,9 @@ class DistributedLaunch(Launch):
         if a.inserts or a.deletes:
             self.rows = inner.row_sink = RowChanges(world, a.relation,
                                                     [lay.target for lay in a.inserts])
+        self.prints = None
+        if prints.sites(a.body):
+            self.prints = inner.print_sink = PrintGather(world)
         self.merge = None
         global_layouts = [lay for lay in a.layouts if isinstance(lay.target, Global)]
         if global_layouts:
@@ -83,6 +89,8 @@ class DistributedLaunch(Launch):
             self.merge.begin(p)
         if self.rows is not None:
             self.rows.begin(p.part.owner)
+        if self.prints is not None:
+            self.prints.begin(p.part.owner)
         try:
             if p in self.launched:
                 self.inner.launch(relation, p.subset)
@@ -94,6 +102,8 @@ class DistributedLaunch(Launch):
             self.merge.finish()
         if self.rows is not None:
             self.rows.apply()
+        if self.prints is not None:
+            self.prints.finish()
 
     def first_launch(self, relation, p) -> None:
         """The first launch of a plan compiles (or loads) the code it needs: rank 0 first, then

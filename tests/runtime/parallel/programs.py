@@ -402,12 +402,42 @@ def coloured(outdir):
     return {"rb": digest(C.u.numpy()), "mesh": digest(V.u.numpy()), "colours": len(colours)}
 
 
+def printing(outdir):
+    """print() in an edge kernel that scatters (halo edges run on several ranks: their lines
+    are their owner's) and in a vertex kernel over a subset: rank 0 writes every line once, in
+    row order."""
+    from tests import heat_graph
+    V, E = heat_graph.random_graph(23, 41, seed=5)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.head.T - e.tail.T
+        e.tail.flux += d
+        e.head.flux -= d
+        if d > 1.0:
+            print("steep edge", e.head, e.tail, d)
+
+    @rs.kernel
+    def update(v):
+        v.T += 0.1 * v.flux
+        v.flux = 0.0
+        if v.T < -1.0:
+            print("cold", v.T)
+        print(rs.vec(2)(v.T, 2.0 * v.T))
+
+    odd = V.subset("odd", np.arange(1, 23, 2))
+    for _ in range(2):
+        E.foreach(conduct)
+        odd.foreach(update)
+    return {"T": digest(V.T.numpy())}
+
+
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
-            "coloured": coloured}
+            "coloured": coloured, "printing": printing}
 
 
 def main(argv) -> None:

@@ -109,6 +109,21 @@ def test_coloured_smoothers_give_one_processs_bits(ranks, tmp_path):
     same_as_one_process("coloured", "cpu", ranks, tmp_path)
 
 
+@pytest.mark.parametrize("target", ["cpu", "interp"])
+def test_print_in_kernels_writes_one_processs_text(target, tmp_path):
+    """Rank 0 writes every rank's lines in row order: stdout is one process's, line for line
+    (not only as a set), on 2 and 3 ranks."""
+    texts = {}
+    for ranks in (1, 2, 3):
+        outdir = tmp_path / f"printing-{ranks}"
+        outdir.mkdir()
+        p = run([sys.executable, str(PROGRAMS), "printing", target, str(outdir)], ranks)
+        assert p.returncode == 0, p.stderr[-3000:]
+        texts[ranks] = p.stdout
+    assert texts[1].count("[update V row") > 20 and "[conduct E row" in texts[1]
+    assert texts[2] == texts[1] and texts[3] == texts[1]
+
+
 def test_minife_on_2_ranks_gives_one_processs_bits(tmp_path):
     same_as_one_process("minife", "cpu", 2, tmp_path)
 

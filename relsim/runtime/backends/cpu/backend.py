@@ -272,7 +272,7 @@ class CpuExecutable(Launch):
     def write_prints(self, b, relation) -> None:
         flags, fvals, ivals = b.prints
         prints.emit(prints.lines(self.analysed.kernel_name, relation, self.print_stmts, flags,
-                                 fvals, ivals, b.rows if b.has_rows else None))
+                                 fvals, ivals, b.rows if b.has_rows else None), self.print_sink)
         for f in flags:
             f.fill(0)
 

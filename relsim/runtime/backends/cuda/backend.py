@@ -193,7 +193,8 @@ class CudaExecutable(Launch):
         got = [[None if a is None else memory.download(a, "print") for a in b.prints[i]]
                for i in (1, 2)]
         prints.emit(prints.lines(self.analysed.kernel_name, relation, self.print_stmts, flags,
-                                 got[0], got[1], b.rows if b.has_rows else None))
+                                 got[0], got[1], b.rows if b.has_rows else None),
+                    self.print_sink)
         for f in b.prints[0]:
             f.copy_to_device(np.zeros(b.n, dtype=np.int8))
 
