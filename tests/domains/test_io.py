@@ -170,3 +170,23 @@ def test_an_xdmf_series_of_moving_inserted_and_deleted_particles(tmp_path):
     refs = {g.find("Geometry/DataItem").text
             for g in ET.parse(tmp_path / "fixed.xdmf").getroot().findall("./Domain/Grid/Grid")}
     assert len(refs) == 1
+
+
+def test_a_pvd_series_of_moving_and_inserted_particles(tmp_path):
+    """Each step's VTU holds that step's positions and rows (the geometry follows the
+    particles in VTU/PVD as in XDMF)."""
+    g = grid.Grid((4, 4), spacing=0.25, periodic=True)
+    P = particles.Particles(g, np.array([[0.1, 0.1], [0.6, 0.6], [0.3, 0.8]])).rel
+    P.new_field("id", rs.i64).load(np.arange(3))
+    want = []
+    with output.TimeSeries(tmp_path / "parts.pvd", P, ["id"]) as series:
+        for step in range(3):
+            want.append(P.pos.numpy().copy())
+            series.write(float(step))
+            P.pos.load((P.pos.numpy() + 0.05) % 1.0)
+            if step == 0:
+                P.insert(1, pos=[[0.5, 0.5]], id=[3])
+    for step, pos in enumerate(want):
+        m = meshio.read(tmp_path / f"parts_{step:06d}.vtu")
+        assert np.array_equal(m.points[:, :2], pos)
+        assert m.point_data["id"].tolist() == list(range(len(pos)))
