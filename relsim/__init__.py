@@ -65,6 +65,7 @@ try:
     from .relations.colouring import colour
     from .runtime import epoch as _epoch
     from .runtime import run as _run
+    from .runtime import synchronize
     from .runtime.explain import explain
     from .runtime.parallel import partition_rows as partition
     from .runtime.parallel import ranks
@@ -88,6 +89,7 @@ __all__ = [
     "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
     "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
+    "synchronize",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "eigh", "svd", "polar",

@@ -5,7 +5,7 @@ from . import epoch
 from .backends.cpu.backend import CpuBackend
 from .backends.cuda import backend as cuda
 from .backends.interp import InterpBackend
-from .execute import run
+from .execute import run, synchronize
 
 register_backend("interp", InterpBackend())
 register_backend("cpu", CpuBackend())
@@ -15,4 +15,4 @@ if cuda.unavailable_reason() is None:  # numba-cuda imports: pip install "relsim
 else:
     mark_unavailable("cuda", cuda.unavailable_reason())
 
-__all__ = ["run", "epoch"]
+__all__ = ["run", "synchronize", "epoch"]

@@ -70,3 +70,13 @@ def run(kernel, relation, subset, config) -> None:
     exe.launch(relation, subset)
     for f in writes:
         f._values_changed()
+
+
+def synchronize() -> None:
+    """`rs.synchronize()`: wait for every queued launch of every target (the cuda target queues
+    its launches) and raise the first failed one's error, as the next host read would."""
+    from ..target_registry import registered
+    for backend in registered():
+        sync = getattr(backend, "synchronize", None)  # (a plugin need not subclass Backend)
+        if sync is not None:
+            sync()

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import relsim as rs
+from tests import heat_graph
+from tests.fails.helpers import marked_line
 
 needs_cuda = pytest.mark.skipif("cuda" not in rs.targets(),
                                 reason="numba.cuda is not importable (pip install relsim[cuda])")
@@ -238,8 +240,53 @@ def test_index_error_is_raised_with_its_line():
         a = (1.0, 2.0, 3.0)
         v.x = a[v.i]  # <- out of range for most rows
 
+    V.foreach(bad, CUDA)  # queued: nothing waits for it
     with pytest.raises(rs.KernelRuntimeError, match="index out of range at line"):
-        V.foreach(bad, CUDA)
+        V.x.numpy()  # the first host read checks the launches queued before it
+    V, _ = chain()  # (V.x's array is out now: a launch writing it downloads it at once)
+    V.foreach(bad, CUDA)
+    with pytest.raises(rs.KernelRuntimeError, match="in kernel 'bad': index out of range"):
+        rs.synchronize()
+    rs.synchronize()  # (reported once)
+
+
+@needs_cuda
+def test_an_error_in_the_third_of_five_queued_launches_is_that_launchs():
+    """Launches queue without waiting; the first read reports the first failed launch (kernel
+    and line), and raises before the values downstream of it reach the host."""
+    V, _ = chain()
+    V.new_field("y", rs.f64)
+    V.new_field("z", rs.f64)
+    total = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def fine(v):
+        v.y = v.x + 1.0
+
+    @rs.kernel
+    def also_fine(v):
+        v.z = v.y * 2.0
+
+    @rs.kernel
+    def third(v):
+        a = (1.0, 2.0)
+        v.y = a[v.i]  # <- here: out of range for most rows
+
+    @rs.kernel
+    def summed(v):
+        total += v.z
+
+    before = transfers()
+    V.foreach(fine, CUDA)
+    V.foreach(also_fine, CUDA)
+    assert moved(before, "down", "error") == 0  # no launch waited
+    V.foreach(third, CUDA)
+    V.foreach(also_fine, CUDA)
+    with pytest.raises(rs.KernelRuntimeError) as info:
+        V.foreach(summed, CUDA)  # its fold downloads: the check comes first
+    assert "in kernel 'third'" in str(info.value)
+    assert f"line {marked_line(third)}" in str(info.value)
+    assert total.value == 0.0  # the sum downstream of the failure never reached the Global
 
 
 # -- where data lives ---------------------------------------------------------------------
@@ -447,3 +494,18 @@ def test_an_empty_launch_still_folds_its_globals():
 
     got = differential(build, run)
     assert math.copysign(1.0, got[0]) == 1.0
+
+
+@needs_cuda
+def test_a_heat_step_with_no_host_read_makes_no_copies():
+    """conduct over edges (key reductions: slots and gathers on the device), update over
+    vertices: once bound, a time step copies nothing between host and device."""
+    V, E = heat_graph.random_graph(40, 90, seed=3)
+    conduct, update = heat_graph.kernels()
+    heat_graph.step(V, E, conduct, update, CUDA)  # binds, uploads the fields
+    before = transfers()
+    heat_graph.step(V, E, conduct, update, CUDA, times=3)
+    assert transfers() == before
+    want_V, want_E = heat_graph.random_graph(40, 90, seed=3)
+    heat_graph.step(want_V, want_E, *heat_graph.kernels(), rs.Config(target="cpu"), times=4)
+    assert V.T.numpy().tobytes() == want_V.T.numpy().tobytes()

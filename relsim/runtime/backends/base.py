@@ -135,6 +135,10 @@ class Backend(ABC):
         (default: it can). Tools that try every target (the soak) skip those that cannot."""
         return None
 
+    def synchronize(self) -> None:  # noqa: B027  (optional: most targets never queue)
+        """Wait for every launch this target queued and raise the first failed one's error
+        (`rs.synchronize()`; default: launches complete before they return)."""
+
 
 def variant_note(options, debug: bool) -> str:
     """What a generated module's first line says of its variant: debug checks, products that

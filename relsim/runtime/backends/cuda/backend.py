@@ -24,15 +24,25 @@ Launch path:
 
 An array the device has no room for is a `DeviceMemoryError` (`memory.upload`).
 
-Each launch downloads its error word (index checks), a synchronisation per launch. With
+Launches do not wait: a launch's index checks flag its own word of the device error log
+(`memory.ErrorLog`), which is checked at the next download of anything (a host read of a field,
+a Global fold, print lines, row changes), at `rs.synchronize()` and at the end of the program;
+the first failed launch's error is raised then, before anything downstream of it reaches the
+host. So a time step whose values the host does not read copies nothing. With
 `Config(debug=True)` the kernel is lowered with its debug checks (the shared lowering, as on the
-cpu) into per-position arrays on the device; after each launch the first-failure array is
-downloaded (debug launches only) and, when a row failed, the lowest row's first check is raised
-(`debug_checks.raise_first_failure`), before any gather, fold or row change. Not yet on this
-target: nested grid loops, the cpu's direct/split scatter (every key reduction parks its
-contributions in slots), streams.
+cpu) into per-position arrays on the device, and each launch waits: after the queued launches'
+errors, its first-failure array is downloaded and, when a row failed, the lowest row's first
+check is raised (`debug_checks.raise_first_failure`), before any gather, fold or row change. Not
+yet on this target: Global values kept on the device (each Global reduction downloads its
+folded partial), row changes on the device, nested grid loops, the cpu's direct/split scatter
+(every key reduction parks its contributions in slots), streams other than the default one.
 """
 from __future__ import annotations
+
+import atexit
+import functools
+import os
+import sys
 
 import numpy as np
 
@@ -95,7 +105,13 @@ class CudaBackend(Backend):
                     "tests)")
         return None
 
+    def synchronize(self) -> None:
+        if device.import_error() is None and memory.ERRORS.kernels:
+            device.cuda().synchronize()
+            memory.ERRORS.check()
+
     def compile(self, analysed, options):
+        _check_at_exit()
         why = self.unavailable()
         if why is not None:
             raise ConfigError(f"target 'cuda' is not available: {why}")
@@ -113,6 +129,23 @@ class CudaBackend(Backend):
         mod = modules.module_for(source, options.cache_path(),
                                modules.stem(analysed.kernel_name) + "_cuda")
         return CudaExecutable(analysed, params, mod, source, sites)
+
+
+@functools.cache
+def _check_at_exit() -> None:
+    """At the end of the program (once a cuda kernel was compiled): the queued launches'
+    errors, which no later read checked. A failure is written to stderr and ends the process
+    with status 1 (an exception cannot propagate from here)."""
+    def check():
+        try:
+            memory.ERRORS.check()
+        except Exception as exc:  # noqa: BLE001 - reported, then the process fails
+            sys.stderr.write(f"relsim: a queued cuda launch failed, found at exit: "
+                             f"{type(exc).__name__}: {exc}\n")
+            sys.stderr.flush()
+            os._exit(1)
+
+    atexit.register(check)
 
 
 class _Binding:
@@ -153,8 +186,6 @@ class CudaExecutable(Launch):
                              any(a.mode != "read" for a in summary.for_target(t)))
         self.device_globals = {}  # id(Global) -> memory.DeviceGlobal
         self.bindings: dict = {}
-        self.err = np.zeros(1, dtype=np.int64)
-        self.err_dev = cuda.to_device(self.err)
         self.print_stmts = prints.sites(analysed.body)  # the kernel's print sites, in order
 
     # -- launching ------------------------------------------------------------------------
@@ -168,15 +199,13 @@ class CudaExecutable(Launch):
             return
         args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
         devs = {id(p.field): a for p, a in zip(self.params, args) if isinstance(p, FieldStorage)}
-        self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev, *args)
+        mine = len(memory.ERRORS.kernels)  # this launch's place in the queue
+        err = memory.ERRORS.word(self.analysed.kernel_name)
+        self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, err, *args)
         if b.prints is not None:  # the rows' print lines, before any error of the launch
-            self.write_prints(b, relation)
-        memory.download(self.err_dev, "error", self.err)
+            self.write_prints(b, relation, mine)
         if b.debug is not None:
-            self.check_debug(b, relation, subset)
-        if self.err[0]:
-            self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
-            debug_checks.raise_flagged(self.analysed.kernel_name, self.err)
+            self.check_debug(b, relation, subset, mine)
         for k, f, off, ids, vals in b.gathers:
             F = devs[id(f)]  # the copy the kernel saw (written since, if it stored to f)
             self.gathers[k][_shape(f.relation.size)](f.relation.size, F, off, ids, vals)
@@ -186,12 +215,14 @@ class CudaExecutable(Launch):
         if b.deleted is not None or b.inserts:
             self.change_rows(relation, b)
 
-    def write_prints(self, b, relation) -> None:
+    def write_prints(self, b, relation, mine) -> None:
         """Download the print sites' arrays (kernels with prints only), write their lines,
-        clear the flags on the device."""
-        flags = [memory.download(f, "print") for f in b.prints[0]]
-        got = [[None if a is None else memory.download(a, "print") for a in b.prints[i]]
-               for i in (1, 2)]
+        clear the flags on the device. (The launches queued before this one are checked
+        first; its own error, if any, is raised at the next download.)"""
+        memory.ERRORS.check(upto=mine)
+        flags = [memory.download(f, "print", checked=False) for f in b.prints[0]]
+        got = [[None if a is None else memory.download(a, "print", checked=False)
+                for a in b.prints[i]] for i in (1, 2)]
         prints.emit(prints.lines(self.analysed.kernel_name, relation, self.print_stmts, flags,
                                  got[0], got[1], b.rows if b.has_rows else None),
                     self.print_sink)
@@ -207,15 +238,17 @@ class CudaExecutable(Launch):
             memory.download(dev, "slots", host)
             self.partials.collect(g, lay.op, host, lay.per_row, b.rows if b.has_rows else None)
 
-    def check_debug(self, b, relation, subset) -> None:
-        """Debug mode: download the per-position first failed check and its value and raise the
-        lowest row's (`debug_checks.raise_first_failure`; the binding is dropped)."""
+    def check_debug(self, b, relation, subset, mine) -> None:
+        """Debug mode (which waits for each launch): download the per-position first failed
+        check and its value and raise the lowest row's (`debug_checks.raise_first_failure`;
+        the binding is dropped), after the errors of the launches queued before this one."""
+        memory.ERRORS.check(upto=mine)
         first_dev, values_dev = b.debug
-        first = memory.download(first_dev, "debug")
+        first = memory.download(first_dev, "debug", checked=False)
         if not first.any():
             return
-        values = memory.download(values_dev, "debug")
-        self.err_dev.copy_to_device(np.zeros(1, dtype=np.int64))
+        values = memory.download(values_dev, "debug", checked=False)
+        memory.ERRORS.forget()
         self.bindings.pop(subset, None)  # the launch stopped before its folds and row changes
         debug_checks.raise_first_failure(self.sites, self.analysed.kernel_name, relation,
                                          first, values, b.rows if b.has_rows else None)
@@ -333,7 +366,8 @@ class CudaExecutable(Launch):
             tgt = memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
                                      what=f"the slot targets of {self.slots_name(lay)}")
             launch_args = [self.argument(p, a) for p, a in zip(self.params, b.args)]
-            self.targets[k][_shape(b.n)](b.n, b.rows_dev, b.has_rows, self.err_dev,
+            self.targets[k][_shape(b.n)](b.n, b.rows_dev, b.has_rows,
+                                         memory.ERRORS.word(self.analysed.kernel_name),
                                          *launch_args, tgt)
             tgt = memory.download(tgt, "index")
             off, ids = host_folds.build_inverse(tgt, lay.target.relation.size)

@@ -13,7 +13,14 @@ A field's `DeviceCopy` stays attached while the device holds a copy:
   copy is newer; `after_host_write` (``load``, ``fill``, ``swap``, a resize) marks the host newer.
 
 `TRANSFERS` counts copies between host and device by direction and kind (the tests check that
-nothing is uploaded twice).
+nothing is uploaded twice, and how many copies a time step makes).
+
+Launches do not wait: a launch's index checks flag its own word of the device error log
+(`ErrorLog`, one int64 per queued launch, in launch order), and nothing is downloaded for it.
+Every download from the device first checks the words of the launches queued before it
+(`download`: one copy of the unchecked words), and raises the first failing launch's error
+(kernel and line, as `debug_checks.raise_flagged`) before anything downstream of it reaches the
+host; so do `rs.synchronize()` and the end of the program.
 
 An allocation the device cannot hold (CUDA out of memory, after numba's retry) is a
 `DeviceMemoryError` naming what was uploaded (a field: its relation) and its byte size, with the
@@ -27,6 +34,7 @@ import numpy as np
 
 from ....errors import DeviceMemoryError
 from ... import epoch
+from ...host import debug_checks
 from . import device
 
 TRANSFERS: Counter = Counter()  # ("up" | "down", kind) -> number of copies
@@ -83,7 +91,11 @@ def _no_room(what: str, nbytes: int, exc: BaseException) -> str:
     return msg + ". Run a smaller problem, free device arrays, or use target 'cpu'"
 
 
-def download(dev, kind: str, out=None) -> np.ndarray:
+def download(dev, kind: str, out=None, checked: bool = True) -> np.ndarray:
+    """A host copy of `dev`; first (`checked`) the error words of the launches queued before,
+    so that nothing downstream of a failed launch reaches the host."""
+    if checked:
+        ERRORS.check()
     TRANSFERS["down", kind] += 1
     if out is not None:
         if out.flags.c_contiguous:
@@ -168,3 +180,57 @@ class DeviceGlobal:
                               f"Global {glob.name!r}" if glob.name else "a Global")
             self.last = host.copy()
         return self.dev
+
+
+class ErrorLog:
+    """The error words of launches queued since the host last read from the device: one int64
+    per launch, in launch order, 0 while its checks pass (a kernel writes the failing line,
+    +line for an index out of range, -line for a random counter). Words known to be 0 are
+    reused; a full log is checked first."""
+
+    CAPACITY = 1024
+
+    def __init__(self):
+        self.dev = None
+        self.words: list = []  # device views of one word each
+        self.kernels: list = []  # the kernel name of each queued launch
+        self.checked = 0  # words [0, checked) are known to be 0
+
+    def word(self, kernel_name: str):
+        """The device word of a launch of `kernel_name` about to be queued."""
+        if len(self.kernels) == self.CAPACITY:
+            self.check()
+        if self.dev is None:
+            self.dev = upload(np.zeros(self.CAPACITY, dtype=np.int64), "error")
+            self.words = [self.dev[k:k + 1] for k in range(self.CAPACITY)]
+        self.kernels.append(kernel_name)
+        return self.words[len(self.kernels) - 1]
+
+    def check(self, upto: int | None = None) -> None:
+        """Raise the first failure among the queued launches (the first `upto` only, when
+        given); the words of launches that passed are free again. After a failure every queued
+        launch is forgotten (their words cleared): the program stops at that launch."""
+        n = len(self.kernels) if upto is None else upto
+        if n <= self.checked:
+            return
+        TRANSFERS["down", "error"] += 1
+        host = self.dev[self.checked:n].copy_to_host()
+        bad = np.flatnonzero(host)
+        if bad.size:
+            k = int(bad[0])
+            name = self.kernels[self.checked + k]
+            self.forget()
+            debug_checks.raise_flagged(name, host[k:k + 1])
+        self.checked = n
+        if n == len(self.kernels):
+            self.kernels, self.checked = [], 0
+
+    def forget(self) -> None:
+        """Clear every queued launch's word (a launch failed: the program stops there)."""
+        if self.kernels:
+            self.dev[:len(self.kernels)].copy_to_device(np.zeros(len(self.kernels), np.int64))
+            TRANSFERS["up", "error"] += 1
+        self.kernels, self.checked = [], 0
+
+
+ERRORS = ErrorLog()
