@@ -114,6 +114,26 @@ def test_s2_interp_equals_cpu_bitwise():
                                           err_msg=f"{rel}.{name}")
 
 
+@pytest.mark.skipif("cuda" not in rs.targets(), reason="numba-cuda is not installed")
+def test_s2_on_cuda_copies_only_the_globals_the_host_reads_and_sets():
+    """A cycle reads 10 Global values on the host (volume_error and qstop_error at each of the
+    four checks, dtcourant, dthydro) and sets 3 (dt, dtcourant, dthydro): its 9 Global
+    reductions' results are the only downloads (each carrying the queued launches' error
+    words), the 3 values the only uploads. The same bits as the cpu (the simulator)."""
+    from relsim.runtime.backends.cuda import memory
+    cuda = Lulesh(s=2, config=rs.Config(target="cuda"))
+    cuda.run(its=2)
+    before = dict(memory.TRANSFERS)
+    cuda.run(its=4)
+    copies = {k: v - before.get(k, 0) for k, v in memory.TRANSFERS.items()
+              if v != before.get(k, 0)}
+    assert copies == {("down", "fold"): 18, ("up", "global"): 6}  # two cycles
+    cpu = Lulesh(s=2, config=SERIAL)
+    cpu.run(its=4)
+    assert cuda.origin_energy() == cpu.origin_energy()
+    assert cuda.elems.e.numpy().tobytes() == cpu.elems.e.numpy().tobytes()
+
+
 def test_regions_cost_and_balance_do_not_change_results():
     base, _ = _run(5, SERIAL)
     for kw in (dict(num_reg=1), dict(num_reg=20, balance=2, cost=3), dict(cost=0)):

@@ -93,8 +93,13 @@ def _no_room(what: str, nbytes: int, exc: BaseException) -> str:
 
 def download(dev, kind: str, out=None, checked: bool = True) -> np.ndarray:
     """A host copy of `dev`; first (`checked`) the error words of the launches queued before,
-    so that nothing downstream of a failed launch reaches the host."""
-    if checked:
+    so that nothing downstream of a failed launch reaches the host. A small array (a Global
+    reduction's result) carries those words in the same copy (`ErrorLog.with_words`)."""
+    if checked and ERRORS.unchecked():
+        got = ERRORS.with_words(dev) if out is None else None
+        if got is not None:
+            TRANSFERS["down", kind] += 1
+            return got
         ERRORS.check()
     TRANSFERS["down", kind] += 1
     if out is not None:
@@ -189,9 +194,11 @@ class ErrorLog:
     reused; a full log is checked first."""
 
     CAPACITY = 1024
+    STAGED = 512  # int64s of a download that carries the words (a float sum's result: 67)
 
     def __init__(self):
         self.dev = None
+        self.staging = None  # device bytes: a small download, then the words
         self.words: list = []  # device views of one word each
         self.kernels: list = []  # the kernel name of each queued launch
         self.checked = 0  # words [0, checked) are known to be 0
@@ -206,6 +213,9 @@ class ErrorLog:
         self.kernels.append(kernel_name)
         return self.words[len(self.kernels) - 1]
 
+    def unchecked(self) -> bool:
+        return len(self.kernels) > self.checked
+
     def check(self, upto: int | None = None) -> None:
         """Raise the first failure among the queued launches (the first `upto` only, when
         given); the words of launches that passed are free again. After a failure every queued
@@ -214,15 +224,38 @@ class ErrorLog:
         if n <= self.checked:
             return
         TRANSFERS["down", "error"] += 1
-        host = self.dev[self.checked:n].copy_to_host()
-        bad = np.flatnonzero(host)
+        self._judge(self.dev[self.checked:n].copy_to_host())
+
+    def with_words(self, dev):
+        """`dev`'s values and the unchecked words in one copy, when `dev` is small (through
+        device-to-device copies into a staging array: no host round trip); the words are
+        judged before the values are returned. None: not such an array."""
+        n = len(self.kernels)
+        k, at = n - self.checked, -(-dev.nbytes // 8) * 8  # the words' byte offset
+        if at > 8 * self.STAGED or dev.size == 0:
+            return None
+        try:
+            raw_dev = dev.reshape(dev.size).view(np.uint8)
+        except Exception:  # noqa: BLE001 - not contiguous, say: the plain path
+            return None
+        if self.staging is None:
+            self.staging = empty(8 * (self.STAGED + self.CAPACITY), np.uint8, "the error log")
+        self.staging[:dev.nbytes].copy_to_device(raw_dev)
+        self.staging[at:at + 8 * k].copy_to_device(self.dev[self.checked:n].view(np.uint8))
+        raw = self.staging[:at + 8 * k].copy_to_host()
+        self._judge(raw[at:].view(np.int64))
+        return raw[:dev.nbytes].view(dev.dtype).reshape(dev.shape)
+
+    def _judge(self, words) -> None:
+        """The unchecked words, downloaded: raise the first failure, else mark them checked."""
+        bad = np.flatnonzero(words)
         if bad.size:
             k = int(bad[0])
             name = self.kernels[self.checked + k]
             self.forget()
-            debug_checks.raise_flagged(name, host[k:k + 1])
-        self.checked = n
-        if n == len(self.kernels):
+            debug_checks.raise_flagged(name, words[k:k + 1])
+        self.checked += len(words)
+        if self.checked == len(self.kernels):
             self.kernels, self.checked = [], 0
 
     def forget(self) -> None:
