@@ -189,6 +189,43 @@ def fold_arg(g, grow, vals, per_row, rows, has_rows, is_min):
     grow[0] = brow
 
 
+@njit(cache=True)
+def fold_candidates(g, grow, vals, rows, op, arg, is_min):
+    """A Global's min/max (`arg` False: by `_combine_global`) or arg-min/arg-max (as
+    `fold_arg`) from per-lane candidates: `vals`, `rows` (chunks, components, lanes) hold
+    each lane's first best value of a chunk's rows and its row (-1: the lane had none). Within
+    a chunk the candidates are folded in ascending row order, then chunk after chunk: the
+    fold of every row in order keeps the same value and row (a non-candidate is never the
+    first best of all rows, and the first best of all rows is its lane's candidate)."""
+    nch, ncomp, lanes = vals.shape
+    order = np.empty(lanes, dtype=np.int64)
+    for c in range(ncomp):
+        acc = g[c]
+        brow = grow[0]
+        for ch in range(nch):
+            n = 0
+            for j in range(lanes):  # insertion sort of the lanes with a candidate, by row
+                r = rows[ch, c, j]
+                if r < 0:
+                    continue
+                t = n
+                while t > 0 and rows[ch, c, order[t - 1]] > r:
+                    order[t] = order[t - 1]
+                    t -= 1
+                order[t] = j
+                n += 1
+            for t in range(n):
+                x = vals[ch, c, order[t]]
+                if not arg:
+                    acc = _combine_global(op, acc, x)
+                elif acc == acc and (x != x or ((x < acc) if is_min else (x > acc))):
+                    acc = x
+                    brow = rows[ch, c, order[t]]
+        g[c] = acc
+        if arg:
+            grow[0] = brow
+
+
 def shared_ids(ids, per_row, stored_per_row, stores):
     """Map the inverse index's slot ids (one per reduction site and row) to stored slots when
     sites share them: slot r*per_row + k becomes r*stored_per_row + stored[k], as ~that when

@@ -57,7 +57,7 @@ from .. import base
 from ..base import Backend, Launch, variant_note
 from . import lanes, pending, threading_layer
 from . import scatter as cpu_scatter
-from .loops import CpuLowerer, lane_layouts, pure_reduction
+from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -185,8 +185,10 @@ class CpuExecutable(Launch):
         else:
             self.grid_loops = None
         # float64 Global sums accumulated in the loop (`lanes.py`), keyed by (parallel, rows)
-        self.lane_offsets = lane_layouts(analysed) if hasattr(mod, "kernel_lanes_serial") \
-            else {}
+        lanes_variant = hasattr(mod, "kernel_lanes_serial")
+        self.lane_offsets = lane_layouts(analysed) if lanes_variant else {}
+        # and the Global reductions they fold per chunk of rows (`lanes.Chunks`)
+        self.chunk_ops = chunk_layouts(analysed) if lanes_variant else {}
         self.lanes_pure = pure_reduction(analysed)
         self.lanes_fns = _Variants(lambda key: jit(getattr(
             mod, f"kernel_lanes_{'parallel' if key[0] else 'serial'}{'_rows' if key[1] else ''}"),
@@ -249,7 +251,7 @@ class CpuExecutable(Launch):
             self.write_prints(b, relation)
         if self.err_view[0]:
             debug_checks.raise_flagged(self.analysed.kernel_name, self.err)
-        if b.lanes is not None:  # float64 Global sums: rounded now, from lanes or slots
+        if b.lanes is not None:  # Globals folded in the loop: their values now
             if fn is b.fn:
                 b.lanes.finish()
             else:  # the variant folding pending reductions first (`settle`) parks them all
@@ -512,8 +514,8 @@ class CpuExecutable(Launch):
         b.lanes = None
         # (not under fast_math: LLVM could fuse a product into a TwoSum's addition; not
         # where the grid's nested loops apply: they save more than the slots' fold costs)
-        if self.lane_offsets and scheme == "plain" and box is None and self.partials is None \
-                and not self.options.fast_math:
+        if (self.lane_offsets or self.chunk_ops) and scheme == "plain" and box is None \
+                and self.partials is None and not self.options.fast_math:
             self.bind_lanes(b, global_vals)
         b.post, b.deferred, b.outstanding = [], [], 0
         b.debug = tuple(debug) if debug[0] is not None else None
@@ -557,11 +559,14 @@ class CpuExecutable(Launch):
         again as bound so far, with its slots (`rerun`)."""
         layouts = self.analysed.layouts
         rerun = (b.fn, b.call_args) if self.lanes_pure else None
-        b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun)
+        slot_folds = {id(lay): fold for _, fold, lay, _ in b.folds}
+        chunk_folds = {k: slot_folds[id(layouts[k])] for k in self.chunk_ops}
+        b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun, chunk_folds)
         b.fn = self.lanes_fns[(b.parallel, b.has_rows)]
-        b.call_args = b.row_args + (b.lanes.lanes,)
-        summed = {id(layouts[k]) for k in self.lane_offsets}
-        b.folds = [f for f in b.folds if id(f[2]) not in summed]
+        b.call_args = b.row_args + (b.lanes.lanes,) + \
+            tuple(a for c in b.lanes.chunks for a in c.arrays())
+        folded = {id(layouts[k]) for k in (*self.lane_offsets, *self.chunk_ops)}
+        b.folds = [f for f in b.folds if id(f[2]) not in folded]
 
     def grid_box(self, relation, subset, b):
         """(lo, hi) of the box of grid cells the launch runs over, when the kernel has grid

@@ -41,7 +41,7 @@ from pathlib import Path
 from .... import philox
 from ....relations.field import Field
 from ....types import elem_of, f64
-from ... import ir
+from ... import ir, semantics
 from ...folds import lane_sums
 from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store
@@ -81,6 +81,10 @@ class CpuLowerer(BodyLowerer):
         # float64 Global sums the lanes variants accumulate: layout index -> first component
         self.lane_offsets = lane_layouts(analysed) if debug is None and not self.field_layouts \
             else {}
+        # Global min/max, arg-min/arg-max and integer sums the lanes variants fold per chunk
+        # of rows as they go (`chunk_layouts`): layout index -> operator
+        self.chunk_ops = chunk_layouts(analysed) if debug is None and not self.field_layouts \
+            else {}
         self.lane_store = not pure_reduction(analysed)  # the lanes variants also write slots
         self.lanes = False  # set while the lanes variants' body is lowered
 
@@ -103,10 +107,18 @@ class CpuLowerer(BodyLowerer):
         return super().e_Affine(e)
 
     def parks(self, lay) -> bool:
+        if self.lanes and not lay.on_field:  # folded in the loop: slots only for the exact path
+            k = next(i for i, other in enumerate(self.a.layouts) if other is lay)
+            if k in self.chunk_ops:
+                return False
+            if k in self.lane_offsets:
+                return self.lane_store
         return self.scatter == "slots" or not lay.on_field
 
     def s_GlobalReduce(self, s):
         k = self.layout_of[id(s)][0] if self.lanes and id(s) in self.layout_of else None
+        if k in self.chunk_ops:
+            return self.chunk_fold(k, self.chunk_ops[k], s)
         if k not in self.lane_offsets:
             return super().s_GlobalReduce(s)
         vals = self.expr(s.value)
@@ -114,6 +126,31 @@ class CpuLowerer(BodyLowerer):
             self.slot_write(s, vals)
         for c, v in enumerate(vals):
             self.two_sum_into_lane(self.lane_offsets[k] + c, v)
+
+    def chunk_fold(self, k, op, s):
+        """Fold the row's contribution into lane `_j` of chunk `_ci` of Global layout k: an
+        integer sum into `_cv<k>[_ci, component, _j]`; a min/max or arg-min/arg-max keeps the
+        lane's first best value there and its row in `_cr<k>[...]` (`semantics.arg_better`:
+        strictly better, or the first NaN). `lanes.Chunks` folds the lanes after the launch
+        into the slot fold's value and row (`host_folds.fold_candidates`)."""
+        et = elem_of(s.ref.type)
+        vals = semantics.cast(self.alg, self.expr(s.value), s.value.type, s.ref.type)
+
+        def at(arr, c, ctx=None):
+            idx = ast.Tuple([name("_ci"), ast.Constant(c), name(LANE)], ast.Load())
+            return ast.Subscript(name(arr), idx, ctx or ast.Load())
+
+        for c, v in enumerate(vals):
+            cur = self.alg.bind(at(f"_cv{k}", c))
+            if op == "+":
+                new = self.alg.binop("+", cur, v, et)
+                self.alg.out.append(ast.Assign([at(f"_cv{k}", c, ast.Store())], new))
+                continue
+            arg_op = op if op in ("argmin", "argmax") else "arg" + op
+            take = semantics.arg_better(self.alg, arg_op, cur, v, et)
+            self.alg.out.append(ast.If(take, [
+                ast.Assign([at(f"_cv{k}", c, ast.Store())], v),
+                ast.Assign([at(f"_cr{k}", c, ast.Store())], name(ROW))], []))
 
     def two_sum_into_lane(self, q, v):
         """Add v to component q's lane `_j` of the chunk's lanes `_ln` (s, e, p: see
@@ -192,7 +229,7 @@ class CpuLowerer(BodyLowerer):
             grid_bodies = (peeled[0].body[2:], fast[0].body[2:])
         plan, self.grid_plan = self.grid_plan, None
         lanes_loop = None
-        if self.lane_offsets and not self.absorb:
+        if (self.lane_offsets or self.chunk_ops) and not self.absorb:
             self.lanes = True
             lanes_loop = self.row_loop(self.kernel_row_body)
             self.lanes = False
@@ -254,7 +291,9 @@ class CpuLowerer(BodyLowerer):
     def lanes_function(self, fname, lanes_loop, range_fn, rows):
         """The row loop cut into `_lanes.shape[0]` chunks (`range_fn` over them), each chunk's
         rows in groups of LANES, row `_b + _j` into lane `_j`; the chunk's lanes zeroed first."""
-        fn = self.function(fname, lanes_loop, "range", extra=["_lanes"], rows=rows)
+        chunks = [f"_{part}{k}" for k, op in self.chunk_ops.items()
+                  for part in (("cv",) if op == "+" else ("cv", "cr"))]
+        fn = self.function(fname, lanes_loop, "range", extra=["_lanes"] + chunks, rows=rows)
         (row_loop,) = fn.body
         width = ast.Constant(lane_sums.LANES)
 
@@ -342,6 +381,21 @@ def lane_layouts(analysed) -> dict:
         if not lay.on_field and lay.op == "+" and elem_of(lay.target.type) == f64:
             out[k] = q
             q += lay.target.type.ncomp
+    return out
+
+
+def chunk_layouts(analysed) -> dict:
+    """{layout index: operator} of the kernel's Global reductions the lanes variants fold per
+    chunk of rows in the loop (`CpuLowerer.chunk_fold`): min/max, arg-min/arg-max, and integer
+    sums every row reaches (one a row may skip stays in slots: a slot's identity store and
+    its conditional store merge into one branch-free store, which a lane's read-add-write
+    under the row's branch cannot: 2-3x slower on a random condition)."""
+    out = {}
+    for k, lay in enumerate(analysed.layouts):
+        et = elem_of(lay.target.type)
+        if not lay.on_field and (lay.op in ("min", "max", "argmin", "argmax") or
+                                 (lay.op == "+" and et.is_int and not lay.conditional)):
+            out[k] = lay.op
     return out
 
 
