@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import DataError, entry_point
 from ..types import KeyType, KeyVecType, MatType, ScalarType, VecType, as_value_type
 from .views import ElasticView
 
@@ -70,6 +70,7 @@ class Field:
         return f"<Field {self.qualname}: {self.type!r}>"
 
     # -- data in and out -------------------------------------------------------------------
+    @entry_point  # (a queued launch's error may surface at this read: without relsim's frames)
     def numpy(self, copy: bool = False, local: bool = False) -> np.ndarray:
         """The field's storage as a NumPy array (a view: no copy; writes go to the field). The
         array stays current: the runtime brings it up to date after every launch.

@@ -4,7 +4,7 @@ This is the launcher `relsim/__init__` installs into the relations package."""
 from __future__ import annotations
 
 from .. import config as _config
-from ..errors import ConfigError
+from ..errors import ConfigError, entry_point
 from ..relations.field import Field
 from . import parallel
 from .analysis import phase
@@ -72,6 +72,7 @@ def run(kernel, relation, subset, config) -> None:
         f._values_changed()
 
 
+@entry_point
 def synchronize() -> None:
     """`rs.synchronize()`: wait for every queued launch of every target (the cuda target queues
     its launches) and raise the first failed one's error, as the next host read would."""

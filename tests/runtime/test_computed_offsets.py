@@ -48,6 +48,7 @@ def test_a_periodic_axis_wraps_and_a_bounded_one_is_checked(target):
         C.dy.load(bad)
         with pytest.raises(rs.KernelRuntimeError):
             C.foreach(shift, target)
+            rs.synchronize()  # (cuda: a launch's error surfaces at the next read or here)
     dy = np.where(j % 2 == 0, 3 - j, -j)  # to the last and to the first row of cells
     C.dy.load(dy)
     C.foreach(shift, target)
@@ -143,6 +144,7 @@ def test_a_key_from_a_computed_row(target):
     R.j.load(np.array([4, 0, 7, 2]))
     with pytest.raises(rs.KernelRuntimeError):
         R.foreach(pick, target)
+        rs.synchronize()  # (cuda: a launch's error surfaces at the next read or here)
     with pytest.raises(rs.KernelCheckError, match=r"row 2 of atR: rs.at\(atV, 7\): row 7 is "
                        r"outside atV \(size 5\)"):
         R.foreach(pick, rs.Config(target=target.target, debug=True))

@@ -105,6 +105,7 @@ def test_a_run_time_column_index_is_checked(target):
 
     with pytest.raises(rs.KernelRuntimeError, match="index"):
         R.foreach(bad, target)
+        rs.synchronize()  # (cuda: a launch's error surfaces at the next read or here)
 
 
 def test_outside_a_kernel():

@@ -507,5 +507,8 @@ def test_a_heat_step_with_no_host_read_makes_no_copies():
     heat_graph.step(V, E, conduct, update, CUDA, times=3)
     assert transfers() == before
     want_V, want_E = heat_graph.random_graph(40, 90, seed=3)
-    heat_graph.step(want_V, want_E, *heat_graph.kernels(), rs.Config(target="cpu"), times=4)
+    # (the oracle: compiling heat_graph's kernels for the cpu here would leave nothing for
+    # tests/runtime/test_precompile.py's workers to compile)
+    heat_graph.step(want_V, want_E, *heat_graph.kernels(), rs.Config(target="interp"),
+                    times=4)
     assert V.T.numpy().tobytes() == want_V.T.numpy().tobytes()

@@ -239,10 +239,12 @@ def test_a_counter_out_of_range_at_run_time_names_the_line(target):
     line = bad.fn.__code__.co_firstlineno + 2
     with pytest.raises(rs.KernelRuntimeError, match=r"outside \[0, 2\*\*32\)") as info:
         R.foreach(bad, target)
+        rs.synchronize()  # (cuda: a launch's error surfaces at the next read or here)
     assert f"line {line}" in str(info.value)
     R.c.load(np.array([0, 1, 2, 3, 2 ** 32, 5, 6, 7]))
     with pytest.raises(rs.KernelRuntimeError, match=r"outside \[0, 2\*\*32\)"):
         R.foreach(bad, target)
+        rs.synchronize()
     R.c.load(np.arange(8) + (2 ** 32 - 8))  # the largest counters are fine
     R.foreach(bad, target)
     assert R.u.numpy()[7] == rs.uniform(7, 2 ** 32 - 1)
