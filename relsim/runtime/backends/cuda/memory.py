@@ -18,7 +18,8 @@ nothing is uploaded twice, and how many copies a time step makes).
 Launches do not wait: a launch's index checks flag its own word of the device error log
 (`ErrorLog`, one int64 per queued launch, in launch order), and nothing is downloaded for it.
 Every download from the device first checks the words of the launches queued before it
-(`download`: one copy of the unchecked words), and raises the first failing launch's error
+(`download`: in the same copy when the array is small, a Global's result; else one copy of the
+unchecked words), and raises the first failing launch's error
 (kernel and line, as `debug_checks.raise_flagged`) before anything downstream of it reaches the
 host; so do `rs.synchronize()` and the end of the program.
 
