@@ -19,7 +19,9 @@ checks stay quiet).
 * `polar(F) -> (R, P)`, F = R P with R = U V^T a rotation and P = V diag(S) V^T symmetric
   (positive semidefinite unless F is inverted).
 
-Values are component lists, row-major (`semantics`); `n` is 2 or 3, `et` the float type.
+Values are component lists, row-major (`semantics`); `n` is 2 or 3, `et` the float type. Which
+decompositions kernels may call is `builtin_table.DECOMPOSITIONS`; each is the function of that
+name here.
 """
 from __future__ import annotations
 
@@ -234,5 +236,3 @@ def polar(alg, m, n, et):
             p[i, j] = p[j, i] = dot_rows(v, v, i, j, s)
     return r + _flat(p, n)
 
-
-DECOMPOSITIONS = {"eigh": eigh, "svd": svd, "polar": polar}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import config as _config
 from ..errors import ConfigError, entry_point
 from ..relations.field import Field
+from ..target_registry import registered
 from . import parallel
 from .analysis import phase
 from .analysis.captures import Watch
@@ -76,7 +77,6 @@ def run(kernel, relation, subset, config) -> None:
 def synchronize() -> None:
     """`rs.synchronize()`: wait for every queued launch of every target (the cuda target queues
     its launches) and raise the first failed one's error, as the next host read would."""
-    from ..target_registry import registered
     for backend in registered():
         sync = getattr(backend, "synchronize", None)  # (a plugin need not subclass Backend)
         if sync is not None:

@@ -98,7 +98,7 @@ def call(alg, name, args, arg_types, rt, check=None):
     if name in DECOMPOSITIONS:  # hundreds of operations: a function of their own
         n, ft = arg_types[0].n, elem_of(arg_types[0])
         return alg.function(name, f"{name}{n}_{ft.name}",
-                            lambda a, m: decompositions.DECOMPOSITIONS[name](a, m, n, ft),
+                            lambda a, m: getattr(decompositions, name)(a, m, n, ft),
                             args[0])
     if name == "hypot":
         x, y = args[0][0], args[1][0]

@@ -40,8 +40,7 @@ def _run(name, m, dtype=np.float64):
     """The decomposition as every target computes it (the oracle's algebra), split in parts."""
     et = rs.f64 if dtype == np.float64 else rs.f32
     n = m.shape[0]
-    flat = decompositions.DECOMPOSITIONS[name](NumpyAlgebra(), [dtype(x) for x in m.ravel()],
-                                               n, et)
+    flat = getattr(decompositions, name)(NumpyAlgebra(), [dtype(x) for x in m.ravel()], n, et)
     flat = np.array(flat, dtype=np.float64)
     shapes = {"eigh": [(n,), (n, n)], "svd": [(n, n), (n,), (n, n)], "polar": [(n, n), (n, n)]}
     parts, at = [], 0
