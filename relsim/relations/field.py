@@ -116,7 +116,7 @@ class Field:
         if local and self.relation.partition is not None:
             return self._load_local(values)
         if isinstance(values, (bool, int, float)):  # a Python number: exact conversion only
-            exact = self.data.dtype.type(values)
+            exact = self._data.dtype.type(values)
             if exact != values:
                 raise DataError(f"{values!r} cannot be stored exactly in field {self.qualname} "
                                 f"of type {self.type!r}")
@@ -126,10 +126,11 @@ class Field:
         if arr.shape not in (want, self.type.shape, ()):
             raise DataError(f"cannot load an array of shape {arr.shape} into field "
                             f"{self.qualname} of shape {want}")
-        if not np.can_cast(arr.dtype, self.data.dtype, "same_kind") and arr.dtype != object:
+        if not np.can_cast(arr.dtype, self._data.dtype, "same_kind") and arr.dtype != object:
             raise DataError(f"cannot load {arr.dtype} values into field {self.qualname} "
                             f"of type {self.type!r} without losing information; cast first")
         self._check(arr)
+        self._host_written()  # every value is replaced: what is kept elsewhere is outdated
         self.data[...] = arr
         self._host_written()
         self._values_changed()

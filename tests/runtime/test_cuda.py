@@ -282,11 +282,24 @@ def test_an_error_in_the_third_of_five_queued_launches_is_that_launchs():
     assert moved(before, "down", "error") == 0  # no launch waited
     V.foreach(third, CUDA)
     V.foreach(also_fine, CUDA)
+    V.foreach(summed, CUDA)  # the sum stays on the device: nothing waits
+    assert moved(before, "down", "error") == 0 and moved(before, "down", "global") == 0
     with pytest.raises(rs.KernelRuntimeError) as info:
-        V.foreach(summed, CUDA)  # its fold downloads: the check comes first
+        total.value  # noqa: B018 - the host reads: the check comes first
     assert "in kernel 'third'" in str(info.value)
     assert f"line {marked_line(third)}" in str(info.value)
-    assert total.value == 0.0  # the sum downstream of the failure never reached the Global
+    # what the launches after the failed one wrote is never shown as if they had succeeded
+    for read in (lambda: total.value, lambda: V.z.numpy()):
+        with pytest.raises(rs.KernelRuntimeError, match="kernel 'third' failed"):
+            read()
+    with pytest.raises(rs.KernelRuntimeError, match="kernel 'third' failed"):
+        V.foreach(summed, CUDA)  # nor used by a later launch
+    V.y.numpy()  # stored by the failed launch: partial, as the cpu leaves it
+    assert np.isfinite(V.x.numpy()).all()  # not written since
+    total.value = 0.0  # set again by the host: valid
+    V.z.fill(1.0)
+    V.foreach(summed, CUDA)
+    assert total.value == 7.0
 
 
 # -- where data lives ---------------------------------------------------------------------

@@ -14,9 +14,9 @@ Launch path:
      slot order (no atomics); written fields are marked device-newer (downloaded when the host
      reads them, or at once when `numpy()` handed their array out);
   4. Global reductions: folded on the device by `cuda_folds` (a few passes of reduction
-     kernels; exact float sums through device exact accumulators), one partial result per
-     component downloaded and folded into the Global by the cpu's rules; on several MPI ranks
-     the slots are downloaded instead, for the layer's exact merge;
+     kernels; exact float sums through device exact accumulators) into the Global's device copy
+     (`memory.GlobalCopy`) by the cpu's rules, downloaded only when the host reads the value;
+     on several MPI ranks the slots are downloaded instead, for the layer's exact merge;
   5. rows inserted or deleted by the kernel: the flags and values are downloaded and the rows
      changed on the host, as on the cpu (a host round trip: the fields' device copies are
      downloaded first and are stale afterwards, uploaded again by the next launch; its cost per
@@ -25,16 +25,17 @@ Launch path:
 An array the device has no room for is a `DeviceMemoryError` (`memory.upload`).
 
 Launches do not wait: a launch's index checks flag its own word of the device error log
-(`memory.ErrorLog`), which is checked at the next download of anything (a host read of a field,
-a Global fold, print lines, row changes), at `rs.synchronize()` and at the end of the program;
+(`memory.ErrorLog`), which is checked at the next download of anything (a host read of a field
+or Global, print lines, row changes), at `rs.synchronize()` and at the end of the program;
 the first failed launch's error is raised then, before anything downstream of it reaches the
 host. So a time step whose values the host does not read copies nothing. With
 `Config(debug=True)` the kernel is lowered with its debug checks (the shared lowering, as on the
 cpu) into per-position arrays on the device, and each launch waits: after the queued launches'
 errors, its first-failure array is downloaded and, when a row failed, the lowest row's first
-check is raised (`debug_checks.raise_first_failure`), before any gather, fold or row change. Not
-yet on this target: Global values kept on the device (each Global reduction downloads its
-folded partial), row changes on the device, nested grid loops, the cpu's direct/split scatter
+check is raised (`debug_checks.raise_first_failure`), before any gather, fold or row change.
+What a failed launch folded, and what the launches after it wrote, is marked invalid
+(`ErrorLog.wrote`); what the failed launch stored stays, partial, as on the cpu. Not
+yet on this target: row changes on the device, nested grid loops, the cpu's direct/split scatter
 (every key reduction parks its contributions in slots), streams other than the default one.
 """
 from __future__ import annotations
@@ -150,7 +151,7 @@ def _check_at_exit() -> None:
 
 class _Binding:
     __slots__ = ("versions", "n", "rows", "has_rows", "rows_dev", "args", "gathers", "folds",
-                 "deleted", "inserts", "debug", "prints")
+                 "deleted", "inserts", "debug", "prints", "outputs")
 
 
 def _shape(n: int):
@@ -184,7 +185,6 @@ class CudaExecutable(Launch):
                                              if isinstance(p, FieldStorage)}
         self.written = tuple(t for t in summary.targets() if id(t) in passed and
                              any(a.mode != "read" for a in summary.for_target(t)))
-        self.device_globals = {}  # id(Global) -> memory.DeviceGlobal
         self.bindings: dict = {}
         self.print_stmts = prints.sites(analysed.body)  # the kernel's print sites, in order
 
@@ -202,6 +202,7 @@ class CudaExecutable(Launch):
         mine = len(memory.ERRORS.kernels)  # this launch's place in the queue
         err = memory.ERRORS.word(self.analysed.kernel_name)
         self.kernels[b.has_rows][_shape(b.n)](b.n, b.rows_dev, b.has_rows, err, *args)
+        memory.ERRORS.wrote(*b.outputs)
         if b.prints is not None:  # the rows' print lines, before any error of the launch
             self.write_prints(b, relation, mine)
         if b.debug is not None:
@@ -232,7 +233,7 @@ class CudaExecutable(Launch):
     def fold_globals(self, b) -> None:
         for g, dev, host, fold, lay in b.folds:
             if self.partials is None:
-                fold.run()  # on the device, then one value per component on the host
+                fold.run()  # on the device, into the Global's device copy
                 continue
             # on several ranks: the slots go to the layer's exact merge
             memory.download(dev, "slots", host)
@@ -259,10 +260,7 @@ class CudaExecutable(Launch):
             return bound
         if isinstance(p, FieldStorage):
             return memory.device_field(p.field)
-        dg = self.device_globals.get(id(p.glob))
-        if dg is None:
-            dg = self.device_globals[id(p.glob)] = memory.DeviceGlobal()
-        return dg.current(p.glob)
+        return memory.device_global(p.glob)
 
     def change_rows(self, relation, b) -> None:
         """The kernel's rs.delete / rs.insert, applied on the host (see the module docstring)."""
@@ -360,8 +358,8 @@ class CudaExecutable(Launch):
             vals = args[[i for i, p in enumerate(self.params)
                          if isinstance(p, ReductionSlots) and p.layout is lay][0]]
             if not isinstance(lay.target, Field):
-                b.folds.append((lay.target, vals, host,
-                                cuda_folds.DeviceFold(lay, vals, b.rows, b.has_rows), lay))
+                b.folds.append((lay.target, vals, host, cuda_folds.DeviceFold(
+                    lay, vals, b.rows, b.has_rows, b.rows_dev), lay))
                 continue
             tgt = memory.upload(np.full(b.n * lay.per_row, -1, dtype=np.int64), "targets",
                                      what=f"the slot targets of {self.slots_name(lay)}")
@@ -375,6 +373,8 @@ class CudaExecutable(Launch):
                 ids = host_folds.shared_ids(ids, lay.per_row, lay.stored_per_row, lay.stores)
             b.gathers.append((k, lay.target, memory.upload(off, "index"),
                               memory.upload(ids, "index"), vals))
+        folded = tuple(f for _, f, *_ in b.gathers) + tuple(g for g, *_ in b.folds)
+        b.outputs = (tuple(f for f in self.written if all(f is not r for r in folded)), folded)
         if b.debug is not None:  # the targets_<k> runs above recorded too: the kernel will
             b.debug[0].copy_to_device(np.zeros(b.n, dtype=np.int32))
         self.bindings[subset] = b

@@ -1,7 +1,10 @@
 """Global reductions folded on the device (the cuda target): a launch's reduction slots are
-reduced by a few passes of device kernels to one partial result per component, and only that
-(one value and its slot, or one 576-byte exact accumulator) is downloaded and folded into the
-Global on the host, by the same rules as the cpu's folds. Nothing else crosses the bus.
+reduced by a few passes of device kernels to one partial result per component (one value and
+its slot, or one exact accumulator), which a one-thread kernel folds into the Global's device
+copy (`memory.GlobalCopy`) by the same rules as the cpu's folds (`_finish_*`). Nothing crosses
+the bus: the host downloads the value when it reads it. When the device does not hold the
+Global's current value (the host assigned it), the finish starts from the host value passed as
+a kernel argument, so resetting a Global before each reduction uploads nothing either.
 
 Each pass has ``nt = ceil(n / CHUNK)`` threads; thread t folds items t, t + nt, t + 2nt, ...
 (adjacent threads read adjacent items), and the next pass folds the nt results, until one is
@@ -51,10 +54,15 @@ if config.ENABLE_CUDASIM:
     def _bits(x):
         """The IEEE bits of a float64 (the simulator runs this as Python)."""
         return int(np.float64(x).view(np.int64))
+
+    def _f32_of_bits(u):
+        """The float32 with IEEE bits u (int32)."""
+        return np.int32(u).view(np.float32)
 else:
     from numba.cuda import libdevice
 
     _bits = libdevice.double_as_longlong
+    _f32_of_bits = libdevice.int_as_float
 
 _JIT = {} if config.ENABLE_CUDASIM else {"cache": True}
 
@@ -191,6 +199,167 @@ def _bool_pass(vals, c, n, nt, op, out):
     out[t, 0] = acc
 
 
+# -- finishing on the device: one thread folds the partial result into the Global's copy --
+NCHUNK = exact_sum.NCHUNK
+_SIGN64 = -(1 << 63)
+_SIGN32 = -(1 << 31)
+
+
+@cuda.jit(device=True, **_JIT)
+def _bit(mag, p):
+    """Bit p of the non-negative integer with base-2**32 digits mag[0..TOP]."""
+    k = min(p >> 5, TOP)
+    off = p - 32 * k
+    if off > 62:
+        return 0
+    return (mag[k] >> off) & 1
+
+
+@cuda.jit(device=True, **_JIT)
+def _rounded_bits(acc, single):
+    """The exact sum in local accumulator acc (changed) rounded once, to nearest with ties to
+    even, as the IEEE bits of a float64 (or float32, `single`): `exact_sum.round_f64` /
+    `round_f32`, statement for statement."""
+    _carry(acc)
+    if acc[I_NAN] > 0 or (acc[I_PINF] > 0 and acc[I_NINF] > 0):
+        return 0x7FC00000 if single else 0x7FF8000000000000
+    if acc[I_PINF] > 0:
+        return 0x7F800000 if single else 0x7FF0000000000000
+    if acc[I_NINF] > 0:
+        return _SIGN32 + 0x7F800000 if single else _SIGN64 + 0x7FF0000000000000
+    negative = acc[TOP] < 0
+    if negative:
+        for j in range(NCHUNK):
+            acc[j] = -acc[j]
+        _carry(acc)
+    prec = 24 if single else 53
+    dmin = 926 if single else 1  # the smallest quantum, 2**(dmin - 1075)
+    t = TOP
+    while t > 0 and acc[t] == 0:
+        t -= 1
+    top = acc[t]
+    q = 0
+    d = dmin
+    if top != 0:
+        nbits = 0
+        while top >> nbits:
+            nbits += 1
+        length = 32 * t + nbits
+        d = max(length - prec, dmin)
+        for p in range(length - 1, d - 1, -1):
+            q = (q << 1) | _bit(acc, p)
+        if _bit(acc, d - 1):
+            k = min((d - 1) >> 5, TOP)
+            low = min((d - 1) - 32 * k, 62)
+            sticky = (acc[k] & ((1 << low) - 1)) != 0
+            for j in range(k):
+                if acc[j] != 0:
+                    sticky = True
+            if sticky or (q & 1):
+                q += 1
+    if single:
+        if q == 0:
+            return _SIGN32 if negative else 0
+        bits = ((d - 926) << 23) + q
+        if bits >= 0x7F800000:
+            bits = 0x7F800000
+        return bits + _SIGN32 if negative else bits
+    if q == 0:
+        return _SIGN64 if negative else 0
+    if d >= 2047:
+        bits = 0x7FF0000000000000
+    else:
+        bits = ((d - 1) << 52) + q
+        if bits >= 0x7FF0000000000000:
+            bits = 0x7FF0000000000000
+    return bits + _SIGN64 if negative else bits
+
+
+@cuda.jit(device=True, **_JIT)
+def _start(acc, accs, has_acc):
+    for j in range(ACC_LEN):
+        acc[j] = accs[0, j] if has_acc else 0
+
+
+@cuda.jit(**_JIT)
+def _finish_sum64(accs, has_acc, gbits, c, from_host, host_bits):
+    """gbits[c] (a float64 Global's bits; host_bits instead when from_host) plus the exact
+    accumulator accs[0] (when has_acc), rounded once, into gbits[c]."""
+    if cuda.grid(1) != 0:
+        return
+    acc = cuda.local.array(ACC_LEN, np.int64)
+    _start(acc, accs, has_acc)
+    _deposit(acc, host_bits if from_host else gbits[c])
+    gbits[c] = _rounded_bits(acc, False)
+
+
+@cuda.jit(**_JIT)
+def _finish_sum32(accs, has_acc, gbits, c, from_host, host_bits):
+    """As `_finish_sum64`, for a float32 Global (int32 bits), rounded once to float32."""
+    if cuda.grid(1) != 0:
+        return
+    acc = cuda.local.array(ACC_LEN, np.int64)
+    _start(acc, accs, has_acc)
+    u = host_bits if from_host else gbits[c]
+    _deposit(acc, _bits(np.float64(_f32_of_bits(u))))
+    gbits[c] = _rounded_bits(acc, True)
+
+
+@cuda.jit(**_JIT)
+def _finish_num(v, g, c, op, from_host, host_value):
+    """g[c] (or host_value) folded with the candidate v[0, 0] by `host_folds._combine_global`:
+    integer + (op 0) and * (1), min (2) and max (3), a min/max keeping the first NaN."""
+    if cuda.grid(1) != 0:
+        return
+    acc = host_value if from_host else g[c]
+    x = v[0, 0]
+    if op == 0:
+        acc = acc + x
+    elif op == 1:
+        acc = acc * x
+    elif acc != acc:
+        pass
+    elif x != x:
+        acc = x
+    elif op == 2:
+        if x < acc:
+            acc = x
+    elif x > acc:
+        acc = x
+    g[c] = acc
+
+
+@cuda.jit(**_JIT)
+def _finish_bool(v, g, c, op, from_host, host_value):
+    """g[c] (or host_value) and (op 4) / or (op 5) v[0, 0]."""
+    if cuda.grid(1) != 0:
+        return
+    acc = host_value if from_host else g[c]
+    if op == 4:
+        acc = acc and v[0, 0]
+    else:
+        acc = acc or v[0, 0]
+    g[c] = acc
+
+
+@cuda.jit(**_JIT)
+def _finish_arg(v, ids, g, grow, per_row, rows, has_rows, is_min, from_host, host_value,
+                host_row):
+    """The arg rule (`host_folds.fold_arg`) over the Global's value and row (or host_value,
+    host_row), then the one candidate v[0, 0] at slot ids[0]."""
+    if cuda.grid(1) != 0:
+        return
+    best = host_value if from_host else g[0]
+    brow = host_row if from_host else grow[0]
+    x = v[0, 0]
+    if best == best and (x != x or ((x < best) if is_min else (x > best))):
+        best = x
+        i = ids[0] // per_row
+        brow = rows[i] if has_rows else i
+    g[0] = best
+    grow[0] = brow
+
+
 @contextlib.contextmanager
 def _integers_wrap():
     """Integer folds wrap on the device as on the cpu; the simulator computes them with NumPy
@@ -221,60 +390,73 @@ def _passes(n: int, chunk: int) -> list[int]:
 
 class DeviceFold:
     """A Global reduction of one launch (bound once per binding): `run()` reduces the device
-    slots `dev` (shape ``(nslots, ncomp)``) and folds the result into the Global.
-    ``rows`` / ``has_rows``: the launch's subset rows (argmin/argmax name a row)."""
+    slots `dev` (shape ``(nslots, ncomp)``) and folds the result into the Global's device copy.
+    ``rows`` / ``has_rows``: the launch's subset rows (argmin/argmax name a row; `rows_dev`
+    their device copy, uploaded here when not given)."""
 
-    def __init__(self, lay, dev, rows, has_rows):
+    def __init__(self, lay, dev, rows, has_rows, rows_dev=None):
         self.glob = lay.target
         self.op = lay.op
         self.per_row = lay.per_row
         self.dev = dev
-        self.rows, self.has_rows = rows, has_rows
+        self.has_rows = has_rows
         self.et = elem_of(self.glob.type)
         n = dev.shape[0]
         self.sum = self.op == "+" and self.et.is_float
         self.select = self.op in ("min", "max", "argmin", "argmax")
+        self.arg = self.op in ("argmin", "argmax")
         self.counts = _passes(n, SUM_CHUNK if self.sum else CHUNK) if n else []
         what = f"the reduction of kernel slots into Global {self.glob.name or ''}".rstrip()
         if self.sum:
             self.outs = [memory.empty((nt, ACC_LEN), np.int64, what)
-                         for nt in self.counts]
+                         for nt in self.counts] or [memory.empty((1, ACC_LEN), np.int64, what)]
         else:
             self.outs = [memory.empty((nt, 1), dev.dtype, what)
                          for nt in self.counts]
             if self.select:
                 self.ids = [memory.empty(nt, np.int64, what)
                             for nt in self.counts]
+        self.rows_dev = rows_dev
+        if self.arg and rows_dev is None:
+            self.rows_dev = memory.upload(np.asarray(rows, dtype=np.int64), "rows")
 
     def run(self) -> None:
         if not self.counts and not self.sum:
             return  # no slots: a fold of nothing leaves the value
         g = self.glob
-        g.data  # noqa: B018 (settles anything pending on the Global first)
-        flat = g._data.reshape(-1)
-        ncomp = self.dev.shape[1]
+        r = memory.global_copy(g)
+        if self.arg and r.device_newer and not r.row_newer:
+            r.before_host_read(g)  # (the value from another fold, the row the host's)
+        # where the fold starts: the device's copy, or the host value passed by value
+        from_host = not r.device_newer and not (r.holds(g._data) and not self.arg)
+        if r.dev is None:
+            r.dev = memory.empty(g._data.shape, g._data.dtype, f"Global {g.name!r}")
+        if self.arg and r.row is None:
+            r.row = memory.empty(1, np.int64, f"Global {g.name!r}")
+        host = g._data.reshape(-1)
+        flat = r.dev.reshape(r.dev.size)
         if self.sum:  # (of no slots too: the value rounded once, so -0.0 becomes +0.0)
-            accs = exact_sum.new_many(ncomp)
-            for c in range(ncomp):
-                exact_sum.add(accs[c], float(flat[c]))
-                if self.counts:
-                    exact_sum.merge(accs[c], self._reduce_sum(c))
-            rnd = exact_sum.round_f32 if flat.dtype == np.float32 else exact_sum.round_f64
-            for c in range(ncomp):
-                flat[c] = rnd(accs[c])
-        elif self.select:
-            for c in range(ncomp):
-                v, slot = self._reduce_select(c)
-                if self.op in ("argmin", "argmax"):
-                    self._fold_arg(flat, g._row_data, v[0], slot)
-                else:  # the Global's value first: it wins ties, as in the serial fold
-                    host_folds.fold_num(flat[c:c + 1], v.reshape(1, 1),
-                                       host_folds.OPS[self.op])
+            single = host.dtype == np.float32
+            bits, hbits = flat.view(np.int32 if single else np.int64), \
+                host.view(np.int32 if single else np.int64)
+            finish = _finish_sum32 if single else _finish_sum64
+            for c in range(host.shape[0]):
+                acc = self._reduce_sum(c) if self.counts else self.outs[0]
+                finish[1, 1](acc, bool(self.counts), bits, c, from_host, hbits[c])
+        elif self.arg:
+            v, ids = self._reduce_select(0)
+            _finish_arg[1, 1](v, ids, flat, r.row, self.per_row, self.rows_dev, self.has_rows,
+                              self.op == "argmin", from_host, host[0], g._row_data[0])
+            r.row_newer = True
         else:
-            for c in range(ncomp):
-                v = self._reduce_plain(c)
-                fn = host_folds.fold_bool if self.et is rt.bool_ else host_folds.fold_num
-                fn(flat[c:c + 1], v.reshape(1, 1), host_folds.OPS[self.op])
+            kernel = _finish_bool if self.et is rt.bool_ else _finish_num
+            op = host_folds.OPS[self.op]
+            with _integers_wrap():
+                for c in range(host.shape[0]):
+                    v = self._reduce_select(c)[0] if self.select else self._reduce_plain(c)
+                    kernel[1, 1](v, flat, c, op, from_host, host[c])
+        r.device_newer = True
+        r.last = None
 
     def _reduce_sum(self, c):
         n, src = self.dev.shape[0], self.dev
@@ -284,7 +466,7 @@ class DeviceFold:
             else:
                 _acc_pass[_shape(nt)](src, n, nt, out)
             n, src = nt, out
-        return memory.download(src, "fold")[0]
+        return src
 
     def _reduce_select(self, c):
         n, src, ids, is_min = self.dev.shape[0], self.dev, self.ids[0], self.op in ("min",
@@ -293,7 +475,7 @@ class DeviceFold:
             _select_pass[_shape(nt)](src, c if k == 0 else 0, ids, k > 0, n, nt, is_min,
                                      self.outs[k], self.ids[k])
             n, src, ids = nt, self.outs[k], self.ids[k]
-        return memory.download(src, "fold")[0], int(memory.download(ids, "fold")[0])
+        return src, ids
 
     def _reduce_plain(self, c):
         n, src = self.dev.shape[0], self.dev
@@ -302,12 +484,4 @@ class DeviceFold:
             for k, (nt, out) in enumerate(zip(self.counts, self.outs)):
                 kernel[_shape(nt)](src, c if k == 0 else 0, n, nt, host_folds.OPS[self.op], out)
                 n, src = nt, out
-        return memory.download(src, "fold")[0]
-
-    def _fold_arg(self, flat, grow, v, slot) -> None:
-        """The cpu's arg rule (`host_folds.fold_arg`) over the Global's value, then the one
-        candidate, at the row of its slot."""
-        i = slot // self.per_row
-        row = np.array([self.rows[i] if self.has_rows else i], dtype=np.int64)
-        host_folds.fold_arg(flat, grow, np.array([[v]], dtype=flat.dtype), 1, row, True,
-                           self.op == "argmin")
+        return src

@@ -33,7 +33,7 @@ from collections import Counter
 
 import numpy as np
 
-from ....errors import DeviceMemoryError
+from ....errors import DeviceMemoryError, KernelRuntimeError
 from ... import epoch
 from ...host import debug_checks
 from . import device
@@ -115,7 +115,7 @@ def download(dev, kind: str, out=None, checked: bool = True) -> np.ndarray:
 class DeviceCopy:
     """The residency of a field with a device copy (see the module docstring)."""
 
-    __slots__ = ("dev", "host", "host_newer", "device_newer")
+    __slots__ = ("dev", "host", "host_newer", "device_newer", "failed")
     on_device = True  # host-side launches bring the field back first (`base.bring_to_host`)
 
     def __init__(self):
@@ -123,8 +123,11 @@ class DeviceCopy:
         self.host = None  # the host array it mirrors
         self.host_newer = True
         self.device_newer = False
+        self.failed = None  # why the device values are invalid (a failed launch wrote them)
 
     def before_host_read(self, field) -> None:
+        if self.failed is not None:
+            raise KernelRuntimeError(self.failed)
         if self.device_newer:
             locked = not self.host.flags.writeable  # key fields' arrays are read-only
             if locked:
@@ -137,6 +140,7 @@ class DeviceCopy:
     def after_host_write(self, field) -> None:
         self.host_newer = True
         self.device_newer = False
+        self.failed = None
 
 
 def device_field(field):
@@ -147,6 +151,8 @@ def device_field(field):
             r.before_host_read(field)
         r = field.residency = DeviceCopy()
         epoch.bump()  # host-side launches re-check which of their fields have device copies
+    if r.failed is not None:
+        r.before_host_read(field)  # (raises)
     if r.device_newer and not field.exposed:
         return r.dev
     host = field._data  # a key field with a rule computes its derived keys here
@@ -169,23 +175,78 @@ def written(field) -> None:
         r.before_host_read(field)
 
 
-class DeviceGlobal:
-    """A Global's device copy: uploaded when the host value changed since the last upload."""
+class GlobalCopy:
+    """The residency of a Global with a device copy (`dev`, shape ``(1,) + type.shape``; `row`,
+    int64[1], for arg-min/arg-max folds). A launch reading the Global gets `dev`, uploaded when
+    the host value differs from what the device holds (`last`: its bytes, None when a device
+    fold wrote it); a fold finishes on the device (`cuda_folds`) and leaves the device newer;
+    the host's next read downloads it (one small copy, carrying the error words)."""
 
-    __slots__ = ("dev", "last")
+    __slots__ = ("dev", "row", "last", "device_newer", "row_newer", "failed")
+    on_device = True
 
     def __init__(self):
         self.dev = None
+        self.row = None
         self.last = None
+        self.device_newer = False
+        self.row_newer = False
+        self.failed = None  # why the device value is invalid (a failed launch wrote it)
 
-    def current(self, glob):
-        host = glob.data  # brings the host value up to date
-        if self.dev is None or self.last is None or not np.array_equal(
-                host.view(np.uint8), self.last.view(np.uint8)):
-            self.dev = upload(host, "global", self.dev,
-                              f"Global {glob.name!r}" if glob.name else "a Global")
-            self.last = host.copy()
-        return self.dev
+    def before_host_read(self, glob) -> None:
+        if self.failed is not None:
+            raise KernelRuntimeError(self.failed)
+        if self.device_newer:
+            glob._data[...] = download(self.dev, "global")
+            if self.row_newer:
+                glob._row_data[...] = download(self.row, "global")
+            self.last = glob._data.copy()
+            self.device_newer = self.row_newer = False
+
+    def after_host_write(self, glob) -> None:
+        self.device_newer = self.row_newer = False
+        self.failed = None
+
+    def holds(self, host) -> bool:
+        """Whether the device array holds the host value `host`."""
+        return self.dev is not None and self.last is not None and np.array_equal(
+            host.view(np.uint8), self.last.view(np.uint8))
+
+
+def global_copy(glob) -> GlobalCopy:
+    """`glob`'s device residency (attached, with anything another target left pending on the
+    Global settled first); raises if a failed launch wrote its device value."""
+    r = glob.residency
+    if not isinstance(r, GlobalCopy):
+        if r is not None:  # another target's residency (cpu pending fold): settle it first
+            r.before_host_read(glob)
+        r = glob.residency = GlobalCopy()
+    if r.failed is not None:
+        r.before_host_read(glob)  # (raises)
+    return r
+
+
+def device_global(glob):
+    """`glob`'s device array, current (uploaded only when the host value changed)."""
+    r = global_copy(glob)
+    if r.device_newer:
+        return r.dev
+    host = glob._data
+    if not r.holds(host):
+        r.dev = upload(host, "global", r.dev,
+                       f"Global {glob.name!r}" if glob.name else "a Global")
+        r.last = host.copy()
+    return r.dev
+
+
+def _poison(objs, message: str) -> None:
+    """Mark the device copies of fields and Globals that a failed launch folded into, or that
+    launches after it wrote: reading or using them raises `message` until the host sets them
+    again."""
+    for obj in objs:
+        r = obj.residency
+        if isinstance(r, (DeviceCopy, GlobalCopy)) and r.device_newer:
+            r.failed = message
 
 
 class ErrorLog:
@@ -202,6 +263,7 @@ class ErrorLog:
         self.staging = None  # device bytes: a small download, then the words
         self.words: list = []  # device views of one word each
         self.kernels: list = []  # the kernel name of each queued launch
+        self.outputs: list = []  # the fields and Globals each queued launch wrote on the device
         self.checked = 0  # words [0, checked) are known to be 0
 
     def word(self, kernel_name: str):
@@ -212,7 +274,15 @@ class ErrorLog:
             self.dev = upload(np.zeros(self.CAPACITY, dtype=np.int64), "error")
             self.words = [self.dev[k:k + 1] for k in range(self.CAPACITY)]
         self.kernels.append(kernel_name)
+        self.outputs.append(((), ()))
         return self.words[len(self.kernels) - 1]
+
+    def wrote(self, stored, folded) -> None:
+        """The launch queued last stored to the fields `stored` and folded reductions into
+        `folded` (fields, Globals) on the device. If it fails, what it stored stays (partial,
+        as on the cpu, whose failed launch stops part way), but its folds must not count (the
+        cpu applies none); if a launch before it fails, nothing it wrote counts."""
+        self.outputs[-1] = (tuple(stored), tuple(folded))
 
     def unchecked(self) -> bool:
         return len(self.kernels) > self.checked
@@ -253,18 +323,26 @@ class ErrorLog:
         if bad.size:
             k = int(bad[0])
             name = self.kernels[self.checked + k]
+            at = self.checked + k
+            after = [o for stored, folded in self.outputs[at + 1:] for o in stored + folded]
+            _poison(list(self.outputs[at][1]) + after, _POISONED.format(name=name))
             self.forget()
             debug_checks.raise_flagged(name, words[k:k + 1])
         self.checked += len(words)
         if self.checked == len(self.kernels):
-            self.kernels, self.checked = [], 0
+            self.kernels, self.outputs, self.checked = [], [], 0
 
     def forget(self) -> None:
         """Clear every queued launch's word (a launch failed: the program stops there)."""
         if self.kernels:
             self.dev[:len(self.kernels)].copy_to_device(np.zeros(len(self.kernels), np.int64))
             TRANSFERS["up", "error"] += 1
-        self.kernels, self.checked = [], 0
+        self.kernels, self.outputs, self.checked = [], [], 0
 
+
+_POISONED = ("a cuda launch of kernel {name!r} failed (reported when the host first read from "
+             "the device after it): this value comes from that launch's reductions or from a "
+             "launch queued after it, so it is not valid; set it again from the host (load, "
+             "fill, or value =) before using it")
 
 ERRORS = ErrorLog()
