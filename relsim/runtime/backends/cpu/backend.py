@@ -230,13 +230,14 @@ class CpuExecutable(Launch):
 
     # -- launching ------------------------------------------------------------------------
     def launch(self, relation, subset) -> None:
-        if self.threads is not None and numba.get_num_threads() != self.threads:
-            return self.launch_with_threads(relation, subset)
         if self.tier_done is not None and self.tier_done():
             self.set_tier0(False)  # the parallel variants are compiled: bind them
         b = self.bindings.get(subset)
         if b is None or b.epoch != epoch.value or b.size != relation.size:
             b = self.refresh(relation, subset, b)
+        # (asking Numba for its thread count takes two locks, ~1-2 us: only when it matters)
+        if self.threads is not None and b.parallel and numba.get_num_threads() != self.threads:
+            return self.launch_with_threads(relation, subset)
         if b.device:  # fields it uses have device copies: bring them here
             base.bring_to_host(b.device)
         for g in b.globals:  # read here, or reduced into (folds keep launch order)
