@@ -176,6 +176,19 @@ def tetheat(outdir):
             "dt": dt.hex()}
 
 
+def fem(outdir):
+    """The gallery's Neo-Hookean beam (simulations/fem.py), its vertices partitioned by
+    METIS: forces reduced into vertices owned by other ranks, a subset (the free vertices),
+    exact energy sums, and a VTU series."""
+    from relsim_simulations import fem as sim
+    mesh = sim.beam(2)
+    rs.partition(mesh.vertices, "metis")
+    history = sim.simulate(mesh, sim.time_step(2), steps=40, every=10,
+                           output=os.path.join(outdir, "files"))
+    return {"x": digest(mesh.vertices.x.numpy()), "vel": digest(mesh.vertices.vel.numpy()),
+            "history": {k: [v.hex() for v in h] for k, h in history.items()}}
+
+
 def diffusion2d(outdir):
     from relsim_simulations import diffusion2d as sim
     err, steps = sim.run(20, t_end=0.003)
@@ -434,7 +447,7 @@ def printing(outdir):
 
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
-            "tetheat": tetheat,
+            "tetheat": tetheat, "fem": fem,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing}

@@ -1,0 +1,114 @@
+"""Gallery pictures, rendered headless (matplotlib's Agg) from a simulation's own output:
+
+    python -m relsim_simulations._render SERIES.pvd PICTURE.png [--field NAME] [--step K]
+                                         [--warp FIELD] [--title TEXT]
+
+Reads the VTU file of step K of the ParaView series (default: the step where the field's
+largest magnitude peaks), draws the outer surface of its cells (the faces that belong to one
+cell only) in perspective, coloured by the field's magnitude, the points moved by the vector
+field `--warp` when given (a displacement), over the undeformed outline in grey. Small PNGs
+for the README's gallery (``pip install matplotlib meshio``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+# faces of the cell types a simulation writes, as local vertex lists
+_FACES = {"tetra": ((0, 2, 1), (0, 1, 3), (1, 2, 3), (0, 3, 2)),
+          "hexahedron": ((0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5),
+                         (2, 3, 7, 6), (3, 0, 4, 7)),
+          "triangle": ((0, 1, 2),), "quad": ((0, 1, 2, 3),)}
+
+
+def series_files(pvd: str) -> list:
+    """(time, VTU path) of each step of a .pvd, in order."""
+    root = ET.parse(pvd).getroot()
+    base = os.path.dirname(os.path.abspath(pvd))
+    return [(float(d.get("timestep")), os.path.join(base, d.get("file")))
+            for d in root.iter("DataSet")]
+
+
+def surface(mesh) -> list:
+    """The faces (vertex index tuples) that belong to exactly one cell."""
+    count, faces = {}, {}
+    for block in mesh.cells:
+        for cell in block.data:
+            for local in _FACES.get(block.type, ()):
+                face = tuple(int(cell[i]) for i in local)
+                key = tuple(sorted(face))
+                count[key] = count.get(key, 0) + 1
+                faces[key] = face
+    return [faces[k] for k, n in count.items() if n == 1]
+
+
+def magnitude(values) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    return np.linalg.norm(v, axis=1) if v.ndim == 2 else np.abs(v)
+
+
+def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | None = None,
+           title: str | None = None) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import meshio
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+    files = series_files(pvd)
+    meshes = [meshio.read(path) for _, path in files]
+    if step is None:  # the step where the field peaks
+        step = int(np.argmax([magnitude(m.point_data[field]).max() for m in meshes]))
+    mesh, (time, _) = meshes[step], files[step]
+    faces = surface(mesh)
+    rest = mesh.points
+    moved = rest + mesh.point_data[warp] if warp else rest
+    value = magnitude(mesh.point_data[field])
+    fig = plt.figure(figsize=(6.4, 3.0), dpi=100)
+    ax = fig.add_axes((-0.08, -0.12, 0.98, 1.1), projection="3d")
+    outline = Poly3DCollection([rest[list(f)] for f in faces], facecolors="none",
+                               edgecolors=(0.6, 0.6, 0.6, 0.25), linewidths=0.3)
+    ax.add_collection3d(outline)
+    colours = plt.cm.viridis(np.array([value[list(f)].mean() for f in faces]) /
+                             max(value.max(), 1e-300))
+    shape = Poly3DCollection([moved[list(f)] for f in faces], facecolors=colours,
+                             edgecolors=(0, 0, 0, 0.15), linewidths=0.2)
+    ax.add_collection3d(shape)
+    both = np.vstack([rest, moved])
+    lo, hi = both.min(axis=0), both.max(axis=0)
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
+    ax.set_zlim(lo[2], hi[2])
+    ax.set_box_aspect(np.maximum(hi - lo, 1e-9 * (hi - lo).max()), zoom=1.0)
+    ax.view_init(elev=20, azim=-70)
+    ax.set_axis_off()
+    mappable = plt.cm.ScalarMappable(cmap="viridis",
+                                     norm=plt.Normalize(0.0, max(value.max(), 1e-300)))
+    fig.colorbar(mappable, cax=fig.add_axes((0.87, 0.15, 0.02, 0.65)), label=f"|{field}|")
+    fig.suptitle(title or f"{os.path.basename(pvd)}, t = {time:.3g}", fontsize=9, y=0.97)
+    os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
+    fig.savefig(png)
+    plt.close(fig)
+    return png
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m relsim_simulations._render",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("pvd")
+    p.add_argument("png")
+    p.add_argument("--field", required=True, help="point field to colour by (its magnitude)")
+    p.add_argument("--step", type=int, default=None, help="step of the series (default: the "
+                   "one where the field peaks)")
+    p.add_argument("--warp", default=None, help="vector point field to move the points by")
+    p.add_argument("--title", default=None)
+    a = p.parse_args(argv)
+    print(render(a.pvd, a.png, a.field, a.step, a.warp, a.title))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
