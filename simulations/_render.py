@@ -1,13 +1,15 @@
 """Gallery pictures, rendered headless (matplotlib's Agg) from a simulation's own output:
 
-    python -m relsim_simulations._render SERIES.pvd PICTURE.png [--field NAME] [--step K]
-                                         [--warp FIELD] [--title TEXT]
+    python -m relsim_simulations._render SERIES.pvd PICTURE.png --field NAME [--step K]
+                                         [--warp FIELD | --at FIELD] [--sphere X Y Z R]
+                                         [--title TEXT]
 
 Reads the VTU file of step K of the ParaView series (default: the step where the field's
 largest magnitude peaks), draws the outer surface of its cells (the faces that belong to one
 cell only) in perspective, coloured by the field's magnitude, the points moved by the vector
-field `--warp` when given (a displacement), over the undeformed outline in grey. Small PNGs
-for the README's gallery (``pip install matplotlib meshio``).
+field `--warp` when given (a displacement; the undeformed outline in grey), or placed at the
+positions of the vector field `--at`; `--sphere` adds a sphere (an obstacle) in light grey.
+Small PNGs for the README's gallery (``pip install matplotlib meshio``).
 """
 from __future__ import annotations
 
@@ -51,7 +53,8 @@ def magnitude(values) -> np.ndarray:
 
 
 def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | None = None,
-           title: str | None = None) -> str:
+           title: str | None = None, at: str | None = None, sphere=None,
+           view=(20.0, -70.0)) -> str:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -66,24 +69,35 @@ def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | 
     faces = surface(mesh)
     rest = mesh.points
     moved = rest + mesh.point_data[warp] if warp else rest
+    if at:
+        rest = moved = np.asarray(mesh.point_data[at], dtype=float)
     value = magnitude(mesh.point_data[field])
     fig = plt.figure(figsize=(6.4, 3.0), dpi=100)
     ax = fig.add_axes((-0.08, -0.12, 0.98, 1.1), projection="3d")
-    outline = Poly3DCollection([rest[list(f)] for f in faces], facecolors="none",
-                               edgecolors=(0.6, 0.6, 0.6, 0.25), linewidths=0.3)
-    ax.add_collection3d(outline)
+    if warp:
+        outline = Poly3DCollection([rest[list(f)] for f in faces], facecolors="none",
+                                   edgecolors=(0.6, 0.6, 0.6, 0.25), linewidths=0.3)
+        ax.add_collection3d(outline)
+    extra = []
+    if sphere is not None:
+        cx, cy, cz, r = sphere
+        u, w = np.meshgrid(np.linspace(0, 2 * np.pi, 40), np.linspace(0, np.pi, 20))
+        sx, sy, sz = (cx + r * np.cos(u) * np.sin(w), cy + r * np.sin(u) * np.sin(w),
+                      cz + r * np.cos(w))
+        ax.plot_surface(sx, sy, sz, color=(0.8, 0.8, 0.8), alpha=0.6, linewidth=0)
+        extra = [np.column_stack([sx.ravel(), sy.ravel(), sz.ravel()])]
     colours = plt.cm.viridis(np.array([value[list(f)].mean() for f in faces]) /
                              max(value.max(), 1e-300))
     shape = Poly3DCollection([moved[list(f)] for f in faces], facecolors=colours,
                              edgecolors=(0, 0, 0, 0.15), linewidths=0.2)
     ax.add_collection3d(shape)
-    both = np.vstack([rest, moved])
+    both = np.vstack([rest, moved, *extra])
     lo, hi = both.min(axis=0), both.max(axis=0)
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])
     ax.set_zlim(lo[2], hi[2])
     ax.set_box_aspect(np.maximum(hi - lo, 1e-9 * (hi - lo).max()), zoom=1.0)
-    ax.view_init(elev=20, azim=-70)
+    ax.view_init(elev=view[0], azim=view[1])
     ax.set_axis_off()
     mappable = plt.cm.ScalarMappable(cmap="viridis",
                                      norm=plt.Normalize(0.0, max(value.max(), 1e-300)))
@@ -104,9 +118,14 @@ def main(argv=None) -> int:
     p.add_argument("--step", type=int, default=None, help="step of the series (default: the "
                    "one where the field peaks)")
     p.add_argument("--warp", default=None, help="vector point field to move the points by")
+    p.add_argument("--at", default=None, help="vector point field holding the positions")
+    p.add_argument("--sphere", type=float, nargs=4, default=None, metavar=("X", "Y", "Z", "R"),
+                   help="draw a sphere (an obstacle)")
+    p.add_argument("--view", type=float, nargs=2, default=(20.0, -70.0),
+                   metavar=("ELEVATION", "AZIMUTH"), help="camera angles in degrees")
     p.add_argument("--title", default=None)
     a = p.parse_args(argv)
-    print(render(a.pvd, a.png, a.field, a.step, a.warp, a.title))
+    print(render(a.pvd, a.png, a.field, a.step, a.warp, a.title, a.at, a.sphere, a.view))
     return 0
 
 

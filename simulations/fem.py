@@ -291,17 +291,8 @@ def main(argv=None) -> int:
 def bench(argv=None) -> int:
     """`relsim bench fem`: relsim against hand-written Numba, Taichi and Warp on this beam
     (bench/peers/fem_beam.py of a clone of the repository; ``pip install -e .[bench]``)."""
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "bench" / "peers" / "fem_beam.py"
-    if not path.is_file():
-        raise SystemExit(f"relsim bench fem: the peers live in bench/peers/ of a clone of the "
-                         f"repository (not found: {path}); run it from a clone installed with "
-                         f"pip install -e .[bench]")
-    spec = importlib.util.spec_from_file_location("fem_beam", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.main(argv)
+    from ._peers import run_peer_bench
+    return run_peer_bench("fem_beam.py", "fem", argv)
 
 
 def kernels() -> list:

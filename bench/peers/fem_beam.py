@@ -40,27 +40,17 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
-import importlib
-import importlib.util
-import io
 import pathlib
 import sys
-import time
-import tokenize
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench/_common.py
 sys.path.insert(0, str(HERE))  # the peers' modules
 
-import _common as C  # noqa: E402
-import numba  # noqa: E402
+import _gallery as G  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
 
-import relsim as rs  # noqa: E402
-
-PEERS = ("numba", "taichi", "warp")
 _JIT = dict(cache=True, error_model="numpy", boundscheck=False)
 
 
@@ -235,187 +225,33 @@ class Relsim:
         return self.V.x.numpy(copy=True), self.V.vel.numpy(copy=True)
 
 
-def kernel_lines(path, names) -> int:
-    """Non-blank, non-comment lines of the functions called `names` (at any depth) in the
-    source file `path`, from their ``def`` line to their end; docstrings count as comments."""
-    import ast
-    src = pathlib.Path(path).read_text()
-    code = set()
-    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
-        if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
-                            tokenize.DEDENT, tokenize.ENDMARKER):
-            code.update(range(tok.start[0], tok.end[0] + 1))
-    total = 0
-    for node in ast.walk(ast.parse(src)):
-        if isinstance(node, ast.FunctionDef) and node.name in names:
-            lines = set(range(node.lineno, node.end_lineno + 1)) & code
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value,
-                                                                     ast.Constant):
-                lines -= set(range(body[0].lineno, body[0].end_lineno + 1))
-            total += len(lines)
-    return total
-
-
-def load_peer(name):
-    """The peer's module, or None after one line saying why it is skipped."""
-    if importlib.util.find_spec(name) is None:
-        print(f"{name} not installed: skipped")
-        return None
-    try:
-        return importlib.import_module(f"_{name}_fem")
-    except Exception as exc:  # installed but broken (e.g. no wheel for this platform's libs)
-        print(f"{name} cannot be imported ({type(exc).__name__}: {exc}): skipped")
-        return None
-
-
-def bits(a):
-    return np.ascontiguousarray(a).view(np.uint64)
-
-
-def run_size(n, args, taichi, warp):
-    """Check and time every variant on the beam of size n; returns (results, checks, failed,
-    header line)."""
-    rs.configure(target="cpu", threads=args.threads[0])
-    t0 = time.perf_counter()
+def case(n):
     rel = Relsim(n)
     arrays, start = rel.arrays()
-    nv, nt = rel.V.size, len(rel.mesh.tets)
-    head = (f"beam n={n}: {nv:,} vertices, {nt:,} tets, {len(arrays['free']):,} free; "
-            f"dt {arrays['dt']:.4g}; set-up {time.perf_counter() - t0:.1f} s")
-    print(head, flush=True)
-    fixed = {}
-    if "numba" in args.peers:
-        fixed["numba serial"] = NumbaSerial(**arrays)
-        fixed["numba prange"] = NumbaPrange(**arrays)
-    if warp is not None:
-        fixed["warp"] = warp.Beam(**arrays)
-    results, checks, failed, first = {}, [], False, None
-    scale = None
-    for t in args.threads:
-        rs.configure(target="cpu", threads=t)  # also numba.set_num_threads(t)
-        variants = {"relsim": rel, **fixed}
-        if taichi is not None:
-            variants["taichi"] = taichi.Beam(threads=t, **arrays)
-        states = {}
-        for name, v in variants.items():  # the check, also the warm-up (compilation)
-            v.load(*start)
-            for _ in range(args.check_steps):
-                v.step()
-            states[name] = v.state()
-        x_rel = states["relsim"][0]
-        if first is None:
-            first = bits(x_rel)
-            scale = np.abs(x_rel - start[0]).max()
-        else:
-            same = np.array_equal(first, bits(x_rel))
-            checks.append(f"n={n}, {t} threads: relsim identical to its {args.threads[0]}-thread "
-                          f"answer bit for bit: {'yes' if same else 'NO'}")
-            failed |= not same
-        for name, (x, _) in states.items():
-            if name == "relsim":
-                continue
-            dev = np.abs(x - x_rel).max() / scale
-            ok = dev <= args.tolerance
-            checks.append(f"n={n}, {t} thread(s): {name}: max |x - x_relsim| / largest "
-                          f"displacement = {dev:.1e} after {args.check_steps} steps "
-                          f"({'within' if ok else 'OUTSIDE'} {args.tolerance:g})")
-            failed |= not ok
-        res = C.interleaved({name: v.step for name, v in variants.items()},
-                            args.repeats, args.number)
-        for name, samples in res.items():
-            results[(name, t)] = samples
-            print(f"  n={n}, {t} thread(s): {name:13s} min {C.us(min(samples))} us/step, "
-                  f"median {C.us(C.summary(samples)[1])}", flush=True)
-    return results, checks, failed, head
+    header = (f"beam n={n}: {rel.V.size:,} vertices, {len(rel.mesh.tets):,} tets, "
+              f"{len(arrays['free']):,} free; dt {arrays['dt']:.4g}")
+    return G.Case(rel, arrays, start, {"numba serial": NumbaSerial, "numba prange": NumbaPrange},
+                  header)
+
+
+def gallery() -> G.Gallery:
+    from relsim_simulations import fem
+    common = ["matmul", "det", "inverse_transpose", "tet_forces"]
+    return G.Gallery(
+        name="fem", title="Neo-Hookean beam (relsim run fem)", suffix="fem", cls_name="Beam",
+        sizes=[4, 2], case=case,
+        relsim_lines=lambda: G.kernel_lines(fem.__file__, ["forces", "advance"]),
+        numba_lines={"numba serial": G.kernel_lines(__file__, common + ["serial_step"]),
+                     "numba prange": G.kernel_lines(__file__, common + [
+                         "tet_pass", "vertex_pass", "incidence"])},
+        peer_kernels=("forces", "advance"),
+        what="fem.py's tet forces and free-vertex update",
+        notes=["warp: Warp's CPU backend runs each launch on one thread; the step is a "
+               "captured graph, replayed."])
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, nargs="+", default=[4, 2],
-                    help="beam sizes (4n x n x n cubes; default 4, the gallery's, and 2)")
-    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--repeats", type=int, default=15, help="timed samples per variant")
-    ap.add_argument("--number", type=int, default=50, help="steps per timed sample")
-    ap.add_argument("--check-steps", type=int, default=200,
-                    help="steps from the common start for the answer check")
-    ap.add_argument("--tolerance", type=float, default=1e-8,
-                    help="max |x - x_relsim| / largest displacement allowed for the peers")
-    ap.add_argument("--peers", nargs="*", default=list(PEERS), choices=PEERS,
-                    help="peers to time besides relsim (default: all)")
-    ap.add_argument("--markdown", metavar="PATH",
-                    help="update this benchmark's section of a markdown file")
-    C.add_chart_argument(ap, "peers_fem_beam")
-    args = ap.parse_args(argv)
-    nmax = numba.config.NUMBA_NUM_THREADS
-    if max(args.threads) > nmax or min(args.threads) < 1:
-        raise SystemExit(f"--threads must lie in 1..NUMBA_NUM_THREADS={nmax}")
-    taichi = load_peer("taichi") if "taichi" in args.peers else None
-    warp = load_peer("warp") if "warp" in args.peers else None
-
-    from relsim_simulations import fem
-    numba_common = ["matmul", "det", "inverse_transpose", "tet_forces"]
-    lines = {"relsim": kernel_lines(fem.__file__, ["forces", "advance"]),
-             "numba serial": kernel_lines(__file__, numba_common + ["serial_step"]),
-             "numba prange": kernel_lines(__file__, numba_common + ["tet_pass", "vertex_pass",
-                                                                   "incidence"])}
-    for name, mod in (("taichi", taichi), ("warp", warp)):
-        if mod is not None:
-            lines[name] = kernel_lines(mod.__file__, ["forces", "advance"])
-
-    results, checks, failed, heads = {}, [], False, []
-    try:
-        for n in args.n:
-            r, c, f, head = run_size(n, args, taichi, warp)
-            results.update({(n,) + k: v for k, v in r.items()})
-            checks += c
-            failed |= f
-            heads.append(head)
-    finally:
-        rs.configure(threads=None)
-
-    names = list(dict.fromkeys(name for _, name, _ in results))
-    rows = []
-    for n in args.n:
-        for t in args.threads:
-            base = results[(n, "relsim", t)]
-            for name in names:
-                s = results[(n, name, t)]
-                lo, med = C.summary(s)
-                threads = "1 (serial)" if name in ("numba serial", "warp") else str(t)
-                rows.append([n, t, name, threads, C.us(lo), C.us(med),
-                             f"{lo / min(base):.2f}", f"{C.paired_ratio(s, base):.2f}",
-                             lines.get(name, "")])
-    versions = [f"Numba {numba.__version__}"]
-    if taichi is not None:
-        versions.append(f"Taichi {taichi.VERSION}")
-    if warp is not None:
-        versions.append(f"Warp {warp.VERSION}")
-    headers = ["n", "--threads", "variant", "threads used", "min us/step", "median us/step",
-               "/ relsim (of mins)", "/ relsim (median of pairs)", "kernel lines"]
-    tab = C.table(headers, rows)
-    cmd = " ".join(["relsim bench fem", *(argv if argv is not None else sys.argv[1:])])
-    out = [f"Command: `{cmd}`.", f"Machine: {C.machine_line()}; {', '.join(versions)}.",
-           *[f"{h.split('; set-up')[0]}." for h in heads],
-           f"One step = fem.py's tet forces and free-vertex update (f64). Time per step: min "
-           f"and median over {args.repeats} interleaved samples of {args.number} steps; the "
-           f"ratios are to relsim at the same --threads (> 1: slower than relsim). Kernel "
-           f"lines: non-blank, non-comment lines of the step's kernels (and helpers).", "",
-           tab, "", "\n".join(f"* {c}" for c in checks)]
-    if warp is not None:
-        out.append("* warp: Warp's CPU backend runs each launch on one thread; the step is a "
-                   "captured graph, replayed.")
-    text = "\n".join(out)
-    print()
-    print(text)
-    C.chart(args.chart, "Neo-Hookean beam (relsim run fem)",
-            [f"n={n}, {t} thread{'s' if t > 1 else ''}" for n in args.n for t in args.threads],
-            {name: [min(results[(n, name, t)]) * 1e6 for n in args.n for t in args.threads]
-             for name in names}, "us per step (min)")
-    if args.markdown:
-        C.update_markdown(args.markdown, "Gallery: fem (Neo-Hookean beam) against its peers",
-                          text)
-    return 1 if failed else 0
+    return G.main(gallery(), argv)
 
 
 if __name__ == "__main__":

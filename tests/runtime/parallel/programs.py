@@ -189,6 +189,18 @@ def fem(outdir):
             "history": {k: [v.hex() for v in h] for k, h in history.items()}}
 
 
+def cloth(outdir):
+    """The gallery's cloth (simulations/cloth.py), its vertices partitioned by METIS: spring
+    forces reduced into vertices of other ranks, min / max Globals, and a VTU series."""
+    from relsim_simulations import cloth as sim
+    mesh, pairs = sim.sheet(4)
+    rs.partition(mesh.vertices, "metis")
+    history, _ = sim.simulate(mesh, pairs, frames=3, substeps=10,
+                              output=os.path.join(outdir, "files"))
+    return {"x": digest(mesh.vertices.x.numpy()),
+            "history": {k: [v.hex() for v in h] for k, h in history.items()}}
+
+
 def diffusion2d(outdir):
     from relsim_simulations import diffusion2d as sim
     err, steps = sim.run(20, t_end=0.003)
@@ -447,7 +459,7 @@ def printing(outdir):
 
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
-            "tetheat": tetheat, "fem": fem,
+            "tetheat": tetheat, "fem": fem, "cloth": cloth,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing}

@@ -153,13 +153,14 @@ def test_tetheat_on_a_shuffled_mesh_and_its_output_files(ranks, tmp_path):
             assert (many / name).read_bytes() == (one / name).read_bytes(), name
 
 
-def test_the_fem_beam_on_2_ranks(tmp_path):
-    same_as_one_process("fem", "cpu", 2, tmp_path, once=False)
-    one, two = tmp_path / "fem-cpu-1" / "files", tmp_path / "fem-cpu-2" / "files"
+@pytest.mark.parametrize("name", ["fem", "cloth"])
+def test_gallery_simulations_on_2_ranks(name, tmp_path):
+    same_as_one_process(name, "cpu", 2, tmp_path, once=False)
+    one, two = tmp_path / f"{name}-cpu-1" / "files", tmp_path / f"{name}-cpu-2" / "files"
     names = sorted(p.name for p in one.iterdir())
-    assert names == sorted(p.name for p in two.iterdir()) and "fem.pvd" in names
-    for name in names:
-        assert (two / name).read_bytes() == (one / name).read_bytes(), name
+    assert names == sorted(p.name for p in two.iterdir()) and f"{name}.pvd" in names
+    for file in names:
+        assert (two / file).read_bytes() == (one / file).read_bytes(), file
 
 
 def h5_arrays(path) -> dict:
