@@ -17,6 +17,7 @@ import warnings
 
 import numba
 from numba.core import caching
+from numba.core.typing.typeof import Purpose, typeof
 
 from ...errors import RelsimWarning
 
@@ -70,3 +71,18 @@ def njit(*args, **options):
         return lean_loading(numba.njit(*args, **options)(fn))
 
     return decorate
+
+
+def entry_point(dispatcher, args):
+    """The machine-code entry of `dispatcher` compiled for exactly the types of `args` (a
+    launch's fixed arguments, called through the dispatcher once already): calling it skips
+    Numba's dispatch, which types every argument and looks up the overload on each call (~0.25
+    us of a launch with 10 arguments, ~0.6 us with 13). The dispatcher itself when it has no
+    overload for exactly these types (or is not a Numba dispatcher)."""
+    overloads = getattr(dispatcher, "overloads", None)
+    if not overloads:
+        return dispatcher
+    try:
+        return overloads[tuple(typeof(a, Purpose.argument) for a in args)].entry_point
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return dispatcher

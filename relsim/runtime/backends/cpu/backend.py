@@ -34,6 +34,7 @@ from ...caches import lowered, modules
 from ...folds import exact_sum, host_folds
 from ...host import binding, debug_checks, prints, row_changes
 from ...host.compile_jobs import CompileJob, load_cached
+from ...host.jit import entry_point as jit_entry_point
 from ...host.jit import njit
 from ...lowering import (
     DebugFirst,
@@ -126,7 +127,7 @@ class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
-                 "row_args", "debug", "device", "lanes", "prints")
+                 "row_args", "debug", "device", "lanes", "prints", "entry")
 
 
 class _Variants(dict):
@@ -247,7 +248,12 @@ class CpuExecutable(Launch):
             fn, args = self.settle(b)
         else:
             fn, args = b.fn, b.call_args
-        fn(*args)
+        if fn is b.fn and b.entry is not None:
+            b.entry(*args)  # the binding's arguments never change: no dispatch by their types
+        else:
+            fn(*args)
+            if fn is b.fn:
+                b.entry = jit_entry_point(fn, args)
         if b.prints is not None:  # the rows' print lines, before any error of the launch
             self.write_prints(b, relation)
         if self.err_view[0]:
@@ -394,6 +400,7 @@ class CpuExecutable(Launch):
 
     def bind(self, relation, subset, versions) -> _Binding:
         b = _Binding()
+        b.entry = None  # b.fn's compiled entry for b.call_args, after the first call
         b.versions = versions
         b.n = relation.size if subset is None else len(subset.rows)
         b.rows = _EMPTY_ROWS if subset is None else subset.rows
@@ -563,7 +570,7 @@ class CpuExecutable(Launch):
         slot_folds = {id(lay): fold for _, fold, lay, _ in b.folds}
         chunk_folds = {k: slot_folds[id(layouts[k])] for k in self.chunk_ops}
         b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun, chunk_folds)
-        b.fn = self.lanes_fns[(b.parallel, b.has_rows)]
+        b.fn, b.entry = self.lanes_fns[(b.parallel, b.has_rows)], None
         b.call_args = b.row_args + (b.lanes.lanes,) + \
             tuple(a for c in b.lanes.chunks for a in c.arrays())
         folded = {id(layouts[k]) for k in (*self.lane_offsets, *self.chunk_ops)}
