@@ -1,8 +1,10 @@
 """NVIDIA Warp peer of the tet heat step (bench/peers/heat_tet.py): the ``cpu`` device (or
 ``Heat(device="cuda")``: bench/gpu_check.py), f64 arrays, the edge scatter with
-``wp.atomic_add`` / ``wp.atomic_sub``, then the vertex update. Warp runs CPU kernels on one
-thread (its CPU backend does not parallelise a launch), so on the cpu this peer is
-single-threaded at every thread count. Importing this module imports warp."""
+``wp.atomic_add`` / ``wp.atomic_sub``, then the vertex update; the step's two launches are
+captured once as a graph (``wp.ScopedCapture``) and replayed (``wp.capture_launch``), Warp's
+fastest way to repeat a step, on the CPU too. Warp runs CPU kernels on one thread (its CPU
+backend does not parallelise a launch), so on the cpu this peer is single-threaded at every
+thread count. Importing this module imports warp."""
 
 import numpy as np
 import warp as wp
@@ -54,17 +56,26 @@ class Heat:
         self.flux = wp.zeros(len(c), dtype=wp.float64, device=self.device)
         self.dt = wp.float64(float(dt))
         self.ne, self.nv = len(k), len(c)
+        self.graph = None
 
     def load(self, T, Q) -> None:
         self.T.assign(np.ascontiguousarray(T, dtype=np.float64))
         self.Q.assign(np.ascontiguousarray(Q, dtype=np.float64))
         self.flux.zero_()
 
-    def step(self) -> None:
+    def launches(self) -> None:
         wp.launch(conduct, dim=self.ne, inputs=[self.k, self.head, self.tail, self.T, self.flux],
                   device=self.device)
         wp.launch(update, dim=self.nv, inputs=[self.dt, self.c, self.T, self.Q, self.flux],
                   device=self.device)
+
+    def step(self) -> None:
+        if self.graph is None:  # (compiles the module first: capture needs it loaded)
+            wp.load_module(device=self.device)
+            with wp.ScopedCapture(device=self.device) as capture:
+                self.launches()
+            self.graph = capture.graph
+        wp.capture_launch(self.graph)
 
     def state(self):
         wp.synchronize_device(self.device)
