@@ -48,21 +48,27 @@ def pull(x, v, i, j, rest, k, dashpot):
 
 
 @njit(inline="always")
-def move(i, fi, x, v, w, dt, drag, g, centre, radius):
-    """Vertex i's update with force fi (3-tuple)."""
-    if w[i] == 0.0:
-        a0 = a1 = a2 = 0.0
-    else:
-        a0 = (v[i, 0] + dt * (w[i] * fi[0] + g[0])) * drag
-        a1 = (v[i, 1] + dt * (w[i] * fi[1] + g[1])) * drag
-        a2 = (v[i, 2] + dt * (w[i] * fi[2] + g[2])) * drag
+def move(i, f0, f1, f2, x, v, w, dt, drag, g, centre, radius):
+    """Vertex i's update with force (f0, f1, f2)."""
+    wi = w[i]
+    a0 = (v[i, 0] + dt * (wi * f0 + g[0])) * drag
+    a1 = (v[i, 1] + dt * (wi * f1 + g[1])) * drag
+    a2 = (v[i, 2] + dt * (wi * f2 + g[2])) * drag
+    if wi == 0.0:  # pinned
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
     o0, o1, o2 = x[i, 0] - centre[0], x[i, 1] - centre[1], x[i, 2] - centre[2]
     dist = np.sqrt(o0 * o0 + o1 * o1 + o2 * o2)
     if dist <= radius:
         n0, n1, n2 = o0 / dist, o1 / dist, o2 / dist
-        vn = min(a0 * n0 + a1 * n1 + a2 * n2, 0.0)
+        vn = a0 * n0 + a1 * n1 + a2 * n2
+        if vn > 0.0:  # only the inward normal velocity is removed
+            vn = 0.0
         a0, a1, a2 = a0 - vn * n0, a1 - vn * n1, a2 - vn * n2
-    v[i, 0], v[i, 1], v[i, 2] = a0, a1, a2
+    v[i, 0] = a0
+    v[i, 1] = a1
+    v[i, 2] = a2
     x[i, 0] += dt * a0
     x[i, 1] += dt * a1
     x[i, 2] += dt * a2
@@ -80,8 +86,10 @@ def serial_step(x, v, f, pairs, rest, w, k, dashpot, dt, drag, g, centre, radius
         f[j, 1] -= p * u1
         f[j, 2] -= p * u2
     for i in range(x.shape[0]):
-        move(i, (f[i, 0], f[i, 1], f[i, 2]), x, v, w, dt, drag, g, centre, radius)
-        f[i, 0] = f[i, 1] = f[i, 2] = 0.0
+        move(i, f[i, 0], f[i, 1], f[i, 2], x, v, w, dt, drag, g, centre, radius)
+        f[i, 0] = 0.0
+        f[i, 1] = 0.0
+        f[i, 2] = 0.0
 
 
 @njit(parallel=True, **_JIT)
@@ -101,7 +109,7 @@ def vertex_pass(off, slot, out, x, v, w, dt, drag, g, centre, radius):
                 f0, f1, f2 = f0 - out[s, 0], f1 - out[s, 1], f2 - out[s, 2]
             else:
                 f0, f1, f2 = f0 + out[s, 0], f1 + out[s, 1], f2 + out[s, 2]
-        move(i, (f0, f1, f2), x, v, w, dt, drag, g, centre, radius)
+        move(i, f0, f1, f2, x, v, w, dt, drag, g, centre, radius)
 
 
 def incidence(pairs, nv):
