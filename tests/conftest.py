@@ -1,4 +1,5 @@
 """Shared fixtures: every backend runs the same tests (the `target` fixture)."""
+import contextlib
 import os
 import tempfile
 
@@ -56,6 +57,17 @@ def use_target(target):
     rs.configure(target=target.target, parallel_threshold=target.parallel_threshold)
     yield target
     rs.configure(target=old.target, parallel_threshold=old.parallel_threshold)
+
+
+@contextlib.contextmanager
+def configured(**changes):
+    """rs.configure(**changes) inside the block, the previous values of those options after."""
+    before = rs.configure()
+    rs.configure(**changes)
+    try:
+        yield
+    finally:
+        rs.configure(**{k: getattr(before, k) for k in changes})
 
 
 def chain_mesh(n_vertices=6):

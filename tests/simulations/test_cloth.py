@@ -1,6 +1,5 @@
 """simulations/cloth.py: the cloth's checks at a small size, the same bits on every target and
 thread count, output files, and checks that fail loudly."""
-import contextlib
 import os
 
 import meshio
@@ -9,16 +8,7 @@ import pytest
 
 import relsim as rs
 from relsim_simulations import cloth
-
-
-@contextlib.contextmanager
-def configured(**changes):
-    before = rs.configure()
-    rs.configure(**changes)
-    try:
-        yield
-    finally:
-        rs.configure(**{k: getattr(before, k) for k in changes})
+from tests.conftest import configured
 
 
 def run(config, n=2, frames=2, substeps=5):

@@ -1,6 +1,5 @@
 """simulations/fem.py: the Neo-Hookean beam's physics checks at a small size, the same bits on
 every target and thread count, output files, and a check that fails loudly."""
-import contextlib
 import os
 
 import meshio
@@ -9,16 +8,7 @@ import pytest
 
 import relsim as rs
 from relsim_simulations import fem
-
-
-@contextlib.contextmanager
-def configured(**changes):
-    before = rs.configure()
-    rs.configure(**changes)
-    try:
-        yield
-    finally:
-        rs.configure(**{k: getattr(before, k) for k in changes})
+from tests.conftest import configured
 
 
 def run(config, n=1, steps=30, every=10):
