@@ -201,6 +201,15 @@ def cloth(outdir):
             "history": {k: [v.hex() for v in h] for k, h in history.items()}}
 
 
+def md(outdir):
+    """The gallery's Lennard-Jones gas (simulations/md.py) on several ranks: particles binned
+    into a periodic grid, neighbour-cell loops, Global sums."""
+    from relsim_simulations import md as sim
+    atoms, history = sim.simulate(3, steps=3, every=1, density=0.2)
+    return {"pos": digest(atoms.rel.pos.numpy()),
+            "history": {k: [v.hex() for v in h] for k, h in history.items()}}
+
+
 def diffusion2d(outdir):
     from relsim_simulations import diffusion2d as sim
     err, steps = sim.run(20, t_end=0.003)
@@ -459,7 +468,7 @@ def printing(outdir):
 
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
-            "tetheat": tetheat, "fem": fem, "cloth": cloth,
+            "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing}

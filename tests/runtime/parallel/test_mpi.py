@@ -163,6 +163,10 @@ def test_gallery_simulations_on_2_ranks(name, tmp_path):
         assert (two / file).read_bytes() == (one / file).read_bytes(), file
 
 
+def test_the_md_gas_on_2_ranks(tmp_path):
+    same_as_one_process("md", "cpu", 2, tmp_path, once=False)
+
+
 def h5_arrays(path) -> dict:
     import h5py
     out = {}
