@@ -234,6 +234,13 @@ def main(argv=None) -> int:
     return 0
 
 
+def bench(argv=None) -> int:
+    """`relsim bench md`: relsim against Warp, Taichi and hand-written Numba
+    (bench/peers/md_fluid.py of a clone of the repository)."""
+    from ._peers import run_peer_bench
+    return run_peer_bench("md_fluid.py", "md", argv)
+
+
 def kernels() -> list:
     """(name, kernel, relation) of the step's kernels, on a small box (`relsim explain md`)."""
     pos, vel, side = lattice(5)

@@ -248,12 +248,13 @@ class CpuExecutable(Launch):
             fn, args = self.settle(b)
         else:
             fn, args = b.fn, b.call_args
-        if fn is b.fn and b.entry is not None:
+        if fn is b.fn and b.entry:
             b.entry(*args)  # the binding's arguments never change: no dispatch by their types
         else:
             fn(*args)
-            if fn is b.fn:
-                b.entry = jit_entry_point(fn, args)
+            if fn is b.fn:  # from its second call on (a binding used once, as when every
+                # launch re-binds, would pay the types' lookup for nothing)
+                b.entry = False if b.entry is None else jit_entry_point(fn, args)
         if b.prints is not None:  # the rows' print lines, before any error of the launch
             self.write_prints(b, relation)
         if self.err_view[0]:
@@ -400,7 +401,7 @@ class CpuExecutable(Launch):
 
     def bind(self, relation, subset, versions) -> _Binding:
         b = _Binding()
-        b.entry = None  # b.fn's compiled entry for b.call_args, after the first call
+        b.entry = None  # b.fn's compiled entry for b.call_args (False: called once)
         b.versions = versions
         b.n = relation.size if subset is None else len(subset.rows)
         b.rows = _EMPTY_ROWS if subset is None else subset.rows
