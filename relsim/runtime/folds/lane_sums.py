@@ -49,7 +49,7 @@ from ..host.jit import njit
 # Every constant the compiled code uses is defined in this file: Numba's on-disk cache is keyed
 # by this file alone, so compiled code must not depend on values from another module.
 LANES = 16
-CHUNK_ROWS = 8192  # a chunk holds at least this many rows (but there is always one chunk)
+CHUNK_ROWS = 8192  # a chunk holds at least this many rows by default (there is always one)
 MAX_CHUNKS = 64
 STATE = 3  # s, e, p per lane
 TWO_M52 = 2.0 ** -52
@@ -60,10 +60,11 @@ MAX_F64 = np.finfo(np.float64).max
 _JIT = dict(cache=True, error_model="numpy", boundscheck=False)
 
 
-def chunks(n: int) -> int:
-    """Chunks a launch of n rows is cut into (a function of n only: it never changes a value,
-    only how often the exact path is needed)."""
-    return max(1, min(MAX_CHUNKS, n // CHUNK_ROWS))
+def chunks(n: int, least: int = CHUNK_ROWS) -> int:
+    """Chunks a launch of n rows is cut into, each of at least `least` rows (a parallel launch
+    runs a chunk per thread at a time; the split never changes a value, only how often the
+    exact path is needed)."""
+    return max(1, min(MAX_CHUNKS, n // max(1, least)))
 
 
 def new_lanes(nchunks: int, ncomp: int) -> np.ndarray:

@@ -31,7 +31,7 @@ from ... import epoch
 from ...analysis import affine
 from ...analysis.slots import identity
 from ...caches import lowered, modules
-from ...folds import exact_sum, host_folds
+from ...folds import exact_sum, host_folds, lane_sums
 from ...host import binding, debug_checks, prints, row_changes
 from ...host.compile_jobs import CompileJob, load_cached
 from ...host.jit import entry_point as jit_entry_point
@@ -570,7 +570,11 @@ class CpuExecutable(Launch):
         rerun = (b.fn, b.call_args) if self.lanes_pure else None
         slot_folds = {id(lay): fold for _, fold, lay, _ in b.folds}
         chunk_folds = {k: slot_folds[id(layouts[k])] for k in self.chunk_ops}
-        b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun, chunk_folds)
+        # chunks of at least twice the parallel threshold (a lower threshold, for heavy rows,
+        # gives a small launch chunks enough for its threads)
+        least = min(lane_sums.CHUNK_ROWS, 2 * max(1, self.threshold))
+        b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun, chunk_folds,
+                             least)
         b.fn, b.entry = self.lanes_fns[(b.parallel, b.has_rows)], None
         b.call_args = b.row_args + (b.lanes.lanes,) + \
             tuple(a for c in b.lanes.chunks for a in c.arrays())

@@ -122,11 +122,12 @@ def _host_written(g) -> None:
         g.residency.after_host_write(g)
 
 
-def make(layouts, offsets, slot_vals, n, rerun, chunk_folds=None):
+def make(layouts, offsets, slot_vals, n, rerun, chunk_folds=None, least=None):
     """The LaneSums of a binding of `n` rows: `offsets` {layout index: first component} (the
     lowering's `lane_offsets`), `slot_vals` {layout index: its slot array}, `chunk_folds`
-    {layout index: its slot fold} of the chunk-folded Globals (`loops.chunk_layouts`)."""
-    nch = lane_sums.chunks(n)
+    {layout index: its slot fold} of the chunk-folded Globals (`loops.chunk_layouts`);
+    `least`: rows a chunk holds at least (default `lane_sums.CHUNK_ROWS`)."""
+    nch = lane_sums.chunks(n, least or lane_sums.CHUNK_ROWS)
     chunks = tuple(Chunks(layouts[k], nch, fold) for k, fold in (chunk_folds or {}).items())
     ncomp = sum(layouts[k].target.type.ncomp for k in offsets)
     sums, per_row = [], 1
