@@ -10,6 +10,8 @@ import relsim as rs
 from relsim_simulations import cloth
 from tests.conftest import configured
 
+CPU = ["--target", "cpu"]  # main() sets the process-wide target: each test pins its own
+
 
 def run(config, n=2, frames=2, substeps=5):
     mesh, pairs = cloth.sheet(n)
@@ -28,14 +30,14 @@ def test_the_sheet_has_edges_and_bending_pairs():
 
 
 def test_the_cloth_lands_on_the_sphere_without_going_through(capsys):
-    assert cloth.main(["--n", "6", "--frames", "40"]) == 0, capsys.readouterr().out
+    assert cloth.main(CPU + ["--n", "6", "--frames", "40"]) == 0, capsys.readouterr().out
     assert "OK: the cloth rests on the sphere" in capsys.readouterr().out
 
 
 def test_failed_checks_say_so_and_exit_1(capsys):
-    assert cloth.main(["--n", "4", "--frames", "30", "--strain", "0"]) == 1
+    assert cloth.main(CPU + ["--n", "4", "--frames", "30", "--strain", "0"]) == 1
     assert "FAILED: an edge was stretched" in capsys.readouterr().out
-    assert cloth.main(["--n", "4", "--frames", "5"]) == 1  # it has not fallen that far yet
+    assert cloth.main(CPU + ["--n", "4", "--frames", "5"]) == 1  # it has not fallen that far yet
     assert "never reached the sphere" in capsys.readouterr().out
     history = {"closest": [0.3, 0.2], "strain": [0.0, 0.01]}
     assert any("inside the sphere" in p for p in cloth.check(history))
@@ -62,7 +64,7 @@ def test_cuda_gives_the_cpus_bits():
 
 def test_output_is_a_paraview_series(tmp_path):
     out = tmp_path / "out"
-    assert cloth.main(["--n", "4", "--frames", "30", "--output", str(out)]) == 0
+    assert cloth.main(CPU + ["--n", "4", "--frames", "30", "--output", str(out)]) == 0
     names = sorted(os.listdir(out))
     assert names == ["cloth.pvd"] + [f"cloth_{k:06d}.vtu" for k in range(30)]
     last = meshio.read(out / "cloth_000029.vtu")

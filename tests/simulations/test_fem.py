@@ -10,6 +10,8 @@ import relsim as rs
 from relsim_simulations import fem
 from tests.conftest import configured
 
+CPU = ["--target", "cpu"]  # main() sets the process-wide target: each test pins its own
+
 
 def run(config, n=1, steps=30, every=10):
     mesh = fem.beam(n)
@@ -20,7 +22,7 @@ def run(config, n=1, steps=30, every=10):
 
 
 def test_the_beam_sags_as_a_cantilever_and_conserves_energy(capsys):
-    rc = fem.main(["--n", "3", "--steps", "1200", "--every", "20"])
+    rc = fem.main(CPU + ["--n", "3", "--steps", "1200", "--every", "20"])
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "OK: energy conserved" in text
@@ -29,7 +31,7 @@ def test_the_beam_sags_as_a_cantilever_and_conserves_energy(capsys):
 
 def test_a_failed_check_says_so_and_exits_1(capsys):
     # no coarse linear-tet beam reaches the linear-elastic deflection: a tolerance of 0 fails
-    assert fem.main(["--n", "2", "--steps", "1000", "--tolerance", "0"]) == 1
+    assert fem.main(CPU + ["--n", "2", "--steps", "1000", "--tolerance", "0"]) == 1
     assert "FAILED: the static tip deflection" in capsys.readouterr().out
 
 
@@ -59,7 +61,7 @@ def test_cuda_gives_the_cpus_bits():
 
 def test_output_is_a_paraview_series(tmp_path, capsys):
     out = tmp_path / "out"
-    assert fem.main(["--n", "2", "--steps", "1000", "--every", "250", "--tolerance", "0.5",
+    assert fem.main(CPU + ["--n", "2", "--steps", "1000", "--every", "250", "--tolerance", "0.5",
                      "--output", str(out)]) == 0  # (n = 2 sags 0.51 of the estimate)
     names = sorted(os.listdir(out))
     assert names == ["fem.pvd"] + [f"fem_{k:06d}.vtu" for k in range(5)]
@@ -74,7 +76,7 @@ def test_output_is_a_paraview_series(tmp_path, capsys):
 def test_the_gallery_picture_renders_from_the_output(tmp_path):
     from relsim_simulations import _render
     out = tmp_path / "out"
-    assert fem.main(["--n", "1", "--steps", "400", "--every", "200", "--tolerance", "1",
+    assert fem.main(CPU + ["--n", "1", "--steps", "400", "--every", "200", "--tolerance", "1",
                      "--output", str(out)]) == 0
     files = _render.series_files(str(out / "fem.pvd"))
     assert [os.path.basename(p) for _, p in files] == [f"fem_{k:06d}.vtu" for k in range(3)]

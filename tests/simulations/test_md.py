@@ -7,6 +7,8 @@ import relsim as rs
 from relsim_simulations import md
 from tests.conftest import configured
 
+CPU = ["--target", "cpu"]  # main() sets the process-wide target: each test pins its own
+
 
 def run(config, m=3, steps=2, density=0.2):  # a gas: 108 atoms, 3 cells a side
     with configured(**config):
@@ -24,14 +26,14 @@ def test_the_lattice_has_the_density_and_temperature():
 
 
 def test_the_liquid_conserves_energy_and_momentum(capsys):
-    assert md.main(["--m", "5", "--steps", "200"]) == 0, capsys.readouterr().out
+    assert md.main(CPU + ["--m", "5", "--steps", "200"]) == 0, capsys.readouterr().out
     assert "OK: energy conserved" in capsys.readouterr().out
 
 
 def test_failed_checks_and_bad_sizes_say_so(capsys):
-    assert md.main(["--m", "5", "--steps", "20", "--drift", "0"]) == 1
+    assert md.main(CPU + ["--m", "5", "--steps", "20", "--drift", "0"]) == 1
     assert "FAILED: total energy drifted" in capsys.readouterr().out
-    assert md.main(["--m", "3", "--steps", "1"]) == 2  # 108 atoms of liquid: a box too small
+    assert md.main(CPU + ["--m", "3", "--steps", "1"]) == 2  # 108 atoms of liquid: a box too small
     assert "cell lists need at least 3" in capsys.readouterr().out
     history = {"energy": [1.0, 1.0], "kinetic": [1.0, 1.0], "momentum": [0.0, 1.0]}
     assert any("momentum" in p for p in md.check(history, 10, 10))
