@@ -99,11 +99,14 @@ def build(mesh, dt_value: float, young=YOUNG, poisson=POISSON, density=DENSITY,
         for i in rs.static(range(4)):
             t.v[i].m += 0.25 * rho * W
 
+    @rs.func
+    def deformation(x0, x1, x2, x3, Dm_inv):
+        """F = Ds Dm^-1, Ds the current edge vectors from vertex 0 as columns."""
+        return rs.transpose(rs.mat(3, 3)(x1 - x0, x2 - x0, x3 - x0)) @ Dm_inv
+
     @rs.kernel
     def forces(t):
-        x0 = t.v[0].x
-        Ds = rs.transpose(rs.mat(3, 3)(t.v[1].x - x0, t.v[2].x - x0, t.v[3].x - x0))
-        F = Ds @ t.Dm_inv
+        F = deformation(t.v[0].x, t.v[1].x, t.v[2].x, t.v[3].x, t.Dm_inv)
         F_inv_T = rs.transpose(rs.inverse(F))
         P = mu * (F - F_inv_T) + lam * math.log(rs.det(F)) * F_inv_T
         H = (-t.W) * (t.Dm_inv @ rs.transpose(P))  # row i: the force on vertex i + 1
@@ -120,9 +123,7 @@ def build(mesh, dt_value: float, young=YOUNG, poisson=POISSON, density=DENSITY,
 
     @rs.kernel
     def energy_tets(t):
-        x0 = t.v[0].x
-        Ds = rs.transpose(rs.mat(3, 3)(t.v[1].x - x0, t.v[2].x - x0, t.v[3].x - x0))
-        F = Ds @ t.Dm_inv
+        F = deformation(t.v[0].x, t.v[1].x, t.v[2].x, t.v[3].x, t.Dm_inv)
         log_j = math.log(rs.det(F))
         c = rs.dot(F[0], F[0]) + rs.dot(F[1], F[1]) + rs.dot(F[2], F[2])
         elastic += t.W * (0.5 * mu * (c - 3.0) - mu * log_j + 0.5 * lam * log_j * log_j)

@@ -59,6 +59,17 @@ def use_target(target):
     rs.configure(target=old.target, parallel_threshold=old.parallel_threshold)
 
 
+@pytest.fixture(autouse=True)
+def _restore_configuration():
+    """Each test starts from the configuration the one before started from: a test that sets
+    the process-wide one (a simulation's main() with --target, rs.configure) must not change
+    what later tests run on."""
+    before = rs.config.current()
+    yield
+    if rs.config.current() is not before:
+        rs.configure(**{name: getattr(before, name) for name in before.__dataclass_fields__})
+
+
 @contextlib.contextmanager
 def configured(**changes):
     """rs.configure(**changes) inside the block, the previous values of those options after."""

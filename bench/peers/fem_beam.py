@@ -240,7 +240,7 @@ def gallery() -> G.Gallery:
     return G.Gallery(
         name="fem", title="Neo-Hookean beam (relsim run fem)", suffix="fem", cls_name="Beam",
         sizes=[4, 2], case=case,
-        relsim_lines=lambda: G.kernel_lines(fem.__file__, ["forces", "advance"]),
+        relsim_lines=lambda: G.kernel_lines(fem.__file__, ["deformation", "forces", "advance"]),
         numba_lines={"numba serial": G.kernel_lines(__file__, common + ["serial_step"]),
                      "numba prange": G.kernel_lines(__file__, common + [
                          "tet_pass", "vertex_pass", "incidence"])},
