@@ -71,7 +71,7 @@ def build(n: int, dt_value: float = DT, rtol: float = RTOL):
     rows = source_rows(C.center.numpy())
     if len(rows) == 0:
         raise rs.DomainError(f"an {n} x {n} grid has no cell centre in the source block "
-                             f"{SOURCE}: use n >= 16")
+                             f"{SOURCE}: use a finer grid (n >= 16 always has one)")
     source = C.subset("source", rows)
     for name in ("ux", "uy", "d", "p", "uxn", "uyn", "dn", "div", "b", "s", "As"):
         C.new_field(name, rs.f64)
