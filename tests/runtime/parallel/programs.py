@@ -210,6 +210,15 @@ def md(outdir):
             "history": {k: [v.hex() for v in h] for k, h in history.items()}}
 
 
+def smoke(outdir):
+    """The gallery's stable fluids (simulations/smoke.py) on several ranks: advection at
+    computed offsets, a subset launch, Global sums and max, linalg.cg, a VTU series."""
+    from relsim_simulations import smoke as sim
+    C, history = sim.simulate(16, steps=3, every=1, output=os.path.join(outdir, "files"))
+    return {"state": digest(*(C.field(f).numpy() for f in ("ux", "uy", "d", "p"))),
+            "history": {k: [repr(v) for v in h] for k, h in history.items()}}
+
+
 def diffusion2d(outdir):
     from relsim_simulations import diffusion2d as sim
     err, steps = sim.run(20, t_end=0.003)
@@ -468,7 +477,7 @@ def printing(outdir):
 
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
-            "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md,
+            "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md, "smoke": smoke,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing}
