@@ -219,6 +219,17 @@ def smoke(outdir):
             "history": {k: [repr(v) for v in h] for k, h in history.items()}}
 
 
+def sph(outdir):
+    """The gallery's dam break (simulations/sph.py) on several ranks: fluid and wall particles
+    binned into a grid periodic on one axis, neighbour-cell loops, Global max and sums, a VTU
+    series of the particles."""
+    from relsim_simulations import sph as sim
+    parts, _, history = sim.simulate(3, until=0.2, every=5, tank=1.5,
+                                     output=os.path.join(outdir, "files"))
+    return {"pos": digest(parts.rel.pos.numpy()), "rho": digest(parts.rel.rho.numpy()),
+            "history": {k: [repr(v) for v in h] for k, h in history.items()}}
+
+
 def diffusion2d(outdir):
     from relsim_simulations import diffusion2d as sim
     err, steps = sim.run(20, t_end=0.003)
@@ -477,7 +488,7 @@ def printing(outdir):
 
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
-            "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md, "smoke": smoke,
+            "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md, "smoke": smoke, "sph": sph,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing}

@@ -153,7 +153,7 @@ def test_tetheat_on_a_shuffled_mesh_and_its_output_files(ranks, tmp_path):
             assert (many / name).read_bytes() == (one / name).read_bytes(), name
 
 
-@pytest.mark.parametrize("name", ["fem", "cloth", "smoke"])
+@pytest.mark.parametrize("name", ["fem", "cloth", "smoke", "sph"])
 def test_gallery_simulations_on_2_ranks(name, tmp_path):
     same_as_one_process(name, "cpu", 2, tmp_path, once=False)
     one, two = tmp_path / f"{name}-cpu-1" / "files", tmp_path / f"{name}-cpu-2" / "files"
