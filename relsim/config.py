@@ -24,7 +24,8 @@ from .errors import ConfigError
 class Config:
     target: str = "cpu"  # a registered target: rs.targets()
     # owned by the cpu targets (`backends/cpu/backend.py`): threads (None: all Numba threads);
-    # smaller iteration spaces than parallel_threshold run serially (same results)
+    # smaller iteration spaces than parallel_threshold run serially (same results); rows that
+    # loop over groupings count as their expected iterations (`backends/cpu/row_work.py`)
     threads: int | None = None
     parallel_threshold: int = 4096
     cache_dir: str | None = None  # None: $RELSIM_CACHE_DIR or ~/.cache/relsim

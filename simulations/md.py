@@ -13,9 +13,9 @@ the atoms:
   into the box;
 * ``forces``: the force on the atom from every atom of its cell and the 26 around it (a loop
   over run-time cell offsets; periodic: the minimum image), written to the atom's own row (no
-  reduction through keys), and half of each pair's energy summed into a Global; launched with
-  ``parallel_threshold=64`` (a row is hundreds of pair evaluations: threads pay from a few dozen
-  atoms);
+  reduction through keys), and half of each pair's energy summed into a Global (a row is
+  hundreds of pair evaluations: the cpu target weighs its rows by their cell-list loops and runs
+  it on threads from a few dozen atoms);
 * ``kick``: the other half kick, and the kinetic energy summed into a Global.
 
 Checks (``relsim run md`` exits 1 when one fails): no NaN; the number of atoms unchanged; the
@@ -27,7 +27,6 @@ speed) as a VTU series (``md.pvd``).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import os
 import time
@@ -116,22 +115,9 @@ def build(pos, vel, box_side: float, dt_value: float = DT):
         """(kinetic, potential, momentum) after the last step (or the set-up)."""
         return kinetic.value, potential.value, momentum.value
 
-    # a row of `forces` is ~500 pair evaluations: worth threads from a few dozen atoms, far
-    # below the parallel threshold's default, which is set for rows of a few operations. The
-    # launch follows the current configuration (target, threads) otherwise.
-    heavy = {}
-
-    def heavy_config():
-        base = rs.config.current()
-        if heavy.get("base") is not base:
-            heavy["base"] = base
-            heavy["config"] = dataclasses.replace(
-                base, parallel_threshold=min(base.parallel_threshold, 64))
-        return heavy["config"]
-
     def setup():
         potential.value = 0.0
-        A.foreach(forces, heavy_config())
+        A.foreach(forces)
         kinetic.value = 0.0
         momentum.value = (0.0, 0.0, 0.0)
         A.foreach(measure)
@@ -144,7 +130,7 @@ def build(pos, vel, box_side: float, dt_value: float = DT):
     def step():
         A.foreach(kick_drift)
         potential.value = 0.0
-        A.foreach(forces, heavy_config())
+        A.foreach(forces)
         kinetic.value = 0.0
         momentum.value = (0.0, 0.0, 0.0)
         A.foreach(kick)

@@ -56,7 +56,7 @@ from ...lowering import (
 from ...lowering.emit import unparse
 from .. import base
 from ..base import Backend, Launch, variant_note
-from . import lanes, pending, threading_layer
+from . import lanes, pending, row_work, threading_layer
 from . import scatter as cpu_scatter
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
@@ -127,7 +127,7 @@ class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
-                 "row_args", "debug", "device", "lanes", "prints", "entry")
+                 "row_args", "debug", "device", "lanes", "prints", "entry", "threshold")
 
 
 class _Variants(dict):
@@ -201,6 +201,7 @@ class CpuExecutable(Launch):
         if self.threads is not None:
             _check_threads(self.threads)
         self.threshold = options.parallel_threshold
+        self.group_loops = row_work.grouping_loops(analysed.body)  # rows that weigh more
         self.relations = binding.relations_of(analysed, params)
         self.host_fields = tuple({id(p.field): p.field for p in params
                                   if isinstance(p, FieldStorage)}.values())
@@ -406,6 +407,7 @@ class CpuExecutable(Launch):
         b.n = relation.size if subset is None else len(subset.rows)
         b.rows = _EMPTY_ROWS if subset is None else subset.rows
         b.has_rows = subset is not None
+        b.threshold = row_work.threshold(self.threshold, self.group_loops)
         args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
         debug = [None, None]
         b.prints = prints.new_arrays(self.print_stmts, b.n) if self.print_stmts else None
@@ -502,7 +504,7 @@ class CpuExecutable(Launch):
             gathers.append((f, F, off, ids, vals, op, elem_of(f.type).is_bool, None))
         # what launch calls: the kernel, then `post` (boolean folds, the split's shared folds;
         # every fold when rows change), and leaves the other folds pending (see `launch`)
-        parallel = not (self.force_serial or self.tier0) and b.n >= self.threshold
+        parallel = not (self.force_serial or self.tier0) and b.n >= b.threshold
         if scheme == "direct":
             b.fn, parallel = self.direct[b.has_rows], False
         elif scheme == "split":
@@ -572,7 +574,7 @@ class CpuExecutable(Launch):
         chunk_folds = {k: slot_folds[id(layouts[k])] for k in self.chunk_ops}
         # chunks of at least twice the parallel threshold (a lower threshold, for heavy rows,
         # gives a small launch chunks enough for its threads)
-        least = min(lane_sums.CHUNK_ROWS, 2 * max(1, self.threshold))
+        least = min(lane_sums.CHUNK_ROWS, 2 * max(1, b.threshold))
         b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun, chunk_folds,
                              least)
         b.fn, b.entry = self.lanes_fns[(b.parallel, b.has_rows)], None
@@ -600,7 +602,7 @@ class CpuExecutable(Launch):
         """How this binding applies its key reductions into fields (`cpu_scatter.choose`)."""
         field_layouts = {k: lay for k, lay in enumerate(self.analysed.layouts)
                          if isinstance(lay.target, Field)}
-        serial = self.force_serial or self.tier0 or b.n < self.threshold
+        serial = self.force_serial or self.tier0 or b.n < b.threshold
         return cpu_scatter.choose(self.scatter, field_layouts, b.n, serial, self.nthreads(),
                                   lambda k, lay: self.slot_targets(b, k, lay),
                                   self.scatter_share)
