@@ -203,8 +203,9 @@ def assemble(pos, flags, dx: float, origin, size):
                     near=near.value / k, top=top.value / RHO0)
 
     kernels = dict(density=density, forces=forces, move=move)
-    return g, parts, step, observe, dict(dt=dt.value, mass=mass.value, dx=dx, c0=c0,
-                                         fluid=int(flags.sum())), kernels
+    facts = dict(dt=dt.value, mass=mass.value, dx=dx, c0=c0, fluid=int(flags.sum()), h=h,
+                 sigma=sigma, b=b.value, visc=visc.value)  # (also the peers' constants)
+    return g, parts, step, observe, facts, kernels
 
 
 def simulate(n: int = 12, until: float = 2.6, every: int = 20, output: str | None = None,
