@@ -12,12 +12,14 @@ gradient subtracted on the faces. Each peer as its own examples write it:
 
 * ``numba serial`` / ``numba prange``: one ``@njit`` step per variant (a ``prange`` over the
   grid's rows in the second), per-row helpers inlined, the CG loop written out inside it;
-* ``taichi``: ``ti.field`` arrays indexed ``[i, j]``, ``ti.kernel`` loops over them, the pressure
-  by ``ti.linalg.MatrixFreeCG`` with a ``ti.linalg.LinearOperator`` (its ``tol`` is absolute:
-  ``rtol ||b||``, ``||b||`` from a reduction kernel);
+* ``taichi``: ``ti.field`` arrays indexed ``[i, j]``, ``ti.kernel`` loops over them; the
+  pressure by CG in kernels (``ti.linalg.MatrixFreeCG``'s algorithm with the updates fused;
+  ``MatrixFreeCG`` itself compiles its kernels anew at every call, ~150 ms each: see
+  `_taichi_smoke.py`);
 * ``warp``: 2-D ``wp.array`` launched over ``dim=(n, n)`` as Warp's ``example_fluid.py``, the
-  pressure by ``warp.optim.linear.cg`` with a ``LinearOperator`` around a matvec kernel, on the
-  ``cpu`` device. The launches before and after the solve are captured as two graphs and
+  pressure by ``warp.optim.linear.cg`` with a ``LinearOperator`` around a matvec kernel (one
+  batch declared, so that its dot products take Warp's direct CPU path: see `_warp_smoke.py`),
+  on the ``cpu`` device. The launches before and after the solve are captured as two graphs and
   replayed; the solve itself is not: on the CPU ``cg`` tests convergence on the host (every
   ``check_every`` = 10 iterations, Warp's default; iterations past convergence do nothing), and
   its capturable form (``check_every=0``) would run ``maxiter`` iterations on a CPU device.
@@ -295,13 +297,18 @@ def gallery() -> G.Gallery:
             "laplacian", "project"]),
         numba_lines={"numba serial": G.kernel_lines(__file__, common + ["step_serial"]),
                      "numba prange": G.kernel_lines(__file__, common + ["step_prange"])},
-        peer_kernels=("inflow", "buoyancy", "sample", "advect", "divergence", "rhs",
-                      "laplacian", "matvec", "project", "step", "norm", "dot"),
+        peer_kernels=("inflow", "buoyancy", "wrap", "sample", "advect", "divergence", "rhs",
+                      "laplacian", "matvec", "project", "residual", "dot", "update", "direction",
+                      "cg"),
         what="smoke.py's source, buoyancy, advection, divergence, CG pressure solve (rtol "
              "1e-8, warm-started) and projection", number=2, check_steps=20,
         notes=["warp: Warp's CPU backend runs each launch on one thread; the launches around "
                "the pressure solve are two captured graphs, replayed; warp.optim.linear.cg "
-               "itself runs uncaptured (on the CPU it checks convergence on the host)."])
+               "itself runs uncaptured (on the CPU it checks convergence on the host), its "
+               "operator declared as one batch (without it, Warp's tiled dot products make a "
+               "solve ~35x slower on the CPU).",
+               "taichi: CG in kernels (MatrixFreeCG's algorithm): MatrixFreeCG compiles its "
+               "kernels anew at every call (~150 ms)."])
 
 
 def main(argv=None) -> int:
