@@ -2,13 +2,15 @@
 
     python -m relsim_simulations._render SERIES.pvd PICTURE.png --field NAME [--step K]
                                          [--warp FIELD | --at FIELD] [--sphere X Y Z R]
-                                         [--title TEXT]
+                                         [--mask FIELD] [--title TEXT]
 
 Reads the VTU file of step K of the ParaView series (default: the step where the field's
 largest magnitude peaks), draws the outer surface of its cells (the faces that belong to one
 cell only) in perspective, coloured by the field's magnitude, the points moved by the vector
 field `--warp` when given (a displacement; the undeformed outline in grey), or placed at the
-positions of the vector field `--at`; `--sphere` adds a sphere (an obstacle) in light grey.
+positions of the vector field `--at`; `--sphere` adds a sphere (an obstacle) in light grey. A
+series of points only (particles) is drawn as dots, those where the field `--mask` is zero (walls)
+in light grey.
 Small PNGs for the README's gallery (``pip install matplotlib meshio``).
 """
 from __future__ import annotations
@@ -54,7 +56,7 @@ def magnitude(values) -> np.ndarray:
 
 def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | None = None,
            title: str | None = None, at: str | None = None, sphere=None,
-           view=(20.0, -70.0)) -> str:
+           view=(20.0, -70.0), mask: str | None = None) -> str:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -65,6 +67,8 @@ def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | 
     meshes = [meshio.read(path) for _, path in files]
     if step is None:  # the step where the field peaks
         step = int(np.argmax([magnitude(m.point_data[field]).max() for m in meshes]))
+    if not -len(files) <= step < len(files):
+        raise SystemExit(f"{pvd} has {len(files)} steps (0 to {len(files) - 1}): no step {step}")
     mesh, (time, _) = meshes[step], files[step]
     faces = surface(mesh)
     rest = mesh.points
@@ -86,11 +90,18 @@ def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | 
                       cz + r * np.cos(w))
         ax.plot_surface(sx, sy, sz, color=(0.8, 0.8, 0.8), alpha=0.6, linewidth=0)
         extra = [np.column_stack([sx.ravel(), sy.ravel(), sz.ravel()])]
-    colours = plt.cm.viridis(np.array([value[list(f)].mean() for f in faces]) /
-                             max(value.max(), 1e-300))
-    shape = Poly3DCollection([moved[list(f)] for f in faces], facecolors=colours,
-                             edgecolors=(0, 0, 0, 0.15), linewidths=0.2)
-    ax.add_collection3d(shape)
+    if faces:
+        colours = plt.cm.viridis(np.array([value[list(f)].mean() for f in faces]) /
+                                 max(value.max(), 1e-300))
+        shape = Poly3DCollection([moved[list(f)] for f in faces], facecolors=colours,
+                                 edgecolors=(0, 0, 0, 0.15), linewidths=0.2)
+        ax.add_collection3d(shape)
+    else:  # particles: dots, the masked-out ones (walls) in light grey
+        on = np.ones(len(moved), bool) if mask is None else \
+            np.asarray(mesh.point_data[mask]).reshape(len(moved)) != 0
+        ax.scatter(*moved[~on].T, color=(0.75, 0.75, 0.75), s=1.0, depthshade=False)
+        ax.scatter(*moved[on].T, c=value[on], cmap="viridis", vmin=0.0,
+                   vmax=max(value.max(), 1e-300), s=2.0, depthshade=True)
     both = np.vstack([rest, moved, *extra])
     lo, hi = both.min(axis=0), both.max(axis=0)
     ax.set_xlim(lo[0], hi[0])
@@ -123,9 +134,12 @@ def main(argv=None) -> int:
                    help="draw a sphere (an obstacle)")
     p.add_argument("--view", type=float, nargs=2, default=(20.0, -70.0),
                    metavar=("ELEVATION", "AZIMUTH"), help="camera angles in degrees")
+    p.add_argument("--mask", default=None,
+                   help="particles: point field, zero where a point is drawn in grey")
     p.add_argument("--title", default=None)
     a = p.parse_args(argv)
-    print(render(a.pvd, a.png, a.field, a.step, a.warp, a.title, a.at, a.sphere, a.view))
+    print(render(a.pvd, a.png, a.field, a.step, a.warp, a.title, a.at, a.sphere, a.view,
+                 a.mask))
     return 0
 
 
