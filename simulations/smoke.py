@@ -20,14 +20,15 @@ Each step of fixed ``dt`` (kernels over the cells):
 * ``linalg.cg`` on the matrix-free operator ``laplacian`` (minus the 5-point Laplacian, positive
   semi-definite), warm-started from the last step's pressure, to ``--rtol`` (default 1e-8);
 * ``project``: ``ux -= dt dp/dx``, ``uy -= dt dp/dy`` on the faces. On the MAC grid the divergence
-  of this gradient is exactly the 5-point Laplacian, so the projected field's divergence is the
-  solver's residual: ``max |div u| <= rtol sqrt(n^2) max |div u*|`` (plus round-off).
+  of this gradient is exactly the 5-point Laplacian, so the projected field's divergence is
+  ``mean div u* - dt r``, r the solver's residual ``b - A p``.
 
 Checks (``relsim run smoke`` exits 1 when one fails): no NaN; after every projection the largest
 ``|div u|`` is at most ``10 rtol n`` times the largest before it (``||r|| <= rtol ||b||`` bounds
-each entry of the residual by ``rtol sqrt(n^2)`` times the largest of ``b``; 10 for the
-recurrence's own round-off); the density-weighted centre of the smoke rose; CG converged every
-step (iterations reported). ``--output DIR`` writes the cells' density, velocity (averaged to the
+each entry of ``dt r`` by ``rtol sqrt(n^2) max |div u* - mean|``, at most twice ``rtol n max
+|div u*|``; the rest of the 10 for the recurrence's own round-off: CG updates r rather than
+recomputing it); the density-weighted centre of the smoke rose; CG converged every step
+(iterations reported). ``--output DIR`` writes the cells' density, velocity (averaged to the
 centres) and pressure as a VTU series (``smoke.pvd``) every ``--every`` steps.
 """
 from __future__ import annotations
