@@ -111,3 +111,32 @@ def test_one_compile_serves_every_size():
         ran_nested = exe.bindings[None].fn in exe.grid_loops.values()
         assert ran_nested == (shape[0] >= 2), shape  # c(-2, 1): a reach of 2 along axis 0
     assert len(modules) == 1
+
+
+def test_a_kernel_reading_no_neighbour_sums_its_globals_in_lanes():
+    """Without a neighbour to read, the nested loops save nothing, and a float Global sum
+    accumulated in the loop (lanes) skips the slots' exact fold: a dot product over a grid runs
+    as the row loop's lanes variant, the stencil above as nested loops; both give interp's
+    bits."""
+    from relsim.runtime.backends.cpu import lanes
+    C = _grid((40, 30), True)
+    dot = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def square(c):
+        c.v = 2.0 * c.u
+        dot += c.u * c.v  # noqa: F821
+
+    out = {}
+    for t in ("interp", "cpu"):
+        dot.value = 0.0
+        C.foreach(square, rs.Config(target=t, parallel_threshold=1))
+        out[t] = (C.v.numpy().tobytes(), dot.value)
+    assert out["interp"] == out["cpu"]
+    b = square._last[3].bindings[None]
+    assert isinstance(b.lanes, lanes.LaneSums) and b.fn not in square._last[3].grid_loops.values()
+    total = rs.Global(rs.f64, 0.0)
+    stencil = _kernel(2, total)
+    C.foreach(stencil, rs.Config(target="cpu", parallel_threshold=1))
+    b = stencil._last[3].bindings[None]
+    assert b.lanes is None and b.fn in stencil._last[3].grid_loops.values()

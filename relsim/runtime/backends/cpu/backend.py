@@ -512,7 +512,14 @@ class CpuExecutable(Launch):
         else:
             b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
         b.call_args = b.row_args = (b.n, b.rows, b.has_rows, self.err) + b.args
-        box = self.grid_box(relation, subset, b) if scheme == "plain" else None
+        # (not under fast_math: LLVM could fuse a product into a TwoSum's addition)
+        lanes_ok = bool(self.lane_offsets or self.chunk_ops) and scheme == "plain" \
+            and self.partials is None and not self.options.fast_math
+        # the grid's nested loops save the neighbours' index arithmetic; a kernel reading no
+        # neighbour saves nothing there, while its float Global sums in lanes skip the slots'
+        # exact fold (a dot product over 16k cells: ~40 us)
+        box = self.grid_box(relation, subset, b) if scheme == "plain" and not (
+            lanes_ok and not self.analysed.stencil) else None
         if box is not None:  # nested loops over the axes
             b.fn = self.grid_loops[parallel]
             b.call_args += box
@@ -523,10 +530,7 @@ class CpuExecutable(Launch):
             b.call_args += (sps[0].bounds, mixed) + tuple(split_args)
         b.parallel = parallel
         b.lanes = None
-        # (not under fast_math: LLVM could fuse a product into a TwoSum's addition; not
-        # where the grid's nested loops apply: they save more than the slots' fold costs)
-        if (self.lane_offsets or self.chunk_ops) and scheme == "plain" and box is None \
-                and self.partials is None and not self.options.fast_math:
+        if lanes_ok and box is None:  # (a stencil's nested loops, measured, save more)
             self.bind_lanes(b, global_vals)
         b.post, b.deferred, b.outstanding = [], [], 0
         b.debug = tuple(debug) if debug[0] is not None else None
