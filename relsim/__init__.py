@@ -47,6 +47,7 @@ try:
         DataError,
         DeviceMemoryError,
         DomainError,
+        GradientError,
         KernelCheckError,
         KernelError,
         KernelNameError,
@@ -70,6 +71,7 @@ try:
     from .runtime.parallel import partition_rows as partition
     from .runtime.parallel import ranks
     from .runtime.precompile import precompile
+    from .tape import Tape
     from .target_registry import register_backend, targets
     from .types import bool_, f32, f64, i32, i64, mat, vec
 finally:  # also when an import fails
@@ -89,14 +91,14 @@ __all__ = [
     "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
     "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
-    "synchronize",
+    "synchronize", "Tape",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "eigh", "svd", "polar",
     "uniform", "normal", "at",
     "reduce_min", "reduce_max", "reduce_argmin", "reduce_argmax", "insert", "delete",
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
-    "PhaseError", "KernelRuntimeError", "KernelCheckError", "DataError", "SchemaError",
-    "ConfigError", "DomainError", "DeviceMemoryError", "RelsimWarning",
+    "PhaseError", "GradientError", "KernelRuntimeError", "KernelCheckError", "DataError",
+    "SchemaError", "ConfigError", "DomainError", "DeviceMemoryError", "RelsimWarning",
     "write", "geometry", "__version__",
 ]

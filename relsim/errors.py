@@ -81,6 +81,11 @@ class PhaseError(KernelError, ValueError):
     """A kernel breaks the phase rules (possible race or order dependence)."""
 
 
+class GradientError(KernelError, ValueError):
+    """A kernel (or a program recorded on an `rs.Tape`) that cannot be differentiated, at the
+    kernel's line."""
+
+
 class KernelRuntimeError(RelsimError, RuntimeError):
     """A kernel failed while running (e.g. a vector index out of range)."""
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import DataError, entry_point
 from ..types import KeyType, KeyVecType, MatType, ScalarType, VecType, as_value_type
+from . import launch as _launch
 from .views import ElasticView
 
 
@@ -65,6 +66,20 @@ class Field:
     @property
     def qualname(self) -> str:
         return f"{self.relation.name}.{self.name}"
+
+    @property
+    def grad_name(self) -> str:
+        """The name of this field's adjoint field on its relation (`rs.Tape`)."""
+        return f"{self.name}__grad"
+
+    @property
+    def grad(self) -> Field:
+        """After `tape.backward(L)`: the derivative of L with respect to this field's values
+        when the tape started, as a field of the same type on the same relation."""
+        if not self.relation.has_field(self.grad_name):
+            raise DataError(f"field {self.qualname} has no gradient: no tape.backward has "
+                            f"differentiated a program reading it")
+        return self.relation.field(self.grad_name)
 
     def __repr__(self) -> str:
         return f"<Field {self.qualname}: {self.type!r}>"
@@ -130,6 +145,8 @@ class Field:
             raise DataError(f"cannot load {arr.dtype} values into field {self.qualname} "
                             f"of type {self.type!r} without losing information; cast first")
         self._check(arr)
+        if _launch.recorders:  # a tape records what the load overwrites
+            _launch.host_write(self)
         self._host_written()  # every value is replaced: what is kept elsewhere is outdated
         self.data[...] = arr
         self._host_written()

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..types import as_value_type
+from . import launch as _launch
 
 
 class Global:
@@ -48,6 +49,8 @@ class Global:
 
     @value.setter
     def value(self, v) -> None:
+        if _launch.recorders:  # a tape records what the assignment overwrites
+            _launch.host_write(self)
         if type(v) is float and self._data.dtype == np.float64 and not self.type.shape:
             self._data[0] = v  # (the common case, kept cheap: a solver sets Globals often)
         else:
@@ -55,6 +58,16 @@ class Global:
         self._row_data[0] = -1
         if self.residency is not None:
             self.residency.after_host_write(self)
+
+    @property
+    def grad(self):
+        """After `tape.backward(L)`: the derivative of L with respect to this Global's value
+        when the tape started (a float, or an array for a vector Global)."""
+        adjoint = getattr(self, "_adjoint", None)
+        if adjoint is None:
+            raise DataError(f"Global {self.name or ''!s} has no gradient: no tape.backward "
+                            f"has differentiated a program reading it")
+        return adjoint.value
 
     def _checked(self, v) -> np.ndarray:
         """v as an array of this Global's type and shape (or a scalar to broadcast)."""

@@ -2,12 +2,15 @@
 
 Relations never import the runtime (data flows one way): a launch (`R.foreach`) and a change of
 storage (a field's array replaced, keys loaded, a resize) are passed on to what is installed
-here. This module holds the hooks only, no state of how kernels run.
+here, and launches and host writes to the recorders (a tape). This module holds the hooks only,
+no state of how kernels run.
 """
 from __future__ import annotations
 
 _launcher = None
 _storage_listener = None
+# recorders told of each launch and host write before it happens (`rs.Tape` while recording)
+recorders: list = []
 
 
 def install(launcher, storage_listener) -> None:
@@ -21,7 +24,15 @@ def install(launcher, storage_listener) -> None:
 def run(kernel, relation, subset, config) -> None:
     if _launcher is None:  # pragma: no cover - relsim/__init__ always installs one
         raise RuntimeError("no relsim runtime installed; import relsim")
+    for r in recorders:
+        r.before_launch(kernel, relation, subset, config)
     _launcher(kernel, relation, subset, config)
+
+
+def host_write(target) -> None:
+    """A field or Global is about to be assigned from the host (`Field.load`, `Global.value`)."""
+    for r in recorders:
+        r.before_host_write(target)
 
 
 def storage_changed() -> None:

@@ -39,13 +39,16 @@ def analyse(kernel, relation, cache_dir=None) -> Analysed:
     name = kernel.name
     fe = Frontend(name)
     parts = getattr(kernel, "parts", None)  # rs.fuse: one body, each part's after the other
-    if parts:
+    given = getattr(kernel, "given_ir", None)  # generated as IR (an adjoint): no source
+    if given is not None:
+        (param, untyped), bodies = given(), None
+    elif parts:
         param, untyped, bodies = fe.fused(parts)
     else:
         (param, untyped), bodies = fe.kernel(kernel), None
     captures = tuple(fe.captures.values())
     key = analysis_cache.Key(name, relation, param, untyped, bodies, cache_dir) \
-        if cache_dir else None
+        if cache_dir and given is None else None
     result = key.load() if key is not None else None
     if result is None:
         result = _passes(name, relation, param, untyped, parts, bodies)

@@ -1,0 +1,553 @@
+"""The adjoint of a kernel: from its typed IR, the untyped IR of a kernel over the same rows that
+propagates derivatives backwards through one launch (reverse mode).
+
+A row of the adjoint kernel first *replays* the forward row in single-assignment form: every
+float value the forward row computes gets a local of its own (``_r<n>_<name>``), each user local
+a new one at each assignment, an ``if`` a condition local and, after it, a selection for each
+local either branch changed; a field the row stores (or reduces at its own key and reads) is
+followed as a local, its *shadow*. Nothing is stored. The values are those of the forward launch
+because the tape restores, before the adjoint launch, what the forward launch overwrote.
+
+Then the *reverse sweep* walks the replay backwards, each local's adjoint (``<local>_d``)
+accumulating the derivative of the loss with respect to it:
+
+* an operation sends its adjoint times each partial derivative (`derivatives.py`) to its
+  arguments;
+* a float field read sends its adjoint to the field's adjoint field (``<field>__grad``):
+  ``key.<field>__grad += a`` through the key it was read by (a reduction through keys: the
+  phase rules make it race-free, and relsim's reductions make it deterministic);
+* a float Global read sends it to the Global's adjoint Global (an exact sum);
+* a reduction ``key.f += x`` (or into a Global) is the reverse of a read: ``x`` gets
+  ``key.f__grad``;
+* a stored field's adjoint is read at the row's own key into its last shadow, and set to zero
+  (the value it had is overwritten), before the sweep adds back what the row's reads of the old
+  value contribute;
+* an ``if`` runs the reverse of the branch the forward row took.
+
+What is not differentiated yet is refused with a `GradientError` at the kernel's line: loops,
+early exits, vectors and matrices, float types other than f64, reductions other than ``+``
+into floats, ``rs.insert``/``rs.delete``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...errors import GradientError
+from ...types import KeyType, ScalarType, bool_, f64
+from .. import ir
+from . import derivatives
+
+
+def grad_name(f) -> str:
+    """The name of field `f`'s adjoint field on its relation."""
+    return f.grad_name
+
+
+def is_float(t) -> bool:
+    return t == f64
+
+
+# records of the replay, in forward order, for the reverse sweep
+@dataclass
+class _Def:  # name = op(args); args: ("local", name) | ("const", Const) | ("value", expr)
+    name: str
+    op: str
+    args: tuple
+    loc: object
+
+
+@dataclass
+class _Load:  # name = a float field (key, field) or Global (None, global) read
+    name: str
+    key: object
+    target: object
+    loc: object
+
+
+@dataclass
+class _Sink:  # `key.field += atom` or `global += atom`: atom gets the target's adjoint
+    key: object
+    target: object
+    atom: tuple
+    loc: object
+
+
+@dataclass
+class _Branch:
+    cond: str
+    body: list
+    orelse: list
+    merges: list  # (merged, from body, from orelse) float locals
+    loc: object
+
+
+@dataclass
+class _Block:
+    stmts: list = field(default_factory=list)
+    records: list = field(default_factory=list)
+
+
+class Adjoint:
+    """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
+
+    def __init__(self, analysed, adjoint_global):
+        self.a = analysed
+        self.param = analysed.param
+        self.adjoint_global = adjoint_global  # Global -> its adjoint Global
+        self.count = 0
+        self.types: dict = {}  # replay local -> type
+        self.branch_locals: dict = {}  # locals first assigned inside a branch -> type
+        self.depth = 0
+        self.shadowed = self._shadowed_fields()
+        self.fields_read: set = set()
+
+    # -- names and small nodes ------------------------------------------------------------
+    def fresh(self, hint, t, loc) -> str:
+        self.count += 1
+        name = f"_r{self.count}_{hint}"
+        self.types[name] = t
+        if self.depth:
+            self.branch_locals[name] = t
+        if not (isinstance(t, KeyType) or isinstance(t, ScalarType) and t.name in
+                ("f64", "i64", "bool")) or self.depth and isinstance(t, KeyType):
+            raise self.refuse(f"a value of type {t!r} here (only f64 values, and i64, bool and "
+                              f"key ones beside them, are differentiated so far)", loc)
+        return name
+
+    def refuse(self, what, loc) -> GradientError:
+        return GradientError(f"cannot differentiate {what}", loc, self.a.kernel_name)
+
+    def centred(self, loc):
+        return ir.Centred(loc, self.param)
+
+    @staticmethod
+    def node(atom):
+        kind, v = atom
+        return ir.Local(ir.NOLOC, v) if kind == "local" else v
+
+    def _shadowed_fields(self) -> set:
+        """Fields the row follows as locals: stored at its own key, or reduced at its own key
+        and also read there."""
+        stored, reduced_here, read_here = set(), set(), set()
+        for s in ir.walk_stmts(self.a.body):
+            if isinstance(s, ir.FieldStore):
+                stored.add(s.field)
+            elif isinstance(s, ir.FieldReduce) and isinstance(s.key, ir.Centred):
+                reduced_here.add(s.field)
+            for node in _exprs_of(s):
+                for e in node.walk():
+                    if isinstance(e, ir.FieldRead) and isinstance(e.key, ir.Centred):
+                        read_here.add(e.field)
+        return stored | (reduced_here & read_here)
+
+    # -- the typed IR back to untyped, with the replay's names --------------------------------
+    def rewrite(self, e, env):
+        """`e` (typed, no derivative taken through it) as untyped IR over the replay's locals."""
+        m = getattr(self, "r_" + type(e).__name__, None)
+        if m is None:
+            raise self.refuse(f"this expression ({type(e).__name__})", e.loc)
+        return m(e, env)
+
+    def r_Const(self, e, env):
+        return ir.Const(e.loc, e.value)
+
+    def r_Local(self, e, env):
+        return ir.Local(e.loc, env.version[e.name])
+
+    def r_Centred(self, e, env):
+        return ir.Centred(e.loc, e.name)
+
+    def r_GlobalRead(self, e, env):
+        return ir.GlobalRead(e.loc, e.ref)
+
+    def r_FieldRead(self, e, env):
+        if isinstance(e.key, ir.Centred) and e.field in self.shadowed:
+            return ir.Local(e.loc, env.shadow[e.field])
+        return ir.Attr(e.loc, self.rewrite(e.key, env), e.field.name)
+
+    def r_Affine(self, e, env):
+        return ir.Affine(e.loc, self.rewrite(e.key, env),
+                         tuple(ir.Const(e.loc, int(s)) for s in e.offsets))
+
+    def r_Shifted(self, e, env):
+        return ir.Affine(e.loc, self.rewrite(e.key, env),
+                         tuple(self.rewrite(o, env) for o in e.offsets))
+
+    def r_RowKey(self, e, env):
+        return ir.RowKey(e.loc, e.relation, self.rewrite(e.index, env))
+
+    def r_Index(self, e, env):
+        if not _is_key_vector(e.base):
+            raise self.refuse("an index into a vector or matrix (not differentiated yet)",
+                              e.loc)
+        return ir.Index(e.loc, self.rewrite(e.base, env),
+                        tuple(self.rewrite(i, env) for i in e.index))
+
+    def r_BinOp(self, e, env):
+        return ir.BinOp(e.loc, e.op, self.rewrite(e.left, env), self.rewrite(e.right, env))
+
+    def r_UnaryOp(self, e, env):
+        return ir.UnaryOp(e.loc, e.op, self.rewrite(e.operand, env))
+
+    def r_Compare(self, e, env):
+        return ir.Compare(e.loc, e.op, self.rewrite(e.left, env), self.rewrite(e.right, env))
+
+    def r_BoolOp(self, e, env):
+        return ir.BoolOp(e.loc, e.op, tuple(self.rewrite(v, env) for v in e.values))
+
+    def r_IfExp(self, e, env):
+        return ir.IfExp(e.loc, self.rewrite(e.test, env), self.rewrite(e.body, env),
+                        self.rewrite(e.orelse, env))
+
+    def r_Call(self, e, env):
+        return ir.Call(e.loc, e.func, tuple(self.rewrite(a, env) for a in e.args))
+
+    def r_Cast(self, e, env):
+        fn = {"f64": "float", "i64": "int", "bool": "bool"}.get(getattr(e.type, "name", ""))
+        if fn is None:
+            raise self.refuse(f"a conversion to {e.type!r}", e.loc)
+        return ir.Call(e.loc, fn, (self.rewrite(e.value, env),))
+
+    # -- the replay -------------------------------------------------------------------------
+    def flatten(self, e, env, out: _Block) -> tuple:
+        """Emit the replay of float expression `e` into `out`; its atom."""
+        if not is_float(e.type):
+            if isinstance(e.type, ScalarType) and e.type.is_float:
+                raise self.refuse(f"a {e.type!r} value (only f64 so far)", e.loc)
+            if not isinstance(e.type, (ScalarType, KeyType)) and \
+                    not type(e.type).__name__.startswith("KeyVec"):
+                raise self.refuse(f"a value of type {e.type!r} (vectors and matrices are not "
+                                  f"differentiated yet)", e.loc)
+            return ("value", self.rewrite(e, env))
+        match e:
+            case ir.Const():
+                return ("const", ir.Const(e.loc, float(e.value)))
+            case ir.Local():
+                return ("local", env.version[e.name])
+            case ir.FieldRead() if isinstance(e.key, ir.Centred) and e.field in self.shadowed:
+                return ("local", env.shadow[e.field])
+            case ir.FieldRead():
+                name = self.fresh(e.field.name, f64, e.loc)
+                key = self.rewrite(e.key, env)
+                out.stmts.append(ir.Assign(e.loc, name, ir.Attr(e.loc, key, e.field.name)))
+                out.records.append(_Load(name, key, e.field, e.loc))
+                self.fields_read.add(e.field)
+                return ("local", name)
+            case ir.GlobalRead():
+                name = self.fresh("g", f64, e.loc)
+                out.stmts.append(ir.Assign(e.loc, name, ir.GlobalRead(e.loc, e.ref)))
+                out.records.append(_Load(name, None, e.ref, e.loc))
+                return ("local", name)
+            case ir.BinOp(op=op) if op in ("+", "-", "*", "/", "**"):
+                args = (self.flatten(e.left, env, out), self.flatten(e.right, env, out))
+                return self.define(op, args, e.loc, out)
+            case ir.UnaryOp(op=op) if op in ("-", "+"):
+                args = (self.flatten(e.operand, env, out),)
+                return self.define("neg" if op == "-" else "pos", args, e.loc, out)
+            case ir.Call(func=f):
+                if any(not isinstance(a.type, ScalarType) for a in e.args):
+                    raise self.refuse(f"{f}() of a vector or matrix (vectors and matrices are "
+                                      f"not differentiated yet)", e.loc)
+                if derivatives.unknown(f):
+                    raise self.refuse(f"{f}() (no derivative rule)", e.loc)
+                args = tuple(self.flatten(a, env, out) for a in e.args)
+                return self.define(f, args, e.loc, out)
+            case ir.Cast() if is_float(e.value.type):
+                return self.flatten(e.value, env, out)
+            case ir.Cast():  # an int or bool made a float: no derivative flows through
+                return ("value", self.rewrite(e, env))
+            case ir.IfExp():
+                return self.select(e, env, out)
+        raise self.refuse(f"this expression ({type(e).__name__} {getattr(e, 'op', '')})",
+                          e.loc)
+
+    def define(self, op, args, loc, out) -> tuple:
+        name = self.fresh("t", f64, loc)
+        out.stmts.append(ir.Assign(loc, name, self.apply(op, [self.node(a) for a in args], loc)))
+        out.records.append(_Def(name, op, args, loc))
+        return ("local", name)
+
+    @staticmethod
+    def apply(op, args, loc):
+        if op == "copy" or op == "pos":
+            return args[0]
+        if op == "neg":
+            return ir.UnaryOp(loc, "-", args[0])
+        if op in ("+", "-", "*", "/", "**"):
+            return ir.BinOp(loc, op, args[0], args[1])
+        return ir.Call(loc, op, tuple(args))
+
+    def select(self, e, env, out) -> tuple:
+        """`x if c else y`: an if in the replay, so only the branch taken is computed."""
+        cond = self.fresh("c", _BOOL, e.loc)
+        out.stmts.append(ir.Assign(e.loc, cond, self.rewrite(e.test, env)))
+        merged = self.fresh("sel", f64, e.loc)
+        self.depth += 1
+        sides = []
+        for branch in (e.body, e.orelse):
+            blk = _Block()
+            atom = self.flatten(branch, env, blk)
+            tmp = self.fresh("side", f64, e.loc)
+            blk.stmts.append(ir.Assign(e.loc, tmp, self.node(atom)))
+            blk.records.append(_Def(tmp, "copy", (atom,), e.loc))
+            sides.append((blk, tmp))
+        self.depth -= 1
+        (b, tb), (o, to) = sides
+        out.stmts.append(ir.If(e.loc, ir.Local(e.loc, cond), tuple(b.stmts), tuple(o.stmts)))
+        out.stmts.append(ir.Assign(e.loc, merged, ir.IfExp(e.loc, ir.Local(e.loc, cond),
+                                                         ir.Local(e.loc, tb),
+                                                         ir.Local(e.loc, to))))
+        out.records.append(_Branch(cond, b.records, o.records, [(merged, tb, to)], e.loc))
+        return ("local", merged)
+
+    def block(self, stmts, env, out: _Block) -> None:
+        for s in stmts:
+            m = getattr(self, "s_" + type(s).__name__, None)
+            if m is None:
+                what = {"ForRange": "a loop", "ForEach": "a loop", "ForGroup": "a loop",
+                        "While": "a loop", "Return": "an early return", "Break": "a break",
+                        "Continue": "a continue", "Insert": "rs.insert",
+                        "Delete": "rs.delete"}.get(type(s).__name__, type(s).__name__)
+                raise self.refuse(f"{what} (not differentiated yet)", s.loc)
+            m(s, env, out)
+
+    def s_Pass(self, s, env, out):
+        pass
+
+    def s_Print(self, s, env, out):
+        pass  # the adjoint prints nothing
+
+    def s_Assign(self, s, env, out):
+        t = self.a.locals.get(s.name, s.value.type)
+        if is_float(s.value.type):
+            atom = self.flatten(s.value, env, out)
+            name = self.fresh(s.name, f64, s.loc)
+            out.stmts.append(ir.Assign(s.loc, name, self.node(atom)))
+            out.records.append(_Def(name, "copy", (atom,), s.loc))
+        else:
+            if isinstance(t, ScalarType) and t.is_float:
+                raise self.refuse(f"local {s.name!r} of type {t!r} (only f64 so far)", s.loc)
+            value = self.flatten(s.value, env, out)
+            name = self.fresh(s.name, s.value.type, s.loc)
+            out.stmts.append(ir.Assign(s.loc, name, self.node(value)))
+        env.version[s.name] = name
+
+    def s_FieldStore(self, s, env, out):
+        if s.index:
+            raise self.refuse("a store into a component of a field (vectors are not "
+                              "differentiated yet)", s.loc)
+        atom = self.flatten(s.value, env, out)
+        name = self.fresh(s.field.name, s.value.type, s.loc)
+        out.stmts.append(ir.Assign(s.loc, name, self.node(atom)))
+        if is_float(s.field.type):
+            out.records.append(_Def(name, "copy", (atom,), s.loc))
+        env.shadow[s.field] = name
+
+    def s_FieldReduce(self, s, env, out):
+        if s.index:
+            raise self.refuse("a reduction into a component of a field (vectors are not "
+                              "differentiated yet)", s.loc)
+        floating = is_float(s.field.type)
+        if floating and s.op != "+":
+            raise self.refuse(f"a '{s.op}' reduction into float field {s.field.qualname} "
+                              f"(only '+' so far)", s.loc)
+        atom = self.flatten(s.value, env, out)
+        if s.field in self.shadowed:  # reduced at the row's own key and read there
+            name = self.fresh(s.field.name, s.field.type, s.loc)
+            prev = ("local", env.shadow[s.field])
+            op = "+" if floating else s.op
+            out.stmts.append(ir.Assign(s.loc, name, _fold(op, self.node(prev),
+                                                          self.node(atom), s.loc)))
+            if floating:
+                out.records.append(_Def(name, "+", (prev, atom), s.loc))
+            env.shadow[s.field] = name
+        elif floating:
+            out.records.append(_Sink(self.rewrite(s.key, env), s.field, atom, s.loc))
+
+    def s_GlobalReduce(self, s, env, out):
+        if not is_float(s.ref.type):
+            if isinstance(s.ref.type, ScalarType) and s.ref.type.is_float:
+                raise self.refuse(f"a reduction into a {s.ref.type!r} Global", s.loc)
+            return  # an integer or bool result carries no derivative
+        if s.op != "+":
+            raise self.refuse(f"a '{s.op}' reduction into a float Global (only '+' so far)",
+                              s.loc)
+        atom = self.flatten(s.value, env, out)
+        out.records.append(_Sink(None, s.ref, atom, s.loc))
+
+    def s_If(self, s, env, out):
+        cond = self.fresh("c", _BOOL, s.loc)
+        out.stmts.append(ir.Assign(s.loc, cond, self.rewrite(s.test, env)))
+        self.depth += 1
+        results = []
+        for branch in (s.body, s.orelse):
+            inner = env.copy()
+            blk = _Block()
+            self.block(branch, inner, blk)
+            results.append((inner, blk))
+        self.depth -= 1
+        (eb, bb), (eo, bo) = results
+        out.stmts.append(ir.If(s.loc, ir.Local(s.loc, cond), tuple(bb.stmts) or
+                               (ir.Pass(s.loc),), tuple(bo.stmts)))
+        merges = []
+        for table, tb, to in (("version", eb.version, eo.version),
+                              ("shadow", eb.shadow, eo.shadow)):
+            for key in dict.fromkeys(list(getattr(env, table)) + [k for k in tb if k in to]):
+                if key not in tb or key not in to:
+                    getattr(env, table).pop(key, None)  # assigned on one path only
+                    continue
+                vb, vo = tb[key], to[key]
+                if vb == vo:
+                    getattr(env, table)[key] = vb
+                    continue
+                t = self.types[vb]
+                hint = key if isinstance(key, str) else key.name
+                m = self.fresh(hint, t, s.loc)
+                out.stmts.append(ir.Assign(s.loc, m, ir.IfExp(
+                    s.loc, ir.Local(s.loc, cond), ir.Local(s.loc, vb), ir.Local(s.loc, vo))))
+                if is_float(t):
+                    merges.append((m, vb, vo))
+                getattr(env, table)[key] = m
+        out.records.append(_Branch(cond, bb.records, bo.records, merges, s.loc))
+
+    # -- the reverse sweep ------------------------------------------------------------------
+    def grad_read(self, key, target, loc):
+        if key is None:
+            return ir.GlobalRead(loc, self.adjoint_global(target))
+        return ir.Attr(loc, key, grad_name(target))
+
+    def accumulate(self, atom, amount, loc) -> list:
+        if atom[0] != "local" or not is_float(self.types.get(atom[1])):
+            return []
+        d = _adj(atom[1])
+        return [ir.Assign(loc, d, ir.BinOp(loc, "+", ir.Local(loc, d), amount))]
+
+    def reverse(self, records) -> list:
+        out = []
+        for r in reversed(records):
+            loc = r.loc
+            match r:
+                case _Def(name=name, op=op, args=args):
+                    a = ir.Local(loc, _adj(name))
+                    constant = tuple(k != "local" for k, _ in args)
+                    parts = derivatives.partials(op, tuple(self.node(x) for x in args),
+                                                 ir.Local(loc, name), loc, constant)
+                    for atom, p in zip(args, parts):
+                        if p is not None:
+                            out += self.accumulate(atom, ir.BinOp(loc, "*", a, p), loc)
+                case _Load(name=name, key=key, target=target):
+                    a = ir.Local(loc, _adj(name))
+                    if key is None:
+                        out.append(ir.Reduce(loc, ir.GlobalRead(loc, self.adjoint_global(target)),
+                                             "+", a))
+                    else:
+                        out.append(ir.Reduce(loc, ir.Attr(loc, key, grad_name(target)), "+", a))
+                case _Sink(key=key, target=target, atom=atom):
+                    out += self.accumulate(atom, self.grad_read(key, target, loc), loc)
+                case _Branch(cond=cond, body=body, orelse=orelse, merges=merges):
+                    sides = []
+                    for pick, recs in ((1, body), (2, orelse)):
+                        stmts = []
+                        for m in merges:
+                            stmts += self.accumulate(("local", m[pick]),
+                                                     ir.Local(loc, _adj(m[0])), loc)
+                        sides.append(stmts + self.reverse(recs))
+                    if sides[0] or sides[1]:
+                        out.append(ir.If(loc, ir.Local(loc, cond),
+                                         tuple(sides[0]) or (ir.Pass(loc),), tuple(sides[1])))
+        return out
+
+    # -- the whole body ---------------------------------------------------------------------
+    def body(self) -> tuple:
+        loc = self.a.body[0].loc if self.a.body else ir.NOLOC
+        env = _Env({}, {})
+        top = _Block()
+        for f in sorted(self.shadowed, key=lambda f: f.name):  # the row's values at the start
+            name = self.fresh(f.name, f.type, loc)
+            key = self.centred(loc)
+            top.stmts.append(ir.Assign(loc, name, ir.Attr(loc, key, f.name)))
+            if is_float(f.type):
+                top.records.append(_Load(name, key, f, loc))
+            env.shadow[f] = name
+        self.block(self.a.body, env, top)
+        stmts = [ir.Assign(loc, n, _zero(t, loc)) for n, t in self.branch_locals.items()]
+        stmts += top.stmts
+        stmts += [ir.Assign(loc, _adj(n), ir.Const(loc, 0.0)) for n, t in self.types.items()
+                  if is_float(t)]
+        for f in sorted(self.shadowed, key=lambda f: f.name):
+            if is_float(f.type):  # the final value's adjoint, then the old value's: from zero
+                d = _adj(env.shadow[f])
+                grad = ir.Attr(loc, self.centred(loc), grad_name(f))
+                stmts.append(ir.Assign(loc, d, ir.BinOp(loc, "+", ir.Local(loc, d), grad)))
+                stmts.append(ir.Store(loc, grad, ir.Const(loc, 0.0)))
+        stmts += self.reverse(top.records)
+        return tuple(stmts)
+
+    def adjoint_fields(self) -> set:
+        """The float fields whose adjoint fields the adjoint kernel uses."""
+        out = set()
+        for s in ir.walk_stmts(self.a.body):
+            if isinstance(s, (ir.FieldStore, ir.FieldReduce)) and is_float(s.field.type):
+                out.add(s.field)
+            for node in _exprs_of(s):
+                for e in node.walk():
+                    if isinstance(e, ir.FieldRead) and is_float(e.field.type):
+                        out.add(e.field)
+        return out
+
+    def globals_used(self) -> set:
+        out = set()
+        for s in ir.walk_stmts(self.a.body):
+            if isinstance(s, ir.GlobalReduce) and is_float(s.ref.type):
+                out.add(s.ref)
+            for node in _exprs_of(s):
+                for e in node.walk():
+                    if isinstance(e, ir.GlobalRead) and is_float(e.ref.type):
+                        out.add(e.ref)
+        return out
+
+
+@dataclass
+class _Env:
+    version: dict  # user local -> replay local
+    shadow: dict  # field -> replay local holding its value at the row's own key
+
+    def copy(self):
+        return _Env(dict(self.version), dict(self.shadow))
+
+
+_BOOL = bool_
+
+
+def _adj(name: str) -> str:
+    return f"{name}_d"
+
+
+def _zero(t, loc):
+    return ir.Const(loc, {"f64": 0.0, "i64": 0, "bool": False}[t.name])
+
+
+def _fold(op, a, b, loc):
+    if op in ("+", "*"):
+        return ir.BinOp(loc, op, a, b)
+    if op in ("min", "max"):
+        return ir.Call(loc, op, (a, b))
+    return ir.BoolOp(loc, op, (a, b))
+
+
+def _is_key_vector(e) -> bool:
+    return type(getattr(e, "type", None)).__name__.startswith("KeyVec")
+
+
+def _exprs_of(s) -> list:
+    """The expressions directly under statement `s` (not those of nested statements)."""
+    out = []
+    for name in ("value", "test", "key", "start", "stop", "step", "seq", "group"):
+        v = getattr(s, name, None)
+        if isinstance(v, ir.Expr):
+            out.append(v)
+    for name in ("values", "items", "index"):
+        for v in getattr(s, name, ()) or ():
+            if isinstance(v, ir.Expr):
+                out.append(v)
+    return out

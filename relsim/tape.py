@@ -1,0 +1,212 @@
+"""`rs.Tape`: reverse-mode derivatives of a relsim program.
+
+    with rs.Tape() as tape:
+        for _ in range(steps):
+            E.foreach(conduct)
+            V.foreach(update)
+        loss.value = 0.0
+        V.foreach(misfit)            # loss += (v.T - v.T_seen) ** 2
+    tape.backward(loss)
+    V.T.grad.numpy()                 # dloss / dT at the tape's start
+    kappa.grad                       # dloss / dkappa (a Global the kernels read)
+
+While recording, the tape notes each launch (kernel, relation or subset, configuration) and
+each host assignment (`Field.load`, `Global.value = ...`), with a copy of what it is about to
+overwrite: the fields and Globals the launch writes or reduces into. `backward(L)` walks the
+record backwards: it puts back what each launch overwrote, so the launch's inputs are as the
+forward launch saw them, and launches the launch's adjoint kernel (`runtime/adjoint`), which
+sends the derivatives of L on to what the launch read, through the same keys: the adjoint of a
+read through a key is a reduction through it, and relsim's reductions are deterministic, so the
+gradients are the same bits on any thread count and target. A host assignment zeroes the
+adjoint of what it replaced. Afterwards the fields and Globals hold their values at the end of
+the recording again.
+
+``F.grad`` is the adjoint field of field F (``F.name + "__grad"`` on its relation), ``g.grad``
+the value of Global g's adjoint. Memory: the tape keeps a copy of every value a recorded launch
+overwrites (checkpointing is not there yet). Inside a tape: no `rs.insert`/`rs.delete`, and
+writes to fields go through ``load`` (a write into ``F.numpy()`` goes unseen).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import config as _config
+from .errors import GradientError
+from .relations import launch as _launch
+from .relations.field import Field
+from .relations.globals import Global
+from .runtime import ir
+from .runtime.adjoint import Adjoint, AdjointKernel
+from .runtime.pipeline import analyse
+from .types import f64
+
+
+@dataclass
+class _Launch:
+    kernel: object
+    relation: object
+    subset: object
+    config: object
+    analysed: object
+    saved: list  # (field or Global, its value before the launch)
+
+
+@dataclass
+class _HostWrite:
+    target: object  # a Field or a Global
+    saved: object  # its value before
+
+
+class Tape:
+    """Records a program for `backward` (see the module's docstring)."""
+
+    def __init__(self):
+        self.events: list = []
+
+    # -- recording ----------------------------------------------------------------------------
+    def __enter__(self) -> Tape:
+        self.events = []  # a tape records afresh each time (its adjoint kernels stay compiled)
+        _launch.recorders.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _launch.recorders.remove(self)
+
+    @staticmethod
+    def _analyse(kernel, relation, cfg):
+        """The kernel's analysis over `relation` as it is now, kept with the kernel (as its
+        adjoint kernel is: tapes recorded again reuse both)."""
+        key = (id(relation), relation.schema_version)
+        kept = kernel.__dict__.setdefault("_tape_analysed", {})
+        a = kept.get(key)
+        if a is None:
+            a = kept[key] = analyse(kernel, relation, cfg.cache_path())
+        return a
+
+    def before_launch(self, kernel, relation, subset, config) -> None:
+        if isinstance(kernel, AdjointKernel):
+            return
+        cfg = config if config is not None else _config.current()
+        base = relation if subset is None else subset.relation
+        a = self._analyse(kernel, base, cfg)
+        if a.inserts or a.deletes:
+            stmt = next(s for s in ir.walk_stmts(a.body) if isinstance(s, (ir.Insert,
+                                                                             ir.Delete)))
+            raise GradientError("cannot record rs.insert or rs.delete on a tape (rows that "
+                                "come and go are not differentiated)", stmt.loc, kernel.name)
+        saved = [(t, _value_of(t)) for t in _written(a)]
+        self.events.append(_Launch(kernel, base, subset, cfg, a, saved))
+
+    def before_host_write(self, target) -> None:
+        self.events.append(_HostWrite(target, _value_of(target)))
+
+    # -- the reverse pass ---------------------------------------------------------------------
+    def backward(self, loss) -> None:
+        """Derivatives of the float Global `loss` (written while recording) with respect to
+        every float field and Global the recorded program read, at the tape's start:
+        ``F.grad``, ``g.grad``."""
+        if not isinstance(loss, Global) or loss.type != f64:
+            raise GradientError(f"tape.backward takes a float64 scalar Global (the loss), "
+                                f"not {loss!r}")
+        launches = [e for e in self.events if isinstance(e, _Launch)]
+        if not any(loss in _written(e.analysed) for e in launches):
+            raise GradientError(f"the loss Global {loss.name or ''!s} was not reduced into by "
+                                f"any launch the tape recorded: record the launches that "
+                                f"compute it inside `with tape:`")
+        if self in _launch.recorders:
+            raise GradientError("tape.backward inside `with tape:`; call it after the block")
+        fields, globals_ = self._touched(launches)
+        for f in fields:  # adjoint fields: made once (a schema change), zeroed each time
+            if not f.relation.has_field(f.grad_name):
+                f.relation.new_field(f.grad_name, f.type)
+            else:
+                f.grad.load(0.0)
+        for g in globals_ | {loss}:
+            _adjoint(g).value = 0.0
+        final = [(t, _value_of(t)) for t in _all_written(self.events)]
+        _adjoint(loss).value = 1.0
+        for e in reversed(self.events):
+            if isinstance(e, _HostWrite):
+                _restore(e.target, e.saved)
+                if isinstance(e.target, Field) and e.target.relation.has_field(
+                        e.target.grad_name):
+                    e.target.grad.load(0.0)
+                elif isinstance(e.target, Global) and getattr(e.target, "_adjoint", None):
+                    e.target._adjoint.value = 0.0
+                continue
+            for t, v in e.saved:
+                _restore(t, v)
+            adj = self._adjoint_kernel(e)
+            space = e.relation if e.subset is None else e.subset
+            space.foreach(adj, e.config)
+        for t, v in final:
+            _restore(t, v)
+
+    def zero(self) -> None:
+        """Set every adjoint of the recorded program to zero."""
+        fields, globals_ = self._touched([e for e in self.events if isinstance(e, _Launch)])
+        for f in fields:
+            if f.relation.has_field(f.grad_name):
+                f.grad.load(0.0)
+        for g in globals_:
+            if getattr(g, "_adjoint", None) is not None:
+                g._adjoint.value = 0.0
+
+    def _touched(self, launches):
+        fields, globals_ = set(), set()
+        for e in launches:
+            gen = Adjoint(e.analysed, _adjoint)
+            fields |= gen.adjoint_fields()
+            globals_ |= gen.globals_used()
+        return fields, globals_
+
+    def _adjoint_kernel(self, e):
+        cache = e.kernel.__dict__.setdefault("_adjoints", {})
+        key = (id(e.relation), id(e.analysed))
+        k = cache.get(key)
+        if k is None:
+            k = cache[key] = AdjointKernel(e.kernel, e.analysed, _adjoint)
+        return k
+
+
+def _adjoint(g):
+    """Global g's adjoint Global (made on first use)."""
+    a = getattr(g, "_adjoint", None)
+    if a is None:
+        a = g._adjoint = Global(g.type, 0.0, name=f"{g.name or 'global'}__grad")
+    return a
+
+
+def _written(a) -> list:
+    """The value fields and Globals launch `a` stores or reduces into."""
+    out = {}
+    for s in ir.walk_stmts(a.body):
+        if isinstance(s, (ir.FieldStore, ir.FieldReduce)):
+            out[id(s.field)] = s.field
+        elif isinstance(s, ir.GlobalReduce):
+            out[id(s.ref)] = s.ref
+    return list(out.values())
+
+
+def _all_written(events) -> list:
+    out = {}
+    for e in events:
+        for t in (_written(e.analysed) if isinstance(e, _Launch) else [e.target]):
+            out[id(t)] = t
+    return list(out.values())
+
+
+def _value_of(t):
+    if isinstance(t, Field):
+        return t.numpy(copy=True)
+    v = t.value
+    return v.copy() if isinstance(v, np.ndarray) else v
+
+
+def _restore(t, v) -> None:
+    if isinstance(t, Field):
+        t.load(v)
+    else:
+        t.value = v

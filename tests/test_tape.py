@@ -1,0 +1,207 @@
+"""rs.Tape: reverse-mode gradients of recorded programs, checked against central differences,
+the same bits on every target and thread count, and refusals that point at the kernel's line."""
+import math
+
+import numpy as np
+import pytest
+
+import relsim as rs
+from tests.conftest import configured
+
+CONFIGS = {"interp": dict(target="interp"),
+           "cpu 1 thread": dict(target="cpu", threads=1, parallel_threshold=1),
+           "cpu 2 threads": dict(target="cpu", threads=2, parallel_threshold=1)}
+if "cuda" in rs.targets():
+    CONFIGS["cuda"] = dict(target="cuda")
+
+
+class Graph:
+    """Heat on a random graph with a nonlinear flux, a branch, a conductivity Global and a
+    loss summed into a Global: what `backward` differentiates."""
+
+    def __init__(self, nv=7, ne=12, seed=0):
+        rng = np.random.default_rng(seed)
+        V = self.V = rs.Relation("V", nv)
+        for f in ("T", "flux"):
+            V.new_field(f, rs.f64)
+        V.new_field("hot", rs.bool_)
+        E = self.E = rs.Relation("E", ne)
+        E.new_key_field("head", V, values=rng.integers(0, nv, ne))
+        E.new_key_field("tail", V, values=rng.integers(0, nv, ne))
+        E.new_field("k", rs.f64).load(rng.uniform(0.5, 1.5, ne))
+        self.T0, self.k0 = rng.standard_normal(nv), E.k.numpy(copy=True)
+        kappa = self.kappa = rs.Global(rs.f64, 0.3)
+        loss = self.loss = rs.Global(rs.f64, 0.0)
+
+        @rs.kernel
+        def conduct(e):
+            d = kappa * e.k * (e.head.T - e.tail.T)
+            e.tail.flux += d
+            e.head.flux -= math.sqrt(d * d + 1.0) - 1.0 + min(d, 0.2) / (2.0 + e.k)
+
+        @rs.kernel
+        def update(v):
+            v.T += 0.1 * v.flux
+            v.hot = v.T > 0.5
+            if v.hot:
+                v.T = 0.5 + math.log(1.0 + v.T - 0.5)
+            else:
+                v.T = v.T - 0.01 * abs(v.T) ** 1.5
+            v.flux = 0.0
+
+        @rs.kernel
+        def misfit(v):
+            loss += math.exp(-v.T) * v.T + (v.T * v.T if v.hot else 0.0)
+
+        self.conduct, self.update, self.misfit = conduct, update, misfit
+
+    def run(self, T=None, k=None, kappa=0.3, steps=3):
+        self.V.T.load(self.T0 if T is None else T)
+        self.E.k.load(self.k0 if k is None else k)
+        self.V.flux.load(0.0)
+        self.kappa.value = kappa
+        for _ in range(steps):
+            self.E.foreach(self.conduct)
+            self.V.foreach(self.update)
+        self.loss.value = 0.0
+        self.V.foreach(self.misfit)
+        return self.loss.value
+
+    def gradients(self):
+        self.run()
+        self.V.T.load(self.T0)  # the tape's start
+        with rs.Tape() as tape:
+            for _ in range(3):
+                self.E.foreach(self.conduct)
+                self.V.foreach(self.update)
+            self.loss.value = 0.0
+            self.V.foreach(self.misfit)
+        end = self.V.T.numpy(copy=True)
+        tape.backward(self.loss)
+        assert self.V.T.numpy().tobytes() == end.tobytes()  # the forward state, put back
+        return self.V.T.grad.numpy(copy=True), self.E.k.grad.numpy(copy=True), self.kappa.grad
+
+
+def central(f, x, i, h=1e-6):
+    up, down = x.copy(), x.copy()
+    up[i] += h
+    down[i] -= h
+    return (f(up) - f(down)) / (2 * h)
+
+
+def test_gradients_agree_with_central_differences():
+    g = Graph()
+    dT, dk, dkappa = g.gradients()
+    assert np.count_nonzero(dT) >= 5 and np.count_nonzero(dk) >= 8
+    for i in range(len(dT)):
+        fd = central(lambda T: g.run(T=T), g.T0, i)
+        assert abs(dT[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, dT[i], fd)
+    for i in range(len(dk)):
+        fd = central(lambda k: g.run(k=k), g.k0, i)
+        assert abs(dk[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, dk[i], fd)
+    fd = (g.run(kappa=0.3 + 1e-6) - g.run(kappa=0.3 - 1e-6)) / 2e-6
+    assert abs(dkappa - fd) <= 1e-6 * abs(fd)
+
+
+def test_gradients_are_the_same_bits_on_every_target_and_thread_count():
+    answers = {}
+    for name, config in CONFIGS.items():
+        with configured(**config):
+            dT, dk, dkappa = Graph().gradients()
+        answers[name] = (dT.tobytes(), dk.tobytes(), dkappa.hex())
+    first = next(iter(answers.values()))
+    assert all(a == first for a in answers.values()), list(answers)
+
+
+def test_a_tape_is_reused_without_compiling_again():
+    """The first backward adds the adjoint fields (a schema change: the kernels are analysed
+    once more); from then on the same adjoint kernels run, compiled once."""
+    g = Graph()
+    g.gradients()
+    first = g.gradients()
+    adjoints = dict(g.conduct.__dict__["_adjoints"])
+    plans = {k: len(v._plans) for k, v in adjoints.items()}
+    second = g.gradients()
+    assert adjoints == g.conduct.__dict__["_adjoints"]
+    assert plans == {k: len(v._plans) for k, v in adjoints.items()}
+    assert all(np.array_equal(a, b) for a, b in zip(first, second))
+
+
+def test_host_assignments_inside_the_tape_cut_the_derivative():
+    g = Graph()
+    g.V.T.load(g.T0)
+    with rs.Tape() as tape:
+        g.E.foreach(g.conduct)
+        g.V.foreach(g.update)
+        g.V.T.load(np.full(len(g.T0), 0.25))  # the earlier values no longer matter
+        g.loss.value = 0.0
+        g.V.foreach(g.misfit)
+    tape.backward(g.loss)
+    assert not g.V.T.grad.numpy().any() and g.kappa.grad == 0.0
+    assert not g.E.k.grad.numpy().any()
+
+
+def test_wrong_losses_and_calls_are_refused():
+    g = Graph()
+    other = rs.Global(rs.f64, 0.0)
+    with rs.Tape() as tape:
+        g.E.foreach(g.conduct)
+        with pytest.raises(rs.GradientError, match="inside `with tape:`"):
+            tape.backward(g.loss)
+    with pytest.raises(rs.GradientError, match="was not reduced into by any launch"):
+        tape.backward(other)
+    with pytest.raises(rs.GradientError, match="float64 scalar Global"):
+        tape.backward(g.V.T)
+    with pytest.raises(rs.DataError, match="no gradient"):
+        _ = rs.Global(rs.f64, 1.0).grad
+
+
+def _refused(body_kernel, relation, match):
+    with rs.Tape() as tape:
+        relation.foreach(body_kernel)
+    with pytest.raises(rs.GradientError, match=match) as info:
+        tape.backward(LOSS)
+    return str(info.value)
+
+
+LOSS = rs.Global(rs.f64, 0.0)
+
+
+def test_what_cannot_be_differentiated_is_refused_at_its_line():
+    V = rs.Relation("W", 4)
+    V.new_field("x", rs.f64, 1.0)
+    V.new_field("p", rs.vec(2))
+
+    @rs.kernel
+    def looping(v):
+        s = 0.0
+        for i in range(3):
+            s += v.x * i
+        LOSS += s
+
+    msg = _refused(looping, V, "cannot differentiate a loop")
+    assert "for i in range(3):" in msg and "^" in msg
+
+    @rs.kernel
+    def smallest(v):
+        LOSS = min(LOSS, v.x)  # noqa: F841
+
+    assert "'min' reduction" in _refused(smallest, V, "reduction into a float Global")
+
+    @rs.kernel
+    def vector(v):
+        LOSS += rs.dot(v.p, v.p) + v.x
+
+    assert "rs.dot(v.p, v.p)" in _refused(vector, V, "vectors and matrices")
+    P = rs.Relation("P", 3, elastic=True)
+    P.new_field("x", rs.f64)
+
+    @rs.kernel
+    def remove(p):
+        if p.x > 1.0:
+            rs.delete(p)
+
+    with pytest.raises(rs.GradientError, match="rs.insert or rs.delete") as info:
+        with rs.Tape():
+            P.foreach(remove)
+    assert "rs.delete(p)" in str(info.value)
