@@ -144,6 +144,15 @@ class Tape:
         for t, v in final:
             _restore(t, v)
 
+    def held_bytes(self) -> int:
+        """Bytes of the values the tape keeps for `backward` (what recorded launches and
+        assignments overwrote)."""
+        total = 0
+        for e in self.events:
+            values = [v for _, v in e.saved] if isinstance(e, _Launch) else [e.saved]
+            total += sum(np.asarray(v).nbytes for v in values)
+        return total
+
     def zero(self) -> None:
         """Set every adjoint of the recorded program to zero."""
         fields, globals_ = self._touched([e for e in self.events if isinstance(e, _Launch)])
