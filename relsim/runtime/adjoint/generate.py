@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import GradientError
-from ...types import KeyType, ScalarType, bool_, f64
+from ...types import KeyType, ScalarType, bool_, f64, i64
 from .. import ir
 from . import derivatives
 
@@ -73,6 +73,23 @@ class _Sink:  # `key.field += atom` or `global += atom`: atom gets the target's 
 
 
 @dataclass
+class _Accum:  # acc = acc + sign * atom, in a loop
+    acc: str
+    atom: tuple
+    sign: float
+    loc: object
+
+
+@dataclass
+class _Loop:
+    header: object  # body -> the loop statement
+    body: list  # the replay of one iteration
+    records: list
+    own: list  # the float locals an iteration assigns
+    loc: object
+
+
+@dataclass
 class _Branch:
     cond: str
     body: list
@@ -97,19 +114,25 @@ class Adjoint:
         self.count = 0
         self.types: dict = {}  # replay local -> type
         self.branch_locals: dict = {}  # locals first assigned inside a branch -> type
-        self.depth = 0
+        self.depth = 0  # inside how many branches
+        self.loops = 0  # inside how many loops
+        self.accumulations: set = set()  # id() of the replay's in-place accumulations
+        self.loop_blocks: list = []  # (locals before the loop, its hoisted reads), outermost first
         self.shadowed = self._shadowed_fields()
         self.fields_read: set = set()
 
     # -- names and small nodes ------------------------------------------------------------
-    def fresh(self, hint, t, loc) -> str:
+    def fresh(self, hint, t, loc, declare=True) -> str:
+        """A new replay local of type `t`; one made inside a branch is also assigned a zero
+        at the top (`declare`), so the reverse sweep may read it after the branch."""
         self.count += 1
         name = f"_r{self.count}_{hint}"
         self.types[name] = t
-        if self.depth:
+        declare = declare and self.depth > 0
+        if declare:
             self.branch_locals[name] = t
         if not (isinstance(t, KeyType) or isinstance(t, ScalarType) and t.name in
-                ("f64", "i64", "bool")) or self.depth and isinstance(t, KeyType):
+                ("f64", "i64", "bool")) or declare and isinstance(t, KeyType):
             raise self.refuse(f"a value of type {t!r} here (only f64 values, and i64, bool and "
                               f"key ones beside them, are differentiated so far)", loc)
         return name
@@ -227,13 +250,15 @@ class Adjoint:
             case ir.FieldRead() if isinstance(e.key, ir.Centred) and e.field in self.shadowed:
                 return ("local", env.shadow[e.field])
             case ir.FieldRead():
-                name = self.fresh(e.field.name, f64, e.loc)
                 key = self.rewrite(e.key, env)
+                out = self.hoisted(key, out)
+                name = self.fresh(e.field.name, f64, e.loc)
                 out.stmts.append(ir.Assign(e.loc, name, ir.Attr(e.loc, key, e.field.name)))
                 out.records.append(_Load(name, key, e.field, e.loc))
                 self.fields_read.add(e.field)
                 return ("local", name)
             case ir.GlobalRead():
+                out = self.hoisted(None, out)
                 name = self.fresh("g", f64, e.loc)
                 out.stmts.append(ir.Assign(e.loc, name, ir.GlobalRead(e.loc, e.ref)))
                 out.records.append(_Load(name, None, e.ref, e.loc))
@@ -260,6 +285,20 @@ class Adjoint:
                 return self.select(e, env, out)
         raise self.refuse(f"this expression ({type(e).__name__} {getattr(e, 'op', '')})",
                           e.loc)
+
+    def hoisted(self, key, out) -> _Block:
+        """Where a read through `key` (None: a Global) goes: before the outermost enclosing
+        loop whose iterations it does not depend on, so its adjoint, a reduction, is made once,
+        outside the loop (where relsim can always reduce); else `out`. Only reads that cannot
+        fail move (the row's own key, key fields, constant entries of key vectors): a read
+        a branch guards (``rs.at(R, i)``, ``c(i, 0)``) stays where it is."""
+        if key is not None and not _safe_key(key):
+            return out
+        names = {n.name for n in key.walk() if isinstance(n, ir.Local)} if key else set()
+        for before, pre in self.loop_blocks:
+            if names <= before:
+                return pre
+        return out
 
     def define(self, op, args, loc, out) -> tuple:
         name = self.fresh("t", f64, loc)
@@ -314,11 +353,99 @@ class Adjoint:
     def s_Pass(self, s, env, out):
         pass
 
+    def s_ForRange(self, s, env, out):
+        bounds = tuple(self.rewrite(b, env) for b in (s.start, s.stop, s.step))
+        dynamic = not all(isinstance(b, ir.Const) for b in (s.start, s.stop, s.step))
+        self.loop(s, env, out, _I64, lambda var, body: ir.ForRange(s.loc, var, *bounds, body),
+                  dynamic)
+
+    def s_ForGroup(self, s, env, out):
+        group = self.rewrite(s.group.key, env)
+        name = s.group.grouping.name
+        self.loop(s, env, out, KeyType(s.group.grouping.source),
+                  lambda var, body: ir.ForEach(s.loc, var, ir.Attr(s.loc, group, name), body),
+                  True)
+
+    def loop(self, s, env, out, var_type, header, dynamic):
+        """A loop whose locals from before it are only accumulated into (``x = x + e``, ``x
+        += e``, ``x -= e``, read nowhere else in it): each iteration's values then depend on
+        the loop variable and on values from before the loop only, so the reverse sweep runs
+        the loop again, recomputing an iteration's values, then sending their adjoints back;
+        an accumulator's adjoint is the same in every iteration. Reads that do not depend on
+        the iteration are made once, before the loop (`hoisted`)."""
+        carried = self.accumulators(s, env)
+        inner = env.copy()
+        for name in carried:
+            acc = self.fresh(name, self.types[env.version[name]], s.loc)
+            out.stmts.append(ir.Assign(s.loc, acc, ir.Local(s.loc, env.version[name])))
+            if is_float(self.types[acc]):
+                out.records.append(_Def(acc, "copy", (("local", env.version[name]),), s.loc))
+            inner.version[name] = inner.accumulating[name] = acc
+        pre = _Block()
+        self.loop_blocks.append((set(self.types), pre))
+        self.loops += 1
+        var = self.fresh(s.var, var_type, s.loc, declare=False)
+        inner.version[s.var] = var
+        blk = _Block()
+        try:
+            self.block(s.body, inner, blk)
+        finally:
+            self.loops -= 1
+            self.loop_blocks.pop()
+        if dynamic and _reads_through_keys(blk.records):
+            raise self.refuse("a loop over a grouping (or a range of run-time length) that "
+                              "reads float fields through its keys: their adjoint is a "
+                              "reduction through those keys inside the loop, which relsim "
+                              "cannot run yet (loops over constant ranges are differentiated)",
+                              s.loc)
+        out.stmts.extend(pre.stmts)
+        out.records.extend(pre.records)
+        accs = set(inner.accumulating.values())
+        own = [n for n in dict.fromkeys(_assigned(blk.stmts))
+               if n not in accs and is_float(self.types[n])]
+        out.stmts.append(header(var, tuple(blk.stmts) or (ir.Pass(s.loc),)))
+        out.records.append(_Loop(lambda body: header(var, body), blk.stmts, blk.records, own,
+                                 s.loc))
+        for name in carried:
+            env.version[name] = inner.accumulating[name]
+
+    def accumulators(self, s, env) -> list:
+        """The locals from before loop `s` it assigns: each only accumulated into."""
+        carried = sorted({st.name for st in ir.walk_stmts(s.body)
+                          if isinstance(st, ir.Assign) and st.name in env.version})
+        allowed = set()
+        for st in ir.walk_stmts(s.body):
+            if isinstance(st, ir.Assign) and st.name in carried:
+                v = st.value
+                if not (isinstance(v, ir.BinOp) and v.op in ("+", "-") and
+                        isinstance(v.left, ir.Local) and v.left.name == st.name):
+                    raise self.refuse(f"a loop that reassigns local {st.name!r} (from before "
+                                      f"the loop) other than by accumulating into it (x += ...)",
+                                      st.loc)
+                allowed.add(id(v.left))
+        for st in ir.walk_stmts(s.body):
+            for e in _exprs_of(st):
+                for n in e.walk():
+                    if isinstance(n, ir.Local) and n.name in carried and id(n) not in allowed:
+                        raise self.refuse(f"a loop that reads local {n.name!r} while "
+                                          f"accumulating into it", n.loc)
+        return carried
+
     def s_Print(self, s, env, out):
         pass  # the adjoint prints nothing
 
     def s_Assign(self, s, env, out):
         t = self.a.locals.get(s.name, s.value.type)
+        acc = env.accumulating.get(s.name)
+        if acc is not None:  # `x = x + e` in a loop (`loop`): x updated in place
+            atom = self.flatten(s.value.right, env, out)
+            stmt = ir.Assign(s.loc, acc, ir.BinOp(s.loc, s.value.op, ir.Local(s.loc, acc),
+                                                  self.node(atom)))
+            self.accumulations.add(id(stmt))
+            out.stmts.append(stmt)
+            if is_float(self.types[acc]):
+                out.records.append(_Accum(acc, atom, -1.0 if s.value.op == "-" else 1.0, s.loc))
+            return
         if is_float(s.value.type):
             atom = self.flatten(s.value, env, out)
             name = self.fresh(s.name, f64, s.loc)
@@ -333,6 +460,8 @@ class Adjoint:
         env.version[s.name] = name
 
     def s_FieldStore(self, s, env, out):
+        if self.loops:
+            raise self.refuse("a field stored inside a loop (not differentiated yet)", s.loc)
         if s.index:
             raise self.refuse("a store into a component of a field (vectors are not "
                               "differentiated yet)", s.loc)
@@ -353,6 +482,9 @@ class Adjoint:
                               f"(only '+' so far)", s.loc)
         atom = self.flatten(s.value, env, out)
         if s.field in self.shadowed:  # reduced at the row's own key and read there
+            if self.loops:
+                raise self.refuse(f"field {s.field.qualname}, read at the row's own key and "
+                                  f"reduced into inside a loop (not differentiated yet)", s.loc)
             name = self.fresh(s.field.name, s.field.type, s.loc)
             prev = ("local", env.shadow[s.field])
             op = "+" if floating else s.op
@@ -444,6 +576,14 @@ class Adjoint:
                         out.append(ir.Reduce(loc, ir.Attr(loc, key, grad_name(target)), "+", a))
                 case _Sink(key=key, target=target, atom=atom):
                     out += self.accumulate(atom, self.grad_read(key, target, loc), loc)
+                case _Accum(acc=acc, atom=atom, sign=sign):
+                    a = ir.Local(loc, _adj(acc))
+                    out += self.accumulate(atom, a if sign > 0 else ir.UnaryOp(loc, "-", a),
+                                           loc)
+                case _Loop(header=header, body=body, records=recs, own=own):
+                    again = [ir.Assign(loc, _adj(n), ir.Const(loc, 0.0)) for n in own]
+                    again += _without(body, self.accumulations)
+                    out.append(header(tuple(again + self.reverse(recs)) or (ir.Pass(loc),)))
                 case _Branch(cond=cond, body=body, orelse=orelse, merges=merges):
                     sides = []
                     for pick, recs in ((1, body), (2, orelse)):
@@ -511,12 +651,14 @@ class Adjoint:
 class _Env:
     version: dict  # user local -> replay local
     shadow: dict  # field -> replay local holding its value at the row's own key
+    accumulating: dict = field(default_factory=dict)  # user local -> its loop accumulator
 
     def copy(self):
-        return _Env(dict(self.version), dict(self.shadow))
+        return _Env(dict(self.version), dict(self.shadow), dict(self.accumulating))
 
 
 _BOOL = bool_
+_I64 = i64
 
 
 def _adj(name: str) -> str:
@@ -533,6 +675,49 @@ def _fold(op, a, b, loc):
     if op in ("min", "max"):
         return ir.Call(loc, op, (a, b))
     return ir.BoolOp(loc, op, (a, b))
+
+
+def _without(stmts, ids) -> list:
+    """`stmts` without the statements whose id() is in `ids`, also inside branches and loops."""
+    out = []
+    for st in stmts:
+        if id(st) in ids:
+            continue
+        if isinstance(st, ir.If):
+            st = ir.If(st.loc, st.test, tuple(_without(st.body, ids)) or (ir.Pass(st.loc),),
+                       tuple(_without(st.orelse, ids)))
+        elif isinstance(st, (ir.ForRange, ir.ForEach)):
+            from dataclasses import replace
+            st = replace(st, body=tuple(_without(st.body, ids)) or (ir.Pass(st.loc),))
+        out.append(st)
+    return out
+
+
+def _safe_key(key) -> bool:
+    """Whether reading through untyped `key` cannot fail: the row's own key, key fields, key
+    vectors at constant entries (and locals holding keys)."""
+    return all(isinstance(n, (ir.Centred, ir.Attr, ir.Local, ir.Const)) or
+               isinstance(n, ir.Index) and all(isinstance(i, ir.Const) for i in n.index)
+               for n in key.walk())
+
+
+def _reads_through_keys(records) -> bool:
+    """Whether `records` (also inside branches and loops) read a float field."""
+    for r in records:
+        if isinstance(r, _Load) and r.key is not None:
+            return True
+        inner = r.body + r.orelse if isinstance(r, _Branch) else \
+            r.records if isinstance(r, _Loop) else []
+        if _reads_through_keys(inner):
+            return True
+    return False
+
+
+def _assigned(stmts):
+    """The locals `stmts` assign, nested statements included, in order."""
+    for st in ir.walk_stmts(stmts):
+        if isinstance(st, ir.Assign):
+            yield st.name
 
 
 def _is_key_vector(e) -> bool:
