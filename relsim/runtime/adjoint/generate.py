@@ -22,11 +22,14 @@ accumulating the derivative of the loss with respect to it:
 * a stored field's adjoint is read at the row's own key into its last shadow, and set to zero
   (the value it had is overwritten), before the sweep adds back what the row's reads of the old
   value contribute;
-* an ``if`` runs the reverse of the branch the forward row took.
+* an ``if`` runs the reverse of the branch the forward row took;
+* a loop whose locals from before it are only accumulated into runs again, each iteration
+  recomputed and then reversed (`Adjoint.loop`).
 
-What is not differentiated yet is refused with a `GradientError` at the kernel's line: loops,
-early exits, vectors and matrices, float types other than f64, reductions other than ``+``
-into floats, ``rs.insert``/``rs.delete``.
+What is not differentiated yet is refused with a `GradientError` at the kernel's line: other
+loops (and grouping loops reading float fields through their keys), early exits, vectors and
+matrices, float types other than f64, reductions other than ``+`` into floats,
+``rs.insert``/``rs.delete``.
 """
 from __future__ import annotations
 
