@@ -122,7 +122,6 @@ class Adjoint:
         self.accumulations: set = set()  # id() of the replay's in-place accumulations
         self.loop_blocks: list = []  # (locals before the loop, its hoisted reads), outermost first
         self.shadowed = self._shadowed_fields()
-        self.fields_read: set = set()
 
     # -- names and small nodes ------------------------------------------------------------
     def fresh(self, hint, t, loc, declare=True) -> str:
@@ -258,7 +257,6 @@ class Adjoint:
                 name = self.fresh(e.field.name, f64, e.loc)
                 out.stmts.append(ir.Assign(e.loc, name, ir.Attr(e.loc, key, e.field.name)))
                 out.records.append(_Load(name, key, e.field, e.loc))
-                self.fields_read.add(e.field)
                 return ("local", name)
             case ir.GlobalRead():
                 out = self.hoisted(None, out)
@@ -321,7 +319,7 @@ class Adjoint:
 
     def select(self, e, env, out) -> tuple:
         """`x if c else y`: an if in the replay, so only the branch taken is computed."""
-        cond = self.fresh("c", _BOOL, e.loc)
+        cond = self.fresh("c", bool_, e.loc)
         out.stmts.append(ir.Assign(e.loc, cond, self.rewrite(e.test, env)))
         merged = self.fresh("sel", f64, e.loc)
         self.depth += 1
@@ -359,7 +357,7 @@ class Adjoint:
     def s_ForRange(self, s, env, out):
         bounds = tuple(self.rewrite(b, env) for b in (s.start, s.stop, s.step))
         dynamic = not all(isinstance(b, ir.Const) for b in (s.start, s.stop, s.step))
-        self.loop(s, env, out, _I64, lambda var, body: ir.ForRange(s.loc, var, *bounds, body),
+        self.loop(s, env, out, i64, lambda var, body: ir.ForRange(s.loc, var, *bounds, body),
                   dynamic)
 
     def s_ForGroup(self, s, env, out):
@@ -511,7 +509,7 @@ class Adjoint:
         out.records.append(_Sink(None, s.ref, atom, s.loc))
 
     def s_If(self, s, env, out):
-        cond = self.fresh("c", _BOOL, s.loc)
+        cond = self.fresh("c", bool_, s.loc)
         out.stmts.append(ir.Assign(s.loc, cond, self.rewrite(s.test, env)))
         self.depth += 1
         results = []
@@ -658,10 +656,6 @@ class _Env:
 
     def copy(self):
         return _Env(dict(self.version), dict(self.shadow), dict(self.accumulating))
-
-
-_BOOL = bool_
-_I64 = i64
 
 
 def _adj(name: str) -> str:
