@@ -6,7 +6,8 @@
 
 Reads the VTU file of step K of the ParaView series (default: the step where the field's
 largest magnitude peaks), draws the outer surface of its cells (the faces that belong to one
-cell only) in perspective, coloured by the field's magnitude, the points moved by the vector
+cell only) in perspective, coloured by the field's magnitude (a point field's mean over the
+face's points, or a cell field's value), the points moved by the vector
 field `--warp` when given (a displacement; the undeformed outline in grey), or placed at the
 positions of the vector field `--at`; `--sphere` adds a sphere (an obstacle) in light grey. A
 series of points only (particles) is drawn as dots, those where the field `--mask` is zero (walls)
@@ -36,17 +37,21 @@ def series_files(pvd: str) -> list:
             for d in root.iter("DataSet")]
 
 
-def surface(mesh) -> list:
-    """The faces (vertex index tuples) that belong to exactly one cell."""
+def surface(mesh, with_cells: bool = False) -> list:
+    """The faces (vertex index tuples) that belong to exactly one cell; with `with_cells`,
+    (face, index of its cell over all the mesh's cell blocks) pairs."""
     count, faces = {}, {}
+    first = 0
     for block in mesh.cells:
-        for cell in block.data:
+        for c, cell in enumerate(block.data):
             for local in _FACES.get(block.type, ()):
                 face = tuple(int(cell[i]) for i in local)
                 key = tuple(sorted(face))
                 count[key] = count.get(key, 0) + 1
-                faces[key] = face
-    return [faces[k] for k, n in count.items() if n == 1]
+                faces[key] = (face, first + c)
+        first += len(block.data)
+    out = [faces[k] for k, n in count.items() if n == 1]
+    return out if with_cells else [f for f, _ in out]
 
 
 def magnitude(values) -> np.ndarray:
@@ -65,17 +70,24 @@ def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | 
 
     files = series_files(pvd)
     meshes = [meshio.read(path) for _, path in files]
+    def values(m):
+        return m.point_data[field] if field in m.point_data else np.concatenate(
+            m.cell_data[field])
+
     if step is None:  # the step where the field peaks
-        step = int(np.argmax([magnitude(m.point_data[field]).max() for m in meshes]))
+        step = int(np.argmax([magnitude(values(m)).max() for m in meshes]))
     if not -len(files) <= step < len(files):
         raise SystemExit(f"{pvd} has {len(files)} steps (0 to {len(files) - 1}): no step {step}")
     mesh, (time, _) = meshes[step], files[step]
-    faces = surface(mesh)
+    faced = surface(mesh, with_cells=True)
+    faces = [f for f, _ in faced]
     rest = mesh.points
     moved = rest + mesh.point_data[warp] if warp else rest
     if at:
         rest = moved = np.asarray(mesh.point_data[at], dtype=float)
-    value = magnitude(mesh.point_data[field])
+    per_cell = field not in mesh.point_data  # a cell field: each face takes its cell's value
+    value = magnitude(np.concatenate(mesh.cell_data[field]) if per_cell
+                      else mesh.point_data[field])
     fig = plt.figure(figsize=(6.4, 3.0), dpi=100)
     ax = fig.add_axes((-0.08, -0.12, 0.98, 1.1), projection="3d")
     if warp:
@@ -91,8 +103,9 @@ def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | 
         ax.plot_surface(sx, sy, sz, color=(0.8, 0.8, 0.8), alpha=0.6, linewidth=0)
         extra = [np.column_stack([sx.ravel(), sy.ravel(), sz.ravel()])]
     if faces:
-        colours = plt.cm.viridis(np.array([value[list(f)].mean() for f in faces]) /
-                                 max(value.max(), 1e-300))
+        shade = [value[c] for _, c in faced] if per_cell else \
+            [value[list(f)].mean() for f in faces]
+        colours = plt.cm.viridis(np.array(shade) / max(value.max(), 1e-300))
         shape = Poly3DCollection([moved[list(f)] for f in faces], facecolors=colours,
                                  edgecolors=(0, 0, 0, 0.15), linewidths=0.2)
         ax.add_collection3d(shape)
@@ -104,6 +117,9 @@ def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | 
                    vmax=max(value.max(), 1e-300), s=2.0, depthshade=True)
     both = np.vstack([rest, moved, *extra])
     lo, hi = both.min(axis=0), both.max(axis=0)
+    flat = hi - lo <= 1e-12 * max((hi - lo).max(), 1e-300)  # a flat mesh: a sliver of depth
+    lo, hi = np.where(flat, lo - 1e-3 * (hi - lo).max(), lo), \
+        np.where(flat, hi + 1e-3 * (hi - lo).max(), hi)
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])
     ax.set_zlim(lo[2], hi[2])
