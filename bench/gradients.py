@@ -57,57 +57,67 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
+    ap.add_argument("--checkpoint", type=int, default=20,
+                    help="also with rs.Tape(checkpoint_every=K) (launches per segment)")
     args = ap.parse_args(argv)
     mesh, program, reset, loss = build(args.n)
     V, E = mesh.vertices, mesh.edges
     rows, grads = [], {}
     for t in args.threads:
         rs.configure(target="cpu", threads=t)
-        tape = rs.Tape()
+        tapes = {"every launch": rs.Tape(),
+                 f"checkpoint_every={args.checkpoint}": rs.Tape(args.checkpoint)}
 
         def forward():
             reset()
             program(args.steps)
 
-        def recorded(tape=tape):
-            reset()
-            with tape:
-                program(args.steps)
+        variants = {"forward": forward}
+        for mode, tape in tapes.items():
+            def recorded(tape=tape):
+                reset()
+                with tape:
+                    program(args.steps)
 
-        def backward(tape=tape):
-            tape.backward(loss)
+            def backward(tape=tape):
+                tape.backward(loss)
 
-        recorded()
-        backward()  # compile, and make the adjoint fields
-        times = {"forward": [], "recorded": [], "backward": []}
+            recorded()
+            backward()  # compile, and make the adjoint fields
+            variants[("recorded", mode)] = recorded
+            variants[("backward", mode)] = backward
+        times = {name: [] for name in variants}
         for _ in range(args.repeats):
-            for name, fn in (("forward", forward), ("recorded", recorded),
-                             ("backward", backward)):
+            for name, fn in variants.items():
                 t0 = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t0)
-        held = tape.held_bytes()
-        grads[t] = (V.T.grad.numpy().tobytes(), E.k.grad.numpy().tobytes(),
-                    V.c.grad.numpy().tobytes())
-        f, r, b = (min(times[k]) for k in ("forward", "recorded", "backward"))
-        rows.append([t, C.ms(f), C.ms(r), C.ms(b), f"{b / f:.2f}", f"{(r + b) / f:.2f}",
-                     f"{held / 2 ** 20:.0f}"])
-        print(f"  {t} thread(s): forward {C.ms(f)} ms, recorded {C.ms(r)} ms, backward "
-              f"{C.ms(b)} ms, backward / forward {b / f:.2f}", flush=True)
-    same = all(g == grads[args.threads[0]] for g in grads.values())
-    headers = ["threads", "forward ms", "forward on a tape ms", "backward ms",
+                if name[0] == "backward":
+                    grads[(t, name[1])] = (V.T.grad.numpy().tobytes(),
+                                           E.k.grad.numpy().tobytes(),
+                                           V.c.grad.numpy().tobytes())
+        f = min(times["forward"])
+        for mode, tape in tapes.items():
+            r, b = min(times[("recorded", mode)]), min(times[("backward", mode)])
+            rows.append([t, mode, C.ms(f), C.ms(r), C.ms(b), f"{b / f:.2f}",
+                         f"{(r + b) / f:.2f}", f"{tape.held_bytes() / 2 ** 20:.1f}"])
+            print(f"  {t} thread(s), {mode}: forward {C.ms(f)} ms, recorded {C.ms(r)} ms, "
+                  f"backward {C.ms(b)} ms, backward / forward {b / f:.2f}", flush=True)
+    first = next(iter(grads.values()))
+    same = all(g == first for g in grads.values())
+    headers = ["threads", "tape keeps", "forward ms", "forward on a tape ms", "backward ms",
                "backward / forward", "(recorded + backward) / forward", "tape holds MiB"]
     text = "\n".join([
         f"Command: `python bench/gradients.py {' '.join(argv or sys.argv[1:])}`.",
         f"Machine: {C.machine_line()}.",
         f"tetheat on a {args.n}^3 box: {mesh.tets.size:,} tets, {E.size:,} edges, {V.size:,} "
         f"vertices; {args.steps} steps (conduct over edges, update over vertices with a Global "
-        f"sum), then loss = sum T^2. Min over {args.repeats} interleaved repeats.", "",
+        f"sum), then loss = sum T^2. Min over {args.repeats} interleaved repeats. The tape "
+        f"keeps what every launch overwrites, or (checkpoint_every=K) what segments of K "
+        f"launches overwrite, as at their start: backward recomputes each segment first.", "",
         C.table(headers, rows), "",
-        f"* gradients (dT, dk, dc) identical bit for bit at {args.threads} threads: "
-        f"{'yes' if same else 'NO'}",
-        "* the tape holds a copy of every value a recorded launch overwrites (no checkpointing "
-        "yet)."])
+        f"* gradients (dT, dk, dc) identical bit for bit at {args.threads} threads, with and "
+        f"without checkpoints: {'yes' if same else 'NO'}"])
     print()
     print(text)
     if args.markdown:

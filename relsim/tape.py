@@ -23,8 +23,10 @@ the recording again.
 
 ``F.grad`` is the adjoint field of field F (``F.name + "__grad"`` on its relation), ``g.grad``
 the value of Global g's adjoint. Memory: the tape keeps a copy of every value a recorded launch
-overwrites (checkpointing is not there yet). Inside a tape: no `rs.insert`/`rs.delete`, and
-writes to fields go through ``load`` (a write into ``F.numpy()`` goes unseen).
+overwrites, or, with ``rs.Tape(checkpoint_every=K)``, only the values at the start of each
+segment of K launches (`backward` recomputes a segment before reversing it). Inside a tape: no
+`rs.insert`/`rs.delete`, and writes to fields go through ``load`` (a write into ``F.numpy()``
+goes unseen).
 """
 from __future__ import annotations
 
@@ -56,18 +58,40 @@ class _Launch:
 @dataclass
 class _HostWrite:
     target: object  # a Field or a Global
-    saved: object  # its value before
+    saved: object  # its value before (None in a checkpointed segment)
+    new: object  # the value assigned (to assign it again when a segment is recomputed)
+
+
+@dataclass
+class _Segment:
+    """`checkpoint_every` launches (and the assignments among them): the values its writes
+    overwrite, as they were at its start."""
+    events: list
+    start: dict  # id(target) -> (target, value at the segment's start)
+    launches: int = 0
 
 
 class Tape:
-    """Records a program for `backward` (see the module's docstring)."""
+    """Records a program for `backward` (see the module's docstring). With `checkpoint_every`
+    = K, the tape keeps, for each segment of K launches, only the values at the segment's start
+    of what the segment overwrites; `backward` recomputes each segment forward (keeping, for
+    that segment only, what each launch overwrites) before reversing it: memory in proportion
+    to the segments, not the launches, for one more forward run, with the same gradients bit
+    for bit."""
 
-    def __init__(self):
+    def __init__(self, checkpoint_every: int | None = None):
+        if checkpoint_every is not None and (type(checkpoint_every) is not int or
+                                             checkpoint_every < 1):
+            raise GradientError(f"checkpoint_every must be a positive int (launches per "
+                                f"segment) or None, not {checkpoint_every!r}")
+        self.checkpoint_every = checkpoint_every
         self.events: list = []
+        self.segments: list = []
 
     # -- recording ----------------------------------------------------------------------------
     def __enter__(self) -> Tape:
         self.events = []  # a tape records afresh each time (its adjoint kernels stay compiled)
+        self.segments = []
         _launch.recorders.append(self)
         return self
 
@@ -96,11 +120,33 @@ class Tape:
                                                                              ir.Delete)))
             raise GradientError("cannot record rs.insert or rs.delete on a tape (rows that "
                                 "come and go are not differentiated)", stmt.loc, kernel.name)
-        saved = [(t, _value_of(t)) for t in _written(a)]
+        if self.checkpoint_every is None:
+            saved = [(t, _value_of(t)) for t in _written(a)]
+        else:
+            seg = self._segment(launch=True)
+            for t in _written(a):
+                seg.start.setdefault(id(t), (t, _value_of(t)))
+            saved = []
         self.events.append(_Launch(kernel, base, subset, cfg, a, saved))
 
-    def before_host_write(self, target) -> None:
-        self.events.append(_HostWrite(target, _value_of(target)))
+    def before_host_write(self, target, value) -> None:
+        new = value.copy() if isinstance(value, np.ndarray) else value
+        if self.checkpoint_every is None:
+            self.events.append(_HostWrite(target, _value_of(target), new))
+            return
+        self._segment(launch=False).start.setdefault(id(target), (target, _value_of(target)))
+        self.events.append(_HostWrite(target, None, new))
+
+    def _segment(self, launch: bool) -> _Segment:
+        """The segment the next event belongs to (a launch past `checkpoint_every` opens a
+        new one)."""
+        if not self.segments or launch and \
+                self.segments[-1].launches == self.checkpoint_every:
+            self.segments.append(_Segment([], {}))
+        seg = self.segments[-1]
+        seg.launches += launch
+        seg.events.append(len(self.events))
+        return seg
 
     # -- the reverse pass ---------------------------------------------------------------------
     def backward(self, loss) -> None:
@@ -127,7 +173,34 @@ class Tape:
             _adjoint(g).value = 0.0
         final = [(t, _value_of(t)) for t in _all_written(self.events)]
         _adjoint(loss).value = 1.0
-        for e in reversed(self.events):
+        if self.checkpoint_every is None:
+            self._reverse(self.events)
+        else:
+            for seg in reversed(self.segments):
+                for t, v in seg.start.values():
+                    _restore(t, v)
+                self._reverse(self._recompute([self.events[i] for i in seg.events]))
+        for t, v in final:
+            _restore(t, v)
+
+    @staticmethod
+    def _recompute(events) -> list:
+        """Run a segment's events forward again from its start, keeping what each overwrites
+        (as an unsegmented tape does); the events with those values."""
+        again = []
+        for e in events:
+            if isinstance(e, _HostWrite):
+                again.append(_HostWrite(e.target, _value_of(e.target), e.new))
+                _restore(e.target, e.new)
+                continue
+            saved = [(t, _value_of(t)) for t in _written(e.analysed)]
+            again.append(_Launch(e.kernel, e.relation, e.subset, e.config, e.analysed, saved))
+            (e.relation if e.subset is None else e.subset).foreach(e.kernel, e.config)
+        return again
+
+    def _reverse(self, events) -> None:
+        """Each event's adjoint, last first, each launch's inputs put back first."""
+        for e in reversed(events):
             if isinstance(e, _HostWrite):
                 _restore(e.target, e.saved)
                 if isinstance(e.target, Field) and e.target.relation.has_field(
@@ -141,17 +214,14 @@ class Tape:
             adj = self._adjoint_kernel(e)
             space = e.relation if e.subset is None else e.subset
             space.foreach(adj, e.config)
-        for t, v in final:
-            _restore(t, v)
 
     def held_bytes(self) -> int:
         """Bytes of the values the tape keeps for `backward` (what recorded launches and
         assignments overwrote)."""
-        total = 0
+        values = [v for seg in self.segments for _, v in seg.start.values()]
         for e in self.events:
-            values = [v for _, v in e.saved] if isinstance(e, _Launch) else [e.saved]
-            total += sum(np.asarray(v).nbytes for v in values)
-        return total
+            values += [v for _, v in e.saved] if isinstance(e, _Launch) else [e.saved, e.new]
+        return sum(np.asarray(v).nbytes for v in values if v is not None)
 
     def zero(self) -> None:
         """Set every adjoint of the recorded program to zero."""

@@ -146,7 +146,7 @@ class Field:
                             f"of type {self.type!r} without losing information; cast first")
         self._check(arr)
         if _launch.recorders:  # a tape records what the load overwrites
-            _launch.host_write(self)
+            _launch.host_write(self, arr)
         self._host_written()  # every value is replaced: what is kept elsewhere is outdated
         self.data[...] = arr
         self._host_written()

@@ -50,7 +50,7 @@ class Global:
     @value.setter
     def value(self, v) -> None:
         if _launch.recorders:  # a tape records what the assignment overwrites
-            _launch.host_write(self)
+            _launch.host_write(self, v)
         if type(v) is float and self._data.dtype == np.float64 and not self.type.shape:
             self._data[0] = v  # (the common case, kept cheap: a solver sets Globals often)
         else:

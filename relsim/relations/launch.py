@@ -29,10 +29,11 @@ def run(kernel, relation, subset, config) -> None:
     _launcher(kernel, relation, subset, config)
 
 
-def host_write(target) -> None:
-    """A field or Global is about to be assigned from the host (`Field.load`, `Global.value`)."""
+def host_write(target, value) -> None:
+    """A field or Global is about to be assigned `value` from the host (`Field.load`,
+    `Global.value`)."""
     for r in recorders:
-        r.before_host_write(target)
+        r.before_host_write(target, value)
 
 
 def storage_changed() -> None:
