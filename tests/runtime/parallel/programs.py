@@ -230,6 +230,29 @@ def sph(outdir):
             "history": {k: [repr(v) for v in h] for k, h in history.items()}}
 
 
+def tape(outdir):
+    """rs.Tape on several ranks: gradients through key reads and reductions (ghosts), a branch,
+    Global sums and reads, loops over a grouping and constant ranges, with and without
+    checkpoints (tests/test_tape.py's programs, larger)."""
+    from tests.test_tape import Gather, Graph
+    g = Graph(nv=80, ne=300, seed=5)
+    dT, dk, dkappa = g.gradients()
+    out = {"dT": digest(dT), "dk": digest(dk), "dkappa": dkappa.hex()}
+    g.V.T.load(g.T0)
+    with rs.Tape(checkpoint_every=3) as t:
+        for _ in range(3):
+            g.E.foreach(g.conduct)
+            g.V.foreach(g.update)
+        g.loss.value = 0.0
+        g.V.foreach(g.misfit)
+    t.backward(g.loss)
+    out["checkpointed"] = digest(g.V.T.grad.numpy(), g.E.k.grad.numpy())
+    assert out["checkpointed"] == digest(dT, dk)
+    dT2, dk2 = Gather().gradients()
+    out["gather"] = digest(dT2, dk2)
+    return out
+
+
 def diffusion2d(outdir):
     from relsim_simulations import diffusion2d as sim
     err, steps = sim.run(20, t_end=0.003)
@@ -489,6 +512,7 @@ def printing(outdir):
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md, "smoke": smoke, "sph": sph,
+            "tape": tape,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing}
