@@ -1,0 +1,229 @@
+"""The gradient soak: random differentiable programs, their `rs.Tape` gradients checked against
+central differences (``python -m relsim.testing.gradient_soak --cases 1000``).
+
+A program (a deterministic function of its seed) is a graph (``V`` vertices, ``E`` edges with
+keys ``head`` and ``tail``, the grouping ``V.ein`` of edges by head), a few random f64 kernels and
+a schedule: ``steps`` rounds of an edge kernel (reading through keys, reducing into vertex
+fields and a Global), a vertex kernel (reading its own row and the reductions, a loop over a
+constant range and one over its grouping, a branch, storing its state), then a loss kernel
+summing into the Global ``loss``. Expressions are smooth (polynomials, sin, cos, tanh, exp of a
+square, rational and log functions with positive denominators and arguments); branches make
+the loss piecewise smooth.
+
+The check, per program: the tape's gradient with respect to every input (the vertex fields
+``a``, ``s``, the edge field ``w``, the Global ``g``) along random directions ``u`` against the
+central differences ``(L(x + h u) - L(x - h u)) / 2h`` at ``h`` = 1e-5, 2.5e-6 and 6.25e-7,
+extrapolated pairwise (Richardson: the error of a central difference is ``c h^2``, so the step is
+chosen per direction by the extrapolation); a direction whose two extrapolations disagree
+crosses a branch's edge and is drawn again (counted as skipped). It fails when a smooth
+direction disagrees by more than `TOLERANCE` (relative to ``max(1, |derivative|)``).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import random
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+import relsim as rs
+
+TOLERANCE = 1e-6
+UNARY = ["math.sin({})", "math.cos({})", "math.tanh({})", "math.exp(-({0}) * ({0}))",
+         "math.sqrt(1.0 + ({0}) * ({0}))", "math.log(1.0 + ({0}) * ({0}))", "({}) ** 2"]
+
+
+class _Expr:
+    """Random smooth f64 expressions over a list of leaves."""
+
+    def __init__(self, r: random.Random, leaves: list):
+        self.r, self.leaves = r, leaves
+
+    def __call__(self, depth: int = 0) -> str:
+        r = self.r
+        if depth >= 3 or r.random() < 0.3:
+            return r.choice(self.leaves) if r.random() < 0.85 else f"{r.uniform(-2, 2):.3f}"
+        k = r.random()
+        a, b = self(depth + 1), self(depth + 1)
+        if k < 0.5:
+            return f"({a} {r.choice(['+', '-', '*'])} {b})"
+        if k < 0.65:
+            return f"({a} / (1.5 + ({b}) * ({b})))"
+        return r.choice(UNARY).format(a)
+
+
+def program_source(seed: int) -> tuple[str, int]:
+    """(the kernels' module source, the number of rounds) of program `seed`."""
+    r = random.Random(seed)
+    e = _Expr(r, ["e.w", "e.head.a", "e.tail.a", "e.head.s", "e.tail.s", "g"])
+    edge = [f"x = {e()}"]
+    edge.append(f"e.head.acc += {e()} * x" if r.random() < 0.7 else f"e.head.acc += {e()}")
+    edge.append(f"e.tail.acc -= {_Expr(r, ['x', 'e.w', 'e.tail.a'])()}")
+    if r.random() < 0.5:
+        edge.append(f"total += {_Expr(r, ['x', 'e.w', 'g'])()}")
+    v = _Expr(r, ["v.a", "v.s", "v.acc", "g", "y"])
+    vertex = [f"y = {_Expr(r, ['v.a', 'v.s', 'v.acc'])()}",
+              "z = 0.0",
+              f"for i in range({r.randint(1, 3)}):",
+              f"    z += {_Expr(r, ['v.a', 'v.s', 'y', 'g'])()} * (i + 1)",
+              "n = 0",
+              "for k in v.ein:",
+              "    n += 1",
+              f"    z += 0.1 * {_Expr(r, ['v.a', 'y'])()}"]
+    if r.random() < 0.6:
+        vertex += [f"if {v()} > {r.uniform(-0.5, 0.5):.3f}:",
+                   f"    y = {v()}",
+                   "else:",
+                   f"    y = y * {r.uniform(0.5, 1.5):.3f}"]
+    vertex += [f"v.s = 0.5 * v.s + 0.1 * ({_Expr(r, ['y', 'z', 'v.acc', 'v.a'])()})",
+               "v.acc = 0.0"]
+    loss = [f"loss += {_Expr(r, ['v.s', 'v.a', 'v.s * v.a'])()} + 0.1 * v.s * v.a"]
+    if r.random() < 0.5:
+        loss.append("loss += 0.5 * total")
+
+    def kernel(name, param, lines):
+        return f"@rs.kernel\ndef {name}({param}):\n" + textwrap.indent("\n".join(lines), "    ")
+
+    src = "\n\n".join(["import math", "import relsim as rs", "",
+                       "def make(g, total, loss):",
+                       textwrap.indent("\n\n".join([kernel("edge", "e", edge),
+                                                    kernel("vertex", "v", vertex),
+                                                    kernel("score", "v", loss),
+                                                    "return edge, vertex, score"]), "    ")])
+    return src, r.randint(1, 3)
+
+
+class Program:
+    """Program `seed` built on relations of random sizes, ready to run."""
+
+    def __init__(self, seed: int, workdir):
+        self.seed = seed
+        rng = np.random.default_rng(seed)
+        nv, ne = int(rng.integers(4, 12)), int(rng.integers(6, 24))
+        V = self.V = rs.Relation("V", nv)
+        for f in ("a", "s", "acc"):
+            V.new_field(f, rs.f64)
+        E = self.E = rs.Relation("E", ne)
+        E.new_key_field("head", V, values=rng.integers(0, nv, ne))
+        E.new_key_field("tail", V, values=rng.integers(0, nv, ne))
+        E.new_field("w", rs.f64)
+        E.group_by("head", "ein")
+        self.g = rs.Global(rs.f64, 0.0)
+        self.total, self.loss = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
+        self.x0 = {"a": rng.uniform(-1, 1, nv), "s": rng.uniform(-1, 1, nv),
+                   "w": rng.uniform(-1, 1, ne), "g": float(rng.uniform(-1, 1))}
+        self.source, self.rounds = program_source(seed)
+        self.kernels = _module(self.source, seed, workdir).make(self.g, self.total, self.loss)
+
+    def set(self, x) -> None:
+        self.V.a.load(x["a"])
+        self.V.s.load(x["s"])
+        self.V.acc.load(0.0)
+        self.E.w.load(x["w"])
+        self.g.value = float(x["g"])
+
+    def run(self) -> float:
+        edge, vertex, score = self.kernels
+        self.total.value = 0.0
+        for _ in range(self.rounds):
+            self.E.foreach(edge)
+            self.V.foreach(vertex)
+        self.loss.value = 0.0
+        self.V.foreach(score)
+        return self.loss.value
+
+    def loss_at(self, x) -> float:
+        self.set(x)
+        return self.run()
+
+    def gradient(self, x) -> dict:
+        self.set(x)
+        with rs.Tape() as tape:
+            self.run()
+        tape.backward(self.loss)
+        def grad(f):  # (a field the program never read has no adjoint field: zero)
+            return f.grad.numpy(copy=True) if f.relation.has_field(f.grad_name) else \
+                np.zeros(f.relation.size)
+
+        g = self.g.grad if getattr(self.g, "_adjoint", None) is not None else 0.0
+        return {"a": grad(self.V.a), "s": grad(self.V.s), "w": grad(self.E.w), "g": g}
+
+
+def _module(source: str, seed: int, workdir):
+    """The program's kernel module, written to a file in `workdir` (kernels need source)."""
+    name = f"relsim_gradient_soak_{seed}_{next(_count)}"
+    path = Path(workdir) / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # (inspect.getsource finds it there)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_count = itertools.count()
+
+
+def check(seed: int, workdir, directions: int = 2, tries: int = 4) -> tuple[int, int, str]:
+    """(directions checked, directions skipped at a branch's edge, failure text or '')."""
+    p = Program(seed, workdir)
+    rng = np.random.default_rng(seed + 7919)
+    grad = p.gradient(p.x0)
+    checked = skipped = 0
+    for _ in range(directions):
+        for _ in range(tries):
+            u = {k: rng.standard_normal(np.shape(v)) for k, v in p.x0.items()}
+            slope = sum(float(np.sum(grad[k] * u[k])) for k in u)
+
+            def central(h, u=u):
+                up = {k: p.x0[k] + h * u[k] for k in u}
+                down = {k: p.x0[k] - h * u[k] for k in u}
+                return (p.loss_at(up) - p.loss_at(down)) / (2 * h)
+
+            # central differences at h, h/4, h/16, each pair extrapolated (Richardson: their
+            # error is c h^2); on a smooth direction the two extrapolations agree
+            f1, f2, f3 = central(1e-5), central(2.5e-6), central(6.25e-7)
+            r12, fd = (16.0 * f2 - f1) / 15.0, (16.0 * f3 - f2) / 15.0
+            scale = max(1.0, abs(fd))
+            if abs(r12 - fd) > TOLERANCE * scale:  # a branch's edge between the samples
+                skipped += 1
+                continue
+            checked += 1
+            if not abs(slope - fd) <= TOLERANCE * scale:
+                return checked, skipped, (f"program seed {seed}: along a random direction the "
+                                          f"tape gives {slope!r}, central differences {fd!r}"
+                                          f"\n{p.source}")
+            break
+    return checked, skipped, ""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m relsim.testing.gradient_soak",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--first", type=int, default=0, help="the first program seed")
+    ap.add_argument("--target", default="interp")
+    a = ap.parse_args(argv)
+    rs.configure(target=a.target)
+    t0, checked, skipped, failures = time.perf_counter(), 0, 0, []
+    workdir = tempfile.mkdtemp(prefix="relsim_gradient_soak_")
+    for seed in range(a.first, a.first + a.cases):
+        c, s, failure = check(seed, workdir)
+        checked, skipped = checked + c, skipped + s
+        if failure:
+            failures.append(failure)
+            print(failure, file=sys.stderr)
+    print(f"gradient soak: {a.cases} programs (seeds {a.first}..{a.first + a.cases - 1}) on "
+          f"{a.target}: {checked} directions checked, {skipped} skipped at a branch's edge, "
+          f"{len(failures)} failures; {time.perf_counter() - t0:.0f} s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

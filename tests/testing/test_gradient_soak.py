@@ -1,0 +1,34 @@
+"""The gradient soak (`relsim.testing.gradient_soak`): random differentiable programs whose tape
+gradients agree with extrapolated central differences, and a check that fails when a
+derivative rule is wrong."""
+import pytest
+
+from relsim.runtime.adjoint import derivatives
+from relsim.testing import gradient_soak as soak
+from tests.conftest import configured
+
+
+def test_random_programs_have_the_gradients_of_central_differences(tmp_path):
+    with configured(target="interp"):
+        results = [soak.check(seed, tmp_path) for seed in range(25)]
+    assert all(not failure for _, _, failure in results), [f for *_, f in results if f]
+    assert sum(c for c, _, _ in results) >= 40
+
+
+def test_the_soak_fails_on_a_wrong_derivative(tmp_path, monkeypatch):
+    """With sin's derivative made wrong, programs computing a sine fail the check."""
+    seeds = [s for s in range(60) if "math.sin(" in soak.program_source(s)[0]][:8]
+    monkeypatch.setitem(derivatives._RULES, "sin", lambda b, a, r: (b.call("sin", a[0]),))
+    with configured(target="interp"):
+        failures = [soak.check(seed, tmp_path)[2] for seed in seeds]
+    assert sum(bool(f) for f in failures) >= len(seeds) // 2, failures
+    first = next(f for f in failures if f)
+    assert "program seed" in first and "central differences" in first
+
+
+def test_the_soak_runs_from_the_command_line(capsys):
+    with configured(target="interp"):
+        assert soak.main(["--cases", "3", "--first", "40"]) == 0
+    assert "3 programs (seeds 40..42) on interp" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        soak.main(["--cases", "x"])
