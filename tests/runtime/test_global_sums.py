@@ -206,3 +206,39 @@ def test_min_max_and_arg_reductions_propagate_nan_and_tie_to_the_lowest_row(valu
                 assert lo.value == xs.min() and hi.value == xs.max()
                 first = int(np.flatnonzero(xs == xs.min())[0]) if xs.min() < math.inf else -1
                 assert amin.value == xs.min() and amin.row == first
+
+
+@pytest.mark.parametrize("config", _configs() + [rs.Config(target="cpu")],
+                         ids=lambda c: f"{c.target}-{c.threads}-{c.parallel_threshold}")
+def test_launches_reducing_into_one_global_add_up_with_no_read_between(config):
+    """A kernel folding its Global sum later (slots, left pending because it also reduces into
+    a field through keys) then one summing in its loop (lanes) or per chunk: the second starts
+    from the first's folded value (the lanes once replaced the pending fold)."""
+    rng = np.random.default_rng(0)
+    V = rs.Relation("V", 7)
+    V.new_field("a", rs.f64).load(rng.random(7))
+    V.new_field("acc", rs.f64)
+    E = rs.Relation("E", 12)
+    E.new_key_field("head", V, values=rng.integers(0, 7, 12))
+    E.new_key_field("tail", V, values=rng.integers(0, 7, 12))
+    total, top, count = rs.Global(rs.f64, 0.5), rs.Global(rs.f64, -1.0), rs.Global(rs.i64, 3)
+
+    @rs.kernel
+    def edges(e):
+        e.head.acc += e.tail.a
+        total += 2.0 * e.tail.a
+        top = max(top, e.tail.a + 1.0)  # noqa: F841 (a captured Global)
+        count += 1
+
+    @rs.kernel
+    def vertices(v):
+        total += v.a
+        top = max(top, v.a)  # noqa: F841
+        count += 2
+
+    for _ in range(2):
+        E.foreach(edges, config)
+        V.foreach(vertices, config)
+    a, tail = V.a.numpy(), V.a.numpy()[E.tail.numpy()]
+    assert total.value == math.fsum([0.5, *(2.0 * tail), *(2.0 * tail), *a, *a])
+    assert top.value == max(tail.max() + 1.0, a.max()) and count.value == 3 + 2 * (12 + 14)

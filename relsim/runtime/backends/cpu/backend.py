@@ -562,9 +562,14 @@ class CpuExecutable(Launch):
                                                        self.row_sink)))
         b.post, b.deferred = tuple(b.post), tuple(b.deferred)
         b.folds = tuple(b.folds)
-        b.globals = tuple({id(p.glob): p.glob for p in self.params
-                           if isinstance(p, GlobalStorage)}.values()) \
-            + tuple(g for g, *_ in b.folds)
+        # every Global it reads or reduces into, however (storage, slots, lanes, chunks): a
+        # fold still pending into one runs before the launch (`launch`), or the lanes' values,
+        # rounded from the Global's value, would replace it
+        lanes_globals = () if b.lanes is None else \
+            tuple(g for g, *_ in b.lanes.sums) + tuple(c.glob for c in b.lanes.chunks)
+        b.globals = tuple({id(g): g for g in (
+            *(p.glob for p in self.params if isinstance(p, GlobalStorage)),
+            *(g for g, *_ in b.folds), *lanes_globals)}.values())
         self.bindings[subset] = b
         return b
 
