@@ -30,84 +30,40 @@ What is not differentiated yet is refused with a `GradientError` at the kernel's
 loops (and grouping loops reading float fields through their keys), early exits, vectors and
 matrices, float types other than f64, reductions other than ``+`` into floats,
 ``rs.insert``/``rs.delete``.
+
+Here: the replay and the whole body; `untype.py` writes what is not differentiated back as
+untyped IR, `sweep.py` is the reverse sweep, `records.py` what the replay records for it.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from ...errors import GradientError
 from ...types import KeyType, ScalarType, bool_, f64, i64
 from .. import ir
 from . import derivatives
+from .records import (
+    Accum,
+    Block,
+    Branch,
+    Def,
+    Env,
+    Load,
+    Loop,
+    Sink,
+    adj_name,
+    assigned,
+    exprs_of,
+    fold_expr,
+    grad_name,
+    is_float,
+    reads_through_keys,
+    safe_key,
+    zero,
+)
+from .sweep import Sweep
+from .untype import Untype
 
 
-def grad_name(f) -> str:
-    """The name of field `f`'s adjoint field on its relation."""
-    return f.grad_name
-
-
-def is_float(t) -> bool:
-    return t == f64
-
-
-# records of the replay, in forward order, for the reverse sweep
-@dataclass
-class _Def:  # name = op(args); args: ("local", name) | ("const", Const) | ("value", expr)
-    name: str
-    op: str
-    args: tuple
-    loc: object
-
-
-@dataclass
-class _Load:  # name = a float field (key, field) or Global (None, global) read
-    name: str
-    key: object
-    target: object
-    loc: object
-
-
-@dataclass
-class _Sink:  # `key.field += atom` or `global += atom`: atom gets the target's adjoint
-    key: object
-    target: object
-    atom: tuple
-    loc: object
-
-
-@dataclass
-class _Accum:  # acc = acc + sign * atom, in a loop
-    acc: str
-    atom: tuple
-    sign: float
-    loc: object
-
-
-@dataclass
-class _Loop:
-    header: object  # body -> the loop statement
-    body: list  # the replay of one iteration
-    records: list
-    own: list  # the float locals an iteration assigns
-    loc: object
-
-
-@dataclass
-class _Branch:
-    cond: str
-    body: list
-    orelse: list
-    merges: list  # (merged, from body, from orelse) float locals
-    loc: object
-
-
-@dataclass
-class _Block:
-    stmts: list = field(default_factory=list)
-    records: list = field(default_factory=list)
-
-
-class Adjoint:
+class Adjoint(Untype, Sweep):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
     def __init__(self, analysed, adjoint_global):
@@ -159,82 +115,14 @@ class Adjoint:
                 stored.add(s.field)
             elif isinstance(s, ir.FieldReduce) and isinstance(s.key, ir.Centred):
                 reduced_here.add(s.field)
-            for node in _exprs_of(s):
+            for node in exprs_of(s):
                 for e in node.walk():
                     if isinstance(e, ir.FieldRead) and isinstance(e.key, ir.Centred):
                         read_here.add(e.field)
         return stored | (reduced_here & read_here)
 
-    # -- the typed IR back to untyped, with the replay's names --------------------------------
-    def rewrite(self, e, env):
-        """`e` (typed, no derivative taken through it) as untyped IR over the replay's locals."""
-        m = getattr(self, "r_" + type(e).__name__, None)
-        if m is None:
-            raise self.refuse(f"this expression ({type(e).__name__})", e.loc)
-        return m(e, env)
-
-    def r_Const(self, e, env):
-        return ir.Const(e.loc, e.value)
-
-    def r_Local(self, e, env):
-        return ir.Local(e.loc, env.version[e.name])
-
-    def r_Centred(self, e, env):
-        return ir.Centred(e.loc, e.name)
-
-    def r_GlobalRead(self, e, env):
-        return ir.GlobalRead(e.loc, e.ref)
-
-    def r_FieldRead(self, e, env):
-        if isinstance(e.key, ir.Centred) and e.field in self.shadowed:
-            return ir.Local(e.loc, env.shadow[e.field])
-        return ir.Attr(e.loc, self.rewrite(e.key, env), e.field.name)
-
-    def r_Affine(self, e, env):
-        return ir.Affine(e.loc, self.rewrite(e.key, env),
-                         tuple(ir.Const(e.loc, int(s)) for s in e.offsets))
-
-    def r_Shifted(self, e, env):
-        return ir.Affine(e.loc, self.rewrite(e.key, env),
-                         tuple(self.rewrite(o, env) for o in e.offsets))
-
-    def r_RowKey(self, e, env):
-        return ir.RowKey(e.loc, e.relation, self.rewrite(e.index, env))
-
-    def r_Index(self, e, env):
-        if not _is_key_vector(e.base):
-            raise self.refuse("an index into a vector or matrix (not differentiated yet)",
-                              e.loc)
-        return ir.Index(e.loc, self.rewrite(e.base, env),
-                        tuple(self.rewrite(i, env) for i in e.index))
-
-    def r_BinOp(self, e, env):
-        return ir.BinOp(e.loc, e.op, self.rewrite(e.left, env), self.rewrite(e.right, env))
-
-    def r_UnaryOp(self, e, env):
-        return ir.UnaryOp(e.loc, e.op, self.rewrite(e.operand, env))
-
-    def r_Compare(self, e, env):
-        return ir.Compare(e.loc, e.op, self.rewrite(e.left, env), self.rewrite(e.right, env))
-
-    def r_BoolOp(self, e, env):
-        return ir.BoolOp(e.loc, e.op, tuple(self.rewrite(v, env) for v in e.values))
-
-    def r_IfExp(self, e, env):
-        return ir.IfExp(e.loc, self.rewrite(e.test, env), self.rewrite(e.body, env),
-                        self.rewrite(e.orelse, env))
-
-    def r_Call(self, e, env):
-        return ir.Call(e.loc, e.func, tuple(self.rewrite(a, env) for a in e.args))
-
-    def r_Cast(self, e, env):
-        fn = {"f64": "float", "i64": "int", "bool": "bool"}.get(getattr(e.type, "name", ""))
-        if fn is None:
-            raise self.refuse(f"a conversion to {e.type!r}", e.loc)
-        return ir.Call(e.loc, fn, (self.rewrite(e.value, env),))
-
     # -- the replay -------------------------------------------------------------------------
-    def flatten(self, e, env, out: _Block) -> tuple:
+    def flatten(self, e, env, out: Block) -> tuple:
         """Emit the replay of float expression `e` into `out`; its atom."""
         if not is_float(e.type):
             if isinstance(e.type, ScalarType) and e.type.is_float:
@@ -256,13 +144,13 @@ class Adjoint:
                 out = self.hoisted(key, out)
                 name = self.fresh(e.field.name, f64, e.loc)
                 out.stmts.append(ir.Assign(e.loc, name, ir.Attr(e.loc, key, e.field.name)))
-                out.records.append(_Load(name, key, e.field, e.loc))
+                out.records.append(Load(name, key, e.field, e.loc))
                 return ("local", name)
             case ir.GlobalRead():
                 out = self.hoisted(None, out)
                 name = self.fresh("g", f64, e.loc)
                 out.stmts.append(ir.Assign(e.loc, name, ir.GlobalRead(e.loc, e.ref)))
-                out.records.append(_Load(name, None, e.ref, e.loc))
+                out.records.append(Load(name, None, e.ref, e.loc))
                 return ("local", name)
             case ir.BinOp(op=op) if op in ("+", "-", "*", "/", "**"):
                 args = (self.flatten(e.left, env, out), self.flatten(e.right, env, out))
@@ -287,13 +175,13 @@ class Adjoint:
         raise self.refuse(f"this expression ({type(e).__name__} {getattr(e, 'op', '')})",
                           e.loc)
 
-    def hoisted(self, key, out) -> _Block:
+    def hoisted(self, key, out) -> Block:
         """Where a read through `key` (None: a Global) goes: before the outermost enclosing
         loop whose iterations it does not depend on, so its adjoint, a reduction, is made once,
         outside the loop (where relsim can always reduce); else `out`. Only reads that cannot
         fail move (the row's own key, key fields, constant entries of key vectors): a read
         a branch guards (``rs.at(R, i)``, ``c(i, 0)``) stays where it is."""
-        if key is not None and not _safe_key(key):
+        if key is not None and not safe_key(key):
             return out
         names = {n.name for n in key.walk() if isinstance(n, ir.Local)} if key else set()
         for before, pre in self.loop_blocks:
@@ -304,7 +192,7 @@ class Adjoint:
     def define(self, op, args, loc, out) -> tuple:
         name = self.fresh("t", f64, loc)
         out.stmts.append(ir.Assign(loc, name, self.apply(op, [self.node(a) for a in args], loc)))
-        out.records.append(_Def(name, op, args, loc))
+        out.records.append(Def(name, op, args, loc))
         return ("local", name)
 
     @staticmethod
@@ -325,11 +213,11 @@ class Adjoint:
         self.depth += 1
         sides = []
         for branch in (e.body, e.orelse):
-            blk = _Block()
+            blk = Block()
             atom = self.flatten(branch, env, blk)
             tmp = self.fresh("side", f64, e.loc)
             blk.stmts.append(ir.Assign(e.loc, tmp, self.node(atom)))
-            blk.records.append(_Def(tmp, "copy", (atom,), e.loc))
+            blk.records.append(Def(tmp, "copy", (atom,), e.loc))
             sides.append((blk, tmp))
         self.depth -= 1
         (b, tb), (o, to) = sides
@@ -337,10 +225,10 @@ class Adjoint:
         out.stmts.append(ir.Assign(e.loc, merged, ir.IfExp(e.loc, ir.Local(e.loc, cond),
                                                          ir.Local(e.loc, tb),
                                                          ir.Local(e.loc, to))))
-        out.records.append(_Branch(cond, b.records, o.records, [(merged, tb, to)], e.loc))
+        out.records.append(Branch(cond, b.records, o.records, [(merged, tb, to)], e.loc))
         return ("local", merged)
 
-    def block(self, stmts, env, out: _Block) -> None:
+    def block(self, stmts, env, out: Block) -> None:
         for s in stmts:
             m = getattr(self, "s_" + type(s).__name__, None)
             if m is None:
@@ -380,20 +268,20 @@ class Adjoint:
             acc = self.fresh(name, self.types[env.version[name]], s.loc)
             out.stmts.append(ir.Assign(s.loc, acc, ir.Local(s.loc, env.version[name])))
             if is_float(self.types[acc]):
-                out.records.append(_Def(acc, "copy", (("local", env.version[name]),), s.loc))
+                out.records.append(Def(acc, "copy", (("local", env.version[name]),), s.loc))
             inner.version[name] = inner.accumulating[name] = acc
-        pre = _Block()
+        pre = Block()
         self.loop_blocks.append((set(self.types), pre))
         self.loops += 1
         var = self.fresh(s.var, var_type, s.loc, declare=False)
         inner.version[s.var] = var
-        blk = _Block()
+        blk = Block()
         try:
             self.block(s.body, inner, blk)
         finally:
             self.loops -= 1
             self.loop_blocks.pop()
-        if dynamic and _reads_through_keys(blk.records):
+        if dynamic and reads_through_keys(blk.records):
             raise self.refuse("a loop over a grouping (or a range of run-time length) that "
                               "reads float fields through its keys: their adjoint is a "
                               "reduction through those keys inside the loop, which relsim "
@@ -402,10 +290,10 @@ class Adjoint:
         out.stmts.extend(pre.stmts)
         out.records.extend(pre.records)
         accs = set(inner.accumulating.values())
-        own = [n for n in dict.fromkeys(_assigned(blk.stmts))
+        own = [n for n in dict.fromkeys(assigned(blk.stmts))
                if n not in accs and is_float(self.types[n])]
         out.stmts.append(header(var, tuple(blk.stmts) or (ir.Pass(s.loc),)))
-        out.records.append(_Loop(lambda body: header(var, body), blk.stmts, blk.records, own,
+        out.records.append(Loop(lambda body: header(var, body), blk.stmts, blk.records, own,
                                  s.loc))
         for name in carried:
             env.version[name] = inner.accumulating[name]
@@ -425,7 +313,7 @@ class Adjoint:
                                       st.loc)
                 allowed.add(id(v.left))
         for st in ir.walk_stmts(s.body):
-            for e in _exprs_of(st):
+            for e in exprs_of(st):
                 for n in e.walk():
                     if isinstance(n, ir.Local) and n.name in carried and id(n) not in allowed:
                         raise self.refuse(f"a loop that reads local {n.name!r} while "
@@ -445,13 +333,13 @@ class Adjoint:
             self.accumulations.add(id(stmt))
             out.stmts.append(stmt)
             if is_float(self.types[acc]):
-                out.records.append(_Accum(acc, atom, -1.0 if s.value.op == "-" else 1.0, s.loc))
+                out.records.append(Accum(acc, atom, -1.0 if s.value.op == "-" else 1.0, s.loc))
             return
         if is_float(s.value.type):
             atom = self.flatten(s.value, env, out)
             name = self.fresh(s.name, f64, s.loc)
             out.stmts.append(ir.Assign(s.loc, name, self.node(atom)))
-            out.records.append(_Def(name, "copy", (atom,), s.loc))
+            out.records.append(Def(name, "copy", (atom,), s.loc))
         else:
             if isinstance(t, ScalarType) and t.is_float:
                 raise self.refuse(f"local {s.name!r} of type {t!r} (only f64 so far)", s.loc)
@@ -470,7 +358,7 @@ class Adjoint:
         name = self.fresh(s.field.name, s.value.type, s.loc)
         out.stmts.append(ir.Assign(s.loc, name, self.node(atom)))
         if is_float(s.field.type):
-            out.records.append(_Def(name, "copy", (atom,), s.loc))
+            out.records.append(Def(name, "copy", (atom,), s.loc))
         env.shadow[s.field] = name
 
     def s_FieldReduce(self, s, env, out):
@@ -489,13 +377,13 @@ class Adjoint:
             name = self.fresh(s.field.name, s.field.type, s.loc)
             prev = ("local", env.shadow[s.field])
             op = "+" if floating else s.op
-            out.stmts.append(ir.Assign(s.loc, name, _fold(op, self.node(prev),
+            out.stmts.append(ir.Assign(s.loc, name, fold_expr(op, self.node(prev),
                                                           self.node(atom), s.loc)))
             if floating:
-                out.records.append(_Def(name, "+", (prev, atom), s.loc))
+                out.records.append(Def(name, "+", (prev, atom), s.loc))
             env.shadow[s.field] = name
         elif floating:
-            out.records.append(_Sink(self.rewrite(s.key, env), s.field, atom, s.loc))
+            out.records.append(Sink(self.rewrite(s.key, env), s.field, atom, s.loc))
 
     def s_GlobalReduce(self, s, env, out):
         if not is_float(s.ref.type):
@@ -506,7 +394,7 @@ class Adjoint:
             raise self.refuse(f"a '{s.op}' reduction into a float Global (only '+' so far)",
                               s.loc)
         atom = self.flatten(s.value, env, out)
-        out.records.append(_Sink(None, s.ref, atom, s.loc))
+        out.records.append(Sink(None, s.ref, atom, s.loc))
 
     def s_If(self, s, env, out):
         cond = self.fresh("c", bool_, s.loc)
@@ -515,7 +403,7 @@ class Adjoint:
         results = []
         for branch in (s.body, s.orelse):
             inner = env.copy()
-            blk = _Block()
+            blk = Block()
             self.block(branch, inner, blk)
             results.append((inner, blk))
         self.depth -= 1
@@ -541,83 +429,28 @@ class Adjoint:
                 if is_float(t):
                     merges.append((m, vb, vo))
                 getattr(env, table)[key] = m
-        out.records.append(_Branch(cond, bb.records, bo.records, merges, s.loc))
-
-    # -- the reverse sweep ------------------------------------------------------------------
-    def grad_read(self, key, target, loc):
-        if key is None:
-            return ir.GlobalRead(loc, self.adjoint_global(target))
-        return ir.Attr(loc, key, grad_name(target))
-
-    def accumulate(self, atom, amount, loc) -> list:
-        if atom[0] != "local" or not is_float(self.types.get(atom[1])):
-            return []
-        d = _adj(atom[1])
-        return [ir.Assign(loc, d, ir.BinOp(loc, "+", ir.Local(loc, d), amount))]
-
-    def reverse(self, records) -> list:
-        out = []
-        for r in reversed(records):
-            loc = r.loc
-            match r:
-                case _Def(name=name, op=op, args=args):
-                    a = ir.Local(loc, _adj(name))
-                    constant = tuple(k != "local" for k, _ in args)
-                    parts = derivatives.partials(op, tuple(self.node(x) for x in args),
-                                                 ir.Local(loc, name), loc, constant)
-                    for atom, p in zip(args, parts):
-                        if p is not None:
-                            out += self.accumulate(atom, ir.BinOp(loc, "*", a, p), loc)
-                case _Load(name=name, key=key, target=target):
-                    a = ir.Local(loc, _adj(name))
-                    if key is None:
-                        out.append(ir.Reduce(loc, ir.GlobalRead(loc, self.adjoint_global(target)),
-                                             "+", a))
-                    else:
-                        out.append(ir.Reduce(loc, ir.Attr(loc, key, grad_name(target)), "+", a))
-                case _Sink(key=key, target=target, atom=atom):
-                    out += self.accumulate(atom, self.grad_read(key, target, loc), loc)
-                case _Accum(acc=acc, atom=atom, sign=sign):
-                    a = ir.Local(loc, _adj(acc))
-                    out += self.accumulate(atom, a if sign > 0 else ir.UnaryOp(loc, "-", a),
-                                           loc)
-                case _Loop(header=header, body=body, records=recs, own=own):
-                    again = [ir.Assign(loc, _adj(n), ir.Const(loc, 0.0)) for n in own]
-                    again += _without(body, self.accumulations)
-                    out.append(header(tuple(again + self.reverse(recs)) or (ir.Pass(loc),)))
-                case _Branch(cond=cond, body=body, orelse=orelse, merges=merges):
-                    sides = []
-                    for pick, recs in ((1, body), (2, orelse)):
-                        stmts = []
-                        for m in merges:
-                            stmts += self.accumulate(("local", m[pick]),
-                                                     ir.Local(loc, _adj(m[0])), loc)
-                        sides.append(stmts + self.reverse(recs))
-                    if sides[0] or sides[1]:
-                        out.append(ir.If(loc, ir.Local(loc, cond),
-                                         tuple(sides[0]) or (ir.Pass(loc),), tuple(sides[1])))
-        return out
+        out.records.append(Branch(cond, bb.records, bo.records, merges, s.loc))
 
     # -- the whole body ---------------------------------------------------------------------
     def body(self) -> tuple:
         loc = self.a.body[0].loc if self.a.body else ir.NOLOC
-        env = _Env({}, {})
-        top = _Block()
+        env = Env({}, {})
+        top = Block()
         for f in sorted(self.shadowed, key=lambda f: f.name):  # the row's values at the start
             name = self.fresh(f.name, f.type, loc)
             key = self.centred(loc)
             top.stmts.append(ir.Assign(loc, name, ir.Attr(loc, key, f.name)))
             if is_float(f.type):
-                top.records.append(_Load(name, key, f, loc))
+                top.records.append(Load(name, key, f, loc))
             env.shadow[f] = name
         self.block(self.a.body, env, top)
-        stmts = [ir.Assign(loc, n, _zero(t, loc)) for n, t in self.branch_locals.items()]
+        stmts = [ir.Assign(loc, n, zero(t, loc)) for n, t in self.branch_locals.items()]
         stmts += top.stmts
-        stmts += [ir.Assign(loc, _adj(n), ir.Const(loc, 0.0)) for n, t in self.types.items()
+        stmts += [ir.Assign(loc, adj_name(n), ir.Const(loc, 0.0)) for n, t in self.types.items()
                   if is_float(t)]
         for f in sorted(self.shadowed, key=lambda f: f.name):
             if is_float(f.type):  # the final value's adjoint, then the old value's: from zero
-                d = _adj(env.shadow[f])
+                d = adj_name(env.shadow[f])
                 grad = ir.Attr(loc, self.centred(loc), grad_name(f))
                 stmts.append(ir.Assign(loc, d, ir.BinOp(loc, "+", ir.Local(loc, d), grad)))
                 stmts.append(ir.Store(loc, grad, ir.Const(loc, 0.0)))
@@ -630,7 +463,7 @@ class Adjoint:
         for s in ir.walk_stmts(self.a.body):
             if isinstance(s, (ir.FieldStore, ir.FieldReduce)) and is_float(s.field.type):
                 out.add(s.field)
-            for node in _exprs_of(s):
+            for node in exprs_of(s):
                 for e in node.walk():
                     if isinstance(e, ir.FieldRead) and is_float(e.field.type):
                         out.add(e.field)
@@ -641,95 +474,10 @@ class Adjoint:
         for s in ir.walk_stmts(self.a.body):
             if isinstance(s, ir.GlobalReduce) and is_float(s.ref.type):
                 out.add(s.ref)
-            for node in _exprs_of(s):
+            for node in exprs_of(s):
                 for e in node.walk():
                     if isinstance(e, ir.GlobalRead) and is_float(e.ref.type):
                         out.add(e.ref)
         return out
 
 
-@dataclass
-class _Env:
-    version: dict  # user local -> replay local
-    shadow: dict  # field -> replay local holding its value at the row's own key
-    accumulating: dict = field(default_factory=dict)  # user local -> its loop accumulator
-
-    def copy(self):
-        return _Env(dict(self.version), dict(self.shadow), dict(self.accumulating))
-
-
-def _adj(name: str) -> str:
-    return f"{name}_d"
-
-
-def _zero(t, loc):
-    return ir.Const(loc, {"f64": 0.0, "i64": 0, "bool": False}[t.name])
-
-
-def _fold(op, a, b, loc):
-    if op in ("+", "*"):
-        return ir.BinOp(loc, op, a, b)
-    if op in ("min", "max"):
-        return ir.Call(loc, op, (a, b))
-    return ir.BoolOp(loc, op, (a, b))
-
-
-def _without(stmts, ids) -> list:
-    """`stmts` without the statements whose id() is in `ids`, also inside branches and loops."""
-    out = []
-    for st in stmts:
-        if id(st) in ids:
-            continue
-        if isinstance(st, ir.If):
-            st = ir.If(st.loc, st.test, tuple(_without(st.body, ids)) or (ir.Pass(st.loc),),
-                       tuple(_without(st.orelse, ids)))
-        elif isinstance(st, (ir.ForRange, ir.ForEach)):
-            from dataclasses import replace
-            st = replace(st, body=tuple(_without(st.body, ids)) or (ir.Pass(st.loc),))
-        out.append(st)
-    return out
-
-
-def _safe_key(key) -> bool:
-    """Whether reading through untyped `key` cannot fail: the row's own key, key fields, key
-    vectors at constant entries (and locals holding keys)."""
-    return all(isinstance(n, (ir.Centred, ir.Attr, ir.Local, ir.Const)) or
-               isinstance(n, ir.Index) and all(isinstance(i, ir.Const) for i in n.index)
-               for n in key.walk())
-
-
-def _reads_through_keys(records) -> bool:
-    """Whether `records` (also inside branches and loops) read a float field."""
-    for r in records:
-        if isinstance(r, _Load) and r.key is not None:
-            return True
-        inner = r.body + r.orelse if isinstance(r, _Branch) else \
-            r.records if isinstance(r, _Loop) else []
-        if _reads_through_keys(inner):
-            return True
-    return False
-
-
-def _assigned(stmts):
-    """The locals `stmts` assign, nested statements included, in order."""
-    for st in ir.walk_stmts(stmts):
-        if isinstance(st, ir.Assign):
-            yield st.name
-
-
-def _is_key_vector(e) -> bool:
-    return type(getattr(e, "type", None)).__name__.startswith("KeyVec")
-
-
-def _exprs_of(s) -> list:
-    """The expressions directly under statement `s` (not those of nested statements)."""
-    out = []
-    for name in ("value", "test", "key", "start", "stop", "step", "seq", "group"):
-        v = getattr(s, name, None)
-        if isinstance(v, ir.Expr):
-            out.append(v)
-    for name in ("values", "items", "index"):
-        for v in getattr(s, name, ()) or ():
-            if isinstance(v, ir.Expr):
-                out.append(v)
-    return out

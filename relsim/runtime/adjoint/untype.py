@@ -1,0 +1,78 @@
+"""The typed IR back to untyped IR, with the adjoint replay's names (`generate.Adjoint`): what
+the adjoint kernel computes but does not differentiate (conditions, keys, integers)."""
+from __future__ import annotations
+
+from .. import ir
+from .records import is_key_vector
+
+
+class Untype:
+    """A mixin of `Adjoint`: `rewrite(e, env)`."""
+
+    def rewrite(self, e, env):
+        """`e` (typed, no derivative taken through it) as untyped IR over the replay's locals."""
+        m = getattr(self, "r_" + type(e).__name__, None)
+        if m is None:
+            raise self.refuse(f"this expression ({type(e).__name__})", e.loc)
+        return m(e, env)
+
+    def r_Const(self, e, env):
+        return ir.Const(e.loc, e.value)
+
+    def r_Local(self, e, env):
+        return ir.Local(e.loc, env.version[e.name])
+
+    def r_Centred(self, e, env):
+        return ir.Centred(e.loc, e.name)
+
+    def r_GlobalRead(self, e, env):
+        return ir.GlobalRead(e.loc, e.ref)
+
+    def r_FieldRead(self, e, env):
+        if isinstance(e.key, ir.Centred) and e.field in self.shadowed:
+            return ir.Local(e.loc, env.shadow[e.field])
+        return ir.Attr(e.loc, self.rewrite(e.key, env), e.field.name)
+
+    def r_Affine(self, e, env):
+        return ir.Affine(e.loc, self.rewrite(e.key, env),
+                         tuple(ir.Const(e.loc, int(s)) for s in e.offsets))
+
+    def r_Shifted(self, e, env):
+        return ir.Affine(e.loc, self.rewrite(e.key, env),
+                         tuple(self.rewrite(o, env) for o in e.offsets))
+
+    def r_RowKey(self, e, env):
+        return ir.RowKey(e.loc, e.relation, self.rewrite(e.index, env))
+
+    def r_Index(self, e, env):
+        if not is_key_vector(e.base):
+            raise self.refuse("an index into a vector or matrix (not differentiated yet)",
+                              e.loc)
+        return ir.Index(e.loc, self.rewrite(e.base, env),
+                        tuple(self.rewrite(i, env) for i in e.index))
+
+    def r_BinOp(self, e, env):
+        return ir.BinOp(e.loc, e.op, self.rewrite(e.left, env), self.rewrite(e.right, env))
+
+    def r_UnaryOp(self, e, env):
+        return ir.UnaryOp(e.loc, e.op, self.rewrite(e.operand, env))
+
+    def r_Compare(self, e, env):
+        return ir.Compare(e.loc, e.op, self.rewrite(e.left, env), self.rewrite(e.right, env))
+
+    def r_BoolOp(self, e, env):
+        return ir.BoolOp(e.loc, e.op, tuple(self.rewrite(v, env) for v in e.values))
+
+    def r_IfExp(self, e, env):
+        return ir.IfExp(e.loc, self.rewrite(e.test, env), self.rewrite(e.body, env),
+                        self.rewrite(e.orelse, env))
+
+    def r_Call(self, e, env):
+        return ir.Call(e.loc, e.func, tuple(self.rewrite(a, env) for a in e.args))
+
+    def r_Cast(self, e, env):
+        fn = {"f64": "float", "i64": "int", "bool": "bool"}.get(getattr(e.type, "name", ""))
+        if fn is None:
+            raise self.refuse(f"a conversion to {e.type!r}", e.loc)
+        return ir.Call(e.loc, fn, (self.rewrite(e.value, env),))
+
