@@ -18,8 +18,9 @@ forward launch saw them, and launches the launch's adjoint kernel (`runtime/adjo
 sends the derivatives of L on to what the launch read, through the same keys: the adjoint of a
 read through a key is a reduction through it, and relsim's reductions are deterministic, so the
 gradients are the same bits on any thread count and target. A host assignment zeroes the
-adjoint of what it replaced. Afterwards the fields and Globals hold their values at the end of
-the recording again.
+adjoint of what it replaced: what the host computes in Python (say from a Global it read) and
+assigns is a constant to `backward`. Afterwards the fields and Globals hold their values at the
+end of the recording again.
 
 ``F.grad`` is the adjoint field of field F (``F.name + "__grad"`` on its relation), ``g.grad``
 the value of Global g's adjoint. Memory: the tape keeps a copy of every value a recorded launch
