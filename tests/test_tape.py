@@ -188,11 +188,13 @@ def test_what_cannot_be_differentiated_is_refused_at_its_line():
 
     assert "'min' reduction" in _refused(smallest, V, "reduction into a float Global")
 
-    @rs.kernel
-    def vector(v):
-        LOSS += rs.dot(v.p, v.p) + v.x
+    V.new_field("m", rs.mat(2, 2))
 
-    assert "rs.dot(v.p, v.p)" in _refused(vector, V, "vectors and matrices")
+    @rs.kernel
+    def matrix(v):
+        LOSS += rs.det(v.m) + v.x
+
+    assert "rs.det(v.m)" in _refused(matrix, V, "not differentiated yet")
     P = rs.Relation("P", 3, elastic=True)
     P.new_field("x", rs.f64)
 
@@ -324,3 +326,105 @@ def test_checkpointed_tapes_give_the_same_bits_in_less_memory():
     assert held[3] < held[2] < held[0]
     with pytest.raises(rs.GradientError, match="checkpoint_every must be a positive int"):
         rs.Tape(checkpoint_every=0)
+
+
+class Springs:
+    """Vectors: a mass-spring net in 3-D (positions and velocities vec3 fields), forces reduced
+    into both ends, dot / norm / cross, a vector Global sum, a component store and a branch."""
+
+    def __init__(self, seed=2):
+        rng = np.random.default_rng(seed)
+        V = self.V = rs.Relation("masses", 6)
+        V.new_field("x", rs.vec(3))
+        V.new_field("v", rs.vec(3))
+        V.new_field("f", rs.vec(3))
+        S = self.S = rs.Relation("springs", 9)
+        a = rng.integers(0, 6, 9)
+        S.new_key_field("a", V, values=a)
+        S.new_key_field("b", V, values=(a + rng.integers(1, 6, 9)) % 6)  # never a itself
+        S.new_field("rest", rs.f64).load(rng.uniform(0.5, 1.0, 9))
+        self.x0, self.v0 = rng.standard_normal((6, 3)), 0.1 * rng.standard_normal((6, 3))
+        self.rest0 = S.rest.numpy(copy=True)
+        axis, spin = rs.Global(rs.vec(3), (0.0, 0.3, 1.0)), rs.Global(rs.vec(3), (0.0, 0.0, 0.0))
+        loss = self.loss = rs.Global(rs.f64, 0.0)
+        self.axis, self.spin = axis, spin
+
+        @rs.kernel
+        def springs(s):
+            d = s.b.x - s.a.x
+            n = rs.norm(d)
+            f = (50.0 * (n - s.rest) / (n + 1e-9)) * d
+            s.a.f += f
+            s.b.f -= f
+
+        @rs.kernel
+        def move(v):
+            w = v.v + 0.01 * (v.f + rs.cross(axis, v.v))
+            if rs.dot(w, w) > 4.0:
+                w = 0.5 * w
+            v.v = w
+            v.x = v.x + 0.01 * w
+            v.x[2] = v.x[2] - 0.001
+            v.f = rs.vec(3)(0.0, 0.0, 0.0)
+
+        @rs.kernel
+        def measure(v):
+            spin += rs.cross(v.x, v.v)
+            loss += rs.dot(v.x, v.x) * 0.5 + v.x[0] * v.v[1]
+
+        self.kernels = (springs, move, measure)
+
+    def run(self, x=None, rest=None, axis=(0.0, 0.3, 1.0), steps=4):
+        self.V.x.load(self.x0 if x is None else x)
+        self.V.v.load(self.v0)
+        self.V.f.load(0.0)
+        self.S.rest.load(self.rest0 if rest is None else rest)
+        self.axis.value = axis
+        springs, move, measure = self.kernels
+        for _ in range(steps):
+            self.S.foreach(springs)
+            self.V.foreach(move)
+        self.loss.value = 0.0
+        self.spin.value = (0.0, 0.0, 0.0)
+        self.V.foreach(measure)
+        return self.loss.value
+
+    def gradients(self):
+        self.run()
+        self.V.x.load(self.x0)
+        self.V.v.load(self.v0)
+        self.V.f.load(0.0)
+        with rs.Tape() as tape:
+            springs, move, measure = self.kernels
+            for _ in range(4):
+                self.S.foreach(springs)
+                self.V.foreach(move)
+            self.loss.value = 0.0
+            self.spin.value = (0.0, 0.0, 0.0)
+            self.V.foreach(measure)
+        tape.backward(self.loss)
+        return (self.V.x.grad.numpy(copy=True), self.S.rest.grad.numpy(copy=True),
+                np.array(self.axis.grad))
+
+
+def test_vectors_are_differentiated_component_by_component():
+    g = Springs()
+    dx, drest, daxis = g.gradients()
+    assert dx.shape == (6, 3) and np.count_nonzero(daxis) == 3
+    for i in range(6):
+        for c in range(3):
+            x = g.x0.copy()
+            fd = central(lambda flat: g.run(x=flat.reshape(6, 3)), x.ravel(), 3 * i + c)
+            assert abs(dx[i, c] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, c, dx[i, c], fd)
+    for k in range(9):
+        fd = central(lambda r: g.run(rest=r), g.rest0, k)
+        assert abs(drest[k] - fd) <= 1e-6 * max(1.0, abs(fd)), (k, drest[k], fd)
+    for c in range(3):
+        fd = central(lambda a: g.run(axis=tuple(a)), np.array([0.0, 0.3, 1.0]), c)
+        assert abs(daxis[c] - fd) <= 1e-6 * max(1.0, abs(fd)), (c, daxis[c], fd)
+    answers = set()
+    for config in CONFIGS.values():
+        with configured(**config):
+            dx, drest, daxis = Springs().gradients()
+        answers.add((dx.tobytes(), drest.tobytes(), daxis.tobytes()))
+    assert len(answers) == 1

@@ -26,13 +26,14 @@ accumulating the derivative of the loss with respect to it:
 * a loop whose locals from before it are only accumulated into runs again, each iteration
   recomputed and then reversed (`Adjoint.loop`).
 
-What is not differentiated yet is refused with a `GradientError` at the kernel's line: other
-loops (and grouping loops reading float fields through their keys), early exits, vectors and
-matrices, float types other than f64, reductions other than ``+`` into floats,
-``rs.insert``/``rs.delete``.
+f64 vectors are replayed component by component (`vectors.py`). What is not differentiated yet
+is refused with a `GradientError` at the kernel's line: other loops (and grouping loops reading
+float fields through their keys), early exits, matrices, float types other than f64,
+reductions other than ``+`` into floats, ``rs.insert``/``rs.delete``.
 
 Here: the replay and the whole body; `untype.py` writes what is not differentiated back as
-untyped IR, `sweep.py` is the reverse sweep, `records.py` what the replay records for it.
+untyped IR, `sweep.py` is the reverse sweep, `records.py` what the replay records for it,
+`vectors.py` the vectors.
 """
 from __future__ import annotations
 
@@ -54,16 +55,19 @@ from .records import (
     exprs_of,
     fold_expr,
     grad_name,
+    is_diff,
     is_float,
+    is_vec,
     reads_through_keys,
     safe_key,
     zero,
 )
 from .sweep import Sweep
 from .untype import Untype
+from .vectors import Vectors
 
 
-class Adjoint(Untype, Sweep):
+class Adjoint(Untype, Sweep, Vectors):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
     def __init__(self, analysed, adjoint_global):
@@ -101,9 +105,10 @@ class Adjoint(Untype, Sweep):
     def centred(self, loc):
         return ir.Centred(loc, self.param)
 
-    @staticmethod
-    def node(atom):
+    def node(self, atom):
         kind, v = atom
+        if kind == "vec":
+            return self.vec_node(v, ir.NOLOC)
         return ir.Local(ir.NOLOC, v) if kind == "local" else v
 
     def _shadowed_fields(self) -> set:
@@ -124,13 +129,20 @@ class Adjoint(Untype, Sweep):
     # -- the replay -------------------------------------------------------------------------
     def flatten(self, e, env, out: Block) -> tuple:
         """Emit the replay of float expression `e` into `out`; its atom."""
+        if is_vec(e.type):
+            return self.flatten_vec(e, env, out)
+        if isinstance(e, ir.Index) and is_vec(e.base.type) and is_float(e.type):
+            if not all(isinstance(i, ir.Const) for i in e.index):
+                raise self.refuse("a vector's component at a run-time index (not "
+                                  "differentiated yet)", e.loc)
+            return self.flatten(e.base, env, out)[1][int(e.index[0].value)]
         if not is_float(e.type):
             if isinstance(e.type, ScalarType) and e.type.is_float:
                 raise self.refuse(f"a {e.type!r} value (only f64 so far)", e.loc)
             if not isinstance(e.type, (ScalarType, KeyType)) and \
                     not type(e.type).__name__.startswith("KeyVec"):
-                raise self.refuse(f"a value of type {e.type!r} (vectors and matrices are not "
-                                  f"differentiated yet)", e.loc)
+                raise self.refuse(f"a value of type {e.type!r} (matrices and vectors of other "
+                                  f"than f64 are not differentiated yet)", e.loc)
             return ("value", self.rewrite(e, env))
         match e:
             case ir.Const():
@@ -159,9 +171,12 @@ class Adjoint(Untype, Sweep):
                 args = (self.flatten(e.operand, env, out),)
                 return self.define("neg" if op == "-" else "pos", args, e.loc, out)
             case ir.Call(func=f):
+                atom = self.vector_call(e, env, out)
+                if atom is not None:
+                    return atom
                 if any(not isinstance(a.type, ScalarType) for a in e.args):
-                    raise self.refuse(f"{f}() of a vector or matrix (vectors and matrices are "
-                                      f"not differentiated yet)", e.loc)
+                    raise self.refuse(f"{f}() of a vector or matrix (not differentiated yet)",
+                                      e.loc)
                 if derivatives.unknown(f):
                     raise self.refuse(f"{f}() (no derivative rule)", e.loc)
                 args = tuple(self.flatten(a, env, out) for a in e.args)
@@ -303,6 +318,10 @@ class Adjoint(Untype, Sweep):
         carried = sorted({st.name for st in ir.walk_stmts(s.body)
                           if isinstance(st, ir.Assign) and st.name in env.version})
         allowed = set()
+        for name in carried:
+            if isinstance(env.version[name], tuple):
+                raise self.refuse(f"a loop accumulating into vector local {name!r} (not "
+                                  f"differentiated yet)", s.loc)
         for st in ir.walk_stmts(s.body):
             if isinstance(st, ir.Assign) and st.name in carried:
                 v = st.value
@@ -335,6 +354,10 @@ class Adjoint(Untype, Sweep):
             if is_float(self.types[acc]):
                 out.records.append(Accum(acc, atom, -1.0 if s.value.op == "-" else 1.0, s.loc))
             return
+        if is_vec(s.value.type):
+            env.version[s.name] = self.copies(s.name, self.flatten(s.value, env, out), s.loc,
+                                              out)
+            return
         if is_float(s.value.type):
             atom = self.flatten(s.value, env, out)
             name = self.fresh(s.name, f64, s.loc)
@@ -348,12 +371,48 @@ class Adjoint(Untype, Sweep):
             out.stmts.append(ir.Assign(s.loc, name, self.node(value)))
         env.version[s.name] = name
 
+    def copies(self, hint, atom, loc, out) -> tuple:
+        """New locals holding vector atom `atom`'s components (each a copy): their names."""
+        names = []
+        for i, c in enumerate(atom[1]):
+            name = self.fresh(f"{hint}{i}", f64, loc)
+            out.stmts.append(ir.Assign(loc, name, self.node(c)))
+            out.records.append(Def(name, "copy", (c,), loc))
+            names.append(name)
+        return tuple(names)
+
+    def component(self, names, index, atom, hint, loc, out) -> tuple:
+        """`names` (a vector's component locals) with component `index` replaced by a copy of
+        scalar `atom`."""
+        if not all(isinstance(i, ir.Const) for i in index):
+            raise self.refuse("a vector's component at a run-time index (not differentiated "
+                              "yet)", loc)
+        k = int(index[0].value)
+        name = self.fresh(f"{hint}{k}", f64, loc)
+        out.stmts.append(ir.Assign(loc, name, self.node(atom)))
+        out.records.append(Def(name, "copy", (atom,), loc))
+        return names[:k] + (name,) + names[k + 1:]
+
+    def s_AssignIndex(self, s, env, out):
+        if not isinstance(env.version.get(s.name), tuple):
+            raise self.refuse("an assignment into a matrix or a non-f64 vector (not "
+                              "differentiated yet)", s.loc)
+        atom = self.flatten(s.value, env, out)
+        env.version[s.name] = self.component(env.version[s.name], s.index, atom, s.name,
+                                             s.loc, out)
+
     def s_FieldStore(self, s, env, out):
         if self.loops:
             raise self.refuse("a field stored inside a loop (not differentiated yet)", s.loc)
+        if is_vec(s.field.type):
+            atom = self.flatten(s.value, env, out)
+            env.shadow[s.field] = self.component(env.shadow[s.field], s.index, atom,
+                                                 s.field.name, s.loc, out) if s.index else \
+                self.copies(s.field.name, atom, s.loc, out)
+            return
         if s.index:
-            raise self.refuse("a store into a component of a field (vectors are not "
-                              "differentiated yet)", s.loc)
+            raise self.refuse("a store into a component of a matrix field (not differentiated "
+                              "yet)", s.loc)
         atom = self.flatten(s.value, env, out)
         name = self.fresh(s.field.name, s.value.type, s.loc)
         out.stmts.append(ir.Assign(s.loc, name, self.node(atom)))
@@ -362,8 +421,10 @@ class Adjoint(Untype, Sweep):
         env.shadow[s.field] = name
 
     def s_FieldReduce(self, s, env, out):
+        if is_vec(s.field.type):
+            return self.reduce_vec(s, env, out)
         if s.index:
-            raise self.refuse("a reduction into a component of a field (vectors are not "
+            raise self.refuse("a reduction into a component of a matrix field (not "
                               "differentiated yet)", s.loc)
         floating = is_float(s.field.type)
         if floating and s.op != "+":
@@ -385,7 +446,33 @@ class Adjoint(Untype, Sweep):
         elif floating:
             out.records.append(Sink(self.rewrite(s.key, env), s.field, atom, s.loc))
 
+    def reduce_vec(self, s, env, out):
+        """`key.f += x` (or `key.f[i] += x`) into an f64 vector field."""
+        if s.op != "+":
+            raise self.refuse(f"a '{s.op}' reduction into float field {s.field.qualname} "
+                              f"(only '+' so far)", s.loc)
+        atom = self.flatten(s.value, env, out)
+        if s.field not in self.shadowed:
+            out.records.append(Sink(self.rewrite(s.key, env), s.field, atom, s.loc,
+                                    tuple(self.rewrite(i, env) for i in s.index)))
+            return
+        if self.loops:
+            raise self.refuse(f"field {s.field.qualname}, read at the row's own key and "
+                              f"reduced into inside a loop (not differentiated yet)", s.loc)
+        old = env.shadow[s.field]
+        if s.index:
+            k = int(s.index[0].value)
+            total = self.define("+", (("local", old[k]), atom), s.loc, out)
+            env.shadow[s.field] = self.component(old, s.index, total, s.field.name, s.loc, out)
+        else:
+            sums = [self.define("+", (("local", o), c), s.loc, out)
+                    for o, c in zip(old, self.components(atom, len(old)))]
+            env.shadow[s.field] = self.copies(s.field.name, ("vec", sums), s.loc, out)
+
     def s_GlobalReduce(self, s, env, out):
+        if is_vec(s.ref.type) and s.op == "+":
+            out.records.append(Sink(None, s.ref, self.flatten(s.value, env, out), s.loc))
+            return
         if not is_float(s.ref.type):
             if isinstance(s.ref.type, ScalarType) and s.ref.type.is_float:
                 raise self.refuse(f"a reduction into a {s.ref.type!r} Global", s.loc)
@@ -418,18 +505,25 @@ class Adjoint(Untype, Sweep):
                     getattr(env, table).pop(key, None)  # assigned on one path only
                     continue
                 vb, vo = tb[key], to[key]
-                if vb == vo:
-                    getattr(env, table)[key] = vb
-                    continue
-                t = self.types[vb]
                 hint = key if isinstance(key, str) else key.name
-                m = self.fresh(hint, t, s.loc)
-                out.stmts.append(ir.Assign(s.loc, m, ir.IfExp(
-                    s.loc, ir.Local(s.loc, cond), ir.Local(s.loc, vb), ir.Local(s.loc, vo))))
-                if is_float(t):
-                    merges.append((m, vb, vo))
-                getattr(env, table)[key] = m
+                if isinstance(vb, tuple):  # a vector's components, each merged
+                    getattr(env, table)[key] = tuple(
+                        self.merge(cond, hint, b, o, merges, s.loc, out) for b, o in zip(vb, vo))
+                else:
+                    getattr(env, table)[key] = self.merge(cond, hint, vb, vo, merges, s.loc, out)
         out.records.append(Branch(cond, bb.records, bo.records, merges, s.loc))
+
+    def merge(self, cond, hint, vb, vo, merges, loc, out) -> str:
+        """The local after an if for one that was `vb` in its body and `vo` in its else."""
+        if vb == vo:
+            return vb
+        t = self.types[vb]
+        m = self.fresh(hint, t, loc)
+        out.stmts.append(ir.Assign(loc, m, ir.IfExp(loc, ir.Local(loc, cond),
+                                                    ir.Local(loc, vb), ir.Local(loc, vo))))
+        if is_float(t):
+            merges.append((m, vb, vo))
+        return m
 
     # -- the whole body ---------------------------------------------------------------------
     def body(self) -> tuple:
@@ -437,8 +531,11 @@ class Adjoint(Untype, Sweep):
         env = Env({}, {})
         top = Block()
         for f in sorted(self.shadowed, key=lambda f: f.name):  # the row's values at the start
-            name = self.fresh(f.name, f.type, loc)
             key = self.centred(loc)
+            if is_vec(f.type):
+                env.shadow[f] = tuple(c for _, c in self.load_vec(key, f, f.name, loc, top)[1])
+                continue
+            name = self.fresh(f.name, f.type, loc)
             top.stmts.append(ir.Assign(loc, name, ir.Attr(loc, key, f.name)))
             if is_float(f.type):
                 top.records.append(Load(name, key, f, loc))
@@ -449,11 +546,17 @@ class Adjoint(Untype, Sweep):
         stmts += [ir.Assign(loc, adj_name(n), ir.Const(loc, 0.0)) for n, t in self.types.items()
                   if is_float(t)]
         for f in sorted(self.shadowed, key=lambda f: f.name):
-            if is_float(f.type):  # the final value's adjoint, then the old value's: from zero
-                d = adj_name(env.shadow[f])
-                grad = ir.Attr(loc, self.centred(loc), grad_name(f))
-                stmts.append(ir.Assign(loc, d, ir.BinOp(loc, "+", ir.Local(loc, d), grad)))
-                stmts.append(ir.Store(loc, grad, ir.Const(loc, 0.0)))
+            if not is_diff(f.type):
+                continue  # the final value's adjoint, then the old value's: from zero
+            grad = ir.Attr(loc, self.centred(loc), grad_name(f))
+            last = env.shadow[f] if is_vec(f.type) else (env.shadow[f],)
+            for i, c in enumerate(last):
+                d = adj_name(c)
+                part = ir.Index(loc, grad, (ir.Const(loc, i),)) if is_vec(f.type) else grad
+                stmts.append(ir.Assign(loc, d, ir.BinOp(loc, "+", ir.Local(loc, d), part)))
+            zero_value = self.vec_node([("const", ir.Const(loc, 0.0))] * f.type.n, loc) \
+                if is_vec(f.type) else ir.Const(loc, 0.0)
+            stmts.append(ir.Store(loc, grad, zero_value))
         stmts += self.reverse(top.records)
         return tuple(stmts)
 
@@ -461,22 +564,22 @@ class Adjoint(Untype, Sweep):
         """The float fields whose adjoint fields the adjoint kernel uses."""
         out = set()
         for s in ir.walk_stmts(self.a.body):
-            if isinstance(s, (ir.FieldStore, ir.FieldReduce)) and is_float(s.field.type):
+            if isinstance(s, (ir.FieldStore, ir.FieldReduce)) and is_diff(s.field.type):
                 out.add(s.field)
             for node in exprs_of(s):
                 for e in node.walk():
-                    if isinstance(e, ir.FieldRead) and is_float(e.field.type):
+                    if isinstance(e, ir.FieldRead) and is_diff(e.field.type):
                         out.add(e.field)
         return out
 
     def globals_used(self) -> set:
         out = set()
         for s in ir.walk_stmts(self.a.body):
-            if isinstance(s, ir.GlobalReduce) and is_float(s.ref.type):
+            if isinstance(s, ir.GlobalReduce) and is_diff(s.ref.type):
                 out.add(s.ref)
             for node in exprs_of(s):
                 for e in node.walk():
-                    if isinstance(e, ir.GlobalRead) and is_float(e.ref.type):
+                    if isinstance(e, ir.GlobalRead) and is_diff(e.ref.type):
                         out.add(e.ref)
         return out
 

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ...types import f64
+from ...types import VecType, f64
 from .. import ir
 
 
 def is_float(t) -> bool:
     return t == f64
+
+
+def is_vec(t) -> bool:
+    """An f64 vector (differentiated component by component)."""
+    return isinstance(t, VecType) and t.elem == f64
+
+
+def is_diff(t) -> bool:
+    """A type whose values carry derivatives: f64 scalars and vectors."""
+    return is_float(t) or is_vec(t)
 
 
 def grad_name(f) -> str:
@@ -27,8 +37,8 @@ class Def:  # name = op(args); args: ("local", name) | ("const", Const) | ("valu
 
 
 @dataclass
-class Load:  # name = a float field (key, field) or Global (None, global) read
-    name: str
+class Load:  # name = a float field (key, field) or Global (None, global) read; a vector's:
+    name: object  # its components' names (a tuple)
     key: object
     target: object
     loc: object
@@ -38,8 +48,9 @@ class Load:  # name = a float field (key, field) or Global (None, global) read
 class Sink:  # `key.field += atom` or `global += atom`: atom gets the target's adjoint
     key: object
     target: object
-    atom: tuple
+    atom: tuple  # a scalar atom, or ("vec", [atoms])
     loc: object
+    index: tuple = ()  # a component of a vector field
 
 
 @dataclass

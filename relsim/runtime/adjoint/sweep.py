@@ -26,6 +26,13 @@ class Sweep:
             return ir.GlobalRead(loc, self.adjoint_global(target))
         return ir.Attr(loc, key, grad_name(target))
 
+    def grad_target(self, key, target, loc):
+        """What a reduction into `target`'s adjoint names: its adjoint Global, or its adjoint
+        field through `key`."""
+        if key is None:
+            return ir.GlobalRead(loc, self.adjoint_global(target))
+        return ir.Attr(loc, key, grad_name(target))
+
     def accumulate(self, atom, amount, loc) -> list:
         if atom[0] != "local" or not is_float(self.types.get(atom[1])):
             return []
@@ -45,6 +52,9 @@ class Sweep:
                     for atom, p in zip(args, parts):
                         if p is not None:
                             out += self.accumulate(atom, ir.BinOp(loc, "*", a, p), loc)
+                case Load(name=tuple() as names, key=key, target=target):
+                    a = self.vec_node([("local", adj_name(n)) for n in names], loc)
+                    out.append(ir.Reduce(loc, self.grad_target(key, target, loc), "+", a))
                 case Load(name=name, key=key, target=target):
                     a = ir.Local(loc, adj_name(name))
                     if key is None:
@@ -52,6 +62,13 @@ class Sweep:
                                              "+", a))
                     else:
                         out.append(ir.Reduce(loc, ir.Attr(loc, key, grad_name(target)), "+", a))
+                case Sink(key=key, target=target, atom=("vec", parts)):
+                    grad = self.grad_read(key, target, loc)
+                    for i, c in enumerate(parts):
+                        out += self.accumulate(c, ir.Index(loc, grad, (ir.Const(loc, i),)), loc)
+                case Sink(key=key, target=target, atom=atom, index=index) if index:
+                    grad = ir.Index(loc, self.grad_read(key, target, loc), index)
+                    out += self.accumulate(atom, grad, loc)
                 case Sink(key=key, target=target, atom=atom):
                     out += self.accumulate(atom, self.grad_read(key, target, loc), loc)
                 case Accum(acc=acc, atom=atom, sign=sign):

@@ -20,7 +20,14 @@ class Untype:
         return ir.Const(e.loc, e.value)
 
     def r_Local(self, e, env):
-        return ir.Local(e.loc, env.version[e.name])
+        return self.replayed(env.version[e.name], e)
+
+    def replayed(self, name, e):
+        """The replay's local `name`, or a vector built from the component locals `name`."""
+        if isinstance(name, tuple):
+            return ir.Cast(e.loc, ir.TupleExpr(e.loc, tuple(ir.Local(e.loc, c) for c in name)),
+                           type=e.type)
+        return ir.Local(e.loc, name)
 
     def r_Centred(self, e, env):
         return ir.Centred(e.loc, e.name)
@@ -30,7 +37,7 @@ class Untype:
 
     def r_FieldRead(self, e, env):
         if isinstance(e.key, ir.Centred) and e.field in self.shadowed:
-            return ir.Local(e.loc, env.shadow[e.field])
+            return self.replayed(env.shadow[e.field], e)
         return ir.Attr(e.loc, self.rewrite(e.key, env), e.field.name)
 
     def r_Affine(self, e, env):
