@@ -26,10 +26,11 @@ accumulating the derivative of the loss with respect to it:
 * a loop whose locals from before it are only accumulated into runs again, each iteration
   recomputed and then reversed (`Adjoint.loop`).
 
-f64 vectors are replayed component by component (`vectors.py`). What is not differentiated yet
-is refused with a `GradientError` at the kernel's line: other loops (and grouping loops reading
-float fields through their keys), early exits, matrices, float types other than f64,
-reductions other than ``+`` into floats, ``rs.insert``/``rs.delete``.
+f64 vectors and matrices are replayed entry by entry (`vectors.py`). What is not differentiated
+yet is refused with a `GradientError` at the kernel's line: other loops (and grouping loops
+reading float fields through their keys), early exits, decompositions and other matrix
+functions, float types other than f64, reductions other than ``+`` into floats,
+``rs.insert``/``rs.delete``.
 
 Here: the replay and the whole body; `untype.py` writes what is not differentiated back as
 untyped IR, `sweep.py` is the reverse sweep, `records.py` what the replay records for it,
@@ -57,6 +58,7 @@ from .records import (
     grad_name,
     is_diff,
     is_float,
+    is_mat,
     is_vec,
     reads_through_keys,
     safe_key,
@@ -64,10 +66,10 @@ from .records import (
 )
 from .sweep import Sweep
 from .untype import Untype
-from .vectors import Vectors
+from .vectors import Matrices, Vectors
 
 
-class Adjoint(Untype, Sweep, Vectors):
+class Adjoint(Untype, Sweep, Vectors, Matrices):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
     def __init__(self, analysed, adjoint_global):
@@ -109,6 +111,8 @@ class Adjoint(Untype, Sweep, Vectors):
         kind, v = atom
         if kind == "vec":
             return self.vec_node(v, ir.NOLOC)
+        if kind == "mat":
+            return self.mat_node(v, ir.NOLOC)
         return ir.Local(ir.NOLOC, v) if kind == "local" else v
 
     def _shadowed_fields(self) -> set:
@@ -131,11 +135,17 @@ class Adjoint(Untype, Sweep, Vectors):
         """Emit the replay of float expression `e` into `out`; its atom."""
         if is_vec(e.type):
             return self.flatten_vec(e, env, out)
-        if isinstance(e, ir.Index) and is_vec(e.base.type) and is_float(e.type):
+        if is_mat(e.type):
+            return self.flatten_mat(e, env, out)
+        if isinstance(e, ir.Index) and (is_vec(e.base.type) or is_mat(e.base.type)) and \
+                is_float(e.type):
             if not all(isinstance(i, ir.Const) for i in e.index):
-                raise self.refuse("a vector's component at a run-time index (not "
+                raise self.refuse("a vector's or matrix's entry at a run-time index (not "
                                   "differentiated yet)", e.loc)
-            return self.flatten(e.base, env, out)[1][int(e.index[0].value)]
+            entry = self.flatten(e.base, env, out)[1]
+            for i in e.index:
+                entry = entry[int(i.value)]
+            return entry
         if not is_float(e.type):
             if isinstance(e.type, ScalarType) and e.type.is_float:
                 raise self.refuse(f"a {e.type!r} value (only f64 so far)", e.loc)
@@ -354,7 +364,7 @@ class Adjoint(Untype, Sweep, Vectors):
             if is_float(self.types[acc]):
                 out.records.append(Accum(acc, atom, -1.0 if s.value.op == "-" else 1.0, s.loc))
             return
-        if is_vec(s.value.type):
+        if is_vec(s.value.type) or is_mat(s.value.type):
             env.version[s.name] = self.copies(s.name, self.flatten(s.value, env, out), s.loc,
                                               out)
             return
@@ -372,7 +382,11 @@ class Adjoint(Untype, Sweep, Vectors):
         env.version[s.name] = name
 
     def copies(self, hint, atom, loc, out) -> tuple:
-        """New locals holding vector atom `atom`'s components (each a copy): their names."""
+        """New locals holding vector atom `atom`'s components (each a copy): their names (for
+        a matrix atom, a tuple of its rows' names)."""
+        if atom[0] == "mat":
+            return tuple(self.copies(f"{hint}{i}", ("vec", row), loc, out)
+                         for i, row in enumerate(atom[1]))
         names = []
         for i, c in enumerate(atom[1]):
             name = self.fresh(f"{hint}{i}", f64, loc)
@@ -404,6 +418,10 @@ class Adjoint(Untype, Sweep, Vectors):
     def s_FieldStore(self, s, env, out):
         if self.loops:
             raise self.refuse("a field stored inside a loop (not differentiated yet)", s.loc)
+        if is_mat(s.field.type) and not s.index:
+            env.shadow[s.field] = self.copies(s.field.name, self.flatten(s.value, env, out),
+                                              s.loc, out)
+            return
         if is_vec(s.field.type):
             atom = self.flatten(s.value, env, out)
             env.shadow[s.field] = self.component(env.shadow[s.field], s.index, atom,
@@ -423,6 +441,9 @@ class Adjoint(Untype, Sweep, Vectors):
     def s_FieldReduce(self, s, env, out):
         if is_vec(s.field.type):
             return self.reduce_vec(s, env, out)
+        if is_mat(s.field.type):
+            raise self.refuse(f"a reduction into matrix field {s.field.qualname} (not "
+                              f"differentiated yet)", s.loc)
         if s.index:
             raise self.refuse("a reduction into a component of a matrix field (not "
                               "differentiated yet)", s.loc)
@@ -470,6 +491,9 @@ class Adjoint(Untype, Sweep, Vectors):
             env.shadow[s.field] = self.copies(s.field.name, ("vec", sums), s.loc, out)
 
     def s_GlobalReduce(self, s, env, out):
+        if is_mat(s.ref.type) or is_vec(s.ref.type) and s.op != "+":
+            raise self.refuse(f"a '{s.op}' reduction into a {s.ref.type!r} Global (not "
+                              f"differentiated yet)", s.loc)
         if is_vec(s.ref.type) and s.op == "+":
             out.records.append(Sink(None, s.ref, self.flatten(s.value, env, out), s.loc))
             return
@@ -506,15 +530,14 @@ class Adjoint(Untype, Sweep, Vectors):
                     continue
                 vb, vo = tb[key], to[key]
                 hint = key if isinstance(key, str) else key.name
-                if isinstance(vb, tuple):  # a vector's components, each merged
-                    getattr(env, table)[key] = tuple(
-                        self.merge(cond, hint, b, o, merges, s.loc, out) for b, o in zip(vb, vo))
-                else:
-                    getattr(env, table)[key] = self.merge(cond, hint, vb, vo, merges, s.loc, out)
+                getattr(env, table)[key] = self.merge(cond, hint, vb, vo, merges, s.loc, out)
         out.records.append(Branch(cond, bb.records, bo.records, merges, s.loc))
 
     def merge(self, cond, hint, vb, vo, merges, loc, out) -> str:
-        """The local after an if for one that was `vb` in its body and `vo` in its else."""
+        """The local after an if for one that was `vb` in its body and `vo` in its else (a
+        vector's or matrix's names: each merged)."""
+        if isinstance(vb, tuple):
+            return tuple(self.merge(cond, hint, b, o, merges, loc, out) for b, o in zip(vb, vo))
         if vb == vo:
             return vb
         t = self.types[vb]
@@ -535,6 +558,10 @@ class Adjoint(Untype, Sweep, Vectors):
             if is_vec(f.type):
                 env.shadow[f] = tuple(c for _, c in self.load_vec(key, f, f.name, loc, top)[1])
                 continue
+            if is_mat(f.type):
+                env.shadow[f] = tuple(tuple(c for _, c in row) for row in
+                                      self.load_mat(key, f, f.name, loc, top)[1])
+                continue
             name = self.fresh(f.name, f.type, loc)
             top.stmts.append(ir.Assign(loc, name, ir.Attr(loc, key, f.name)))
             if is_float(f.type):
@@ -549,13 +576,15 @@ class Adjoint(Untype, Sweep, Vectors):
             if not is_diff(f.type):
                 continue  # the final value's adjoint, then the old value's: from zero
             grad = ir.Attr(loc, self.centred(loc), grad_name(f))
-            last = env.shadow[f] if is_vec(f.type) else (env.shadow[f],)
-            for i, c in enumerate(last):
+            for c, index in _entries(env.shadow[f], ()):
                 d = adj_name(c)
-                part = ir.Index(loc, grad, (ir.Const(loc, i),)) if is_vec(f.type) else grad
+                part = ir.Index(loc, grad, tuple(ir.Const(loc, i) for i in index)) \
+                    if index else grad
                 stmts.append(ir.Assign(loc, d, ir.BinOp(loc, "+", ir.Local(loc, d), part)))
-            zero_value = self.vec_node([("const", ir.Const(loc, 0.0))] * f.type.n, loc) \
-                if is_vec(f.type) else ir.Const(loc, 0.0)
+            nothing = ("const", ir.Const(loc, 0.0))
+            zero_value = self.vec_node([nothing] * f.type.n, loc) if is_vec(f.type) else \
+                self.mat_node([[nothing] * f.type.m] * f.type.n, loc) if is_mat(f.type) else \
+                ir.Const(loc, 0.0)
             stmts.append(ir.Store(loc, grad, zero_value))
         stmts += self.reverse(top.records)
         return tuple(stmts)
@@ -584,3 +613,10 @@ class Adjoint(Untype, Sweep, Vectors):
         return out
 
 
+
+
+def _entries(names, index):
+    """(name, index) of each scalar local in `names` (a name, or nested tuples of them)."""
+    if not isinstance(names, tuple):
+        return [(names, index)]
+    return [e for i, n in enumerate(names) for e in _entries(n, index + (i,))]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ...types import VecType, f64
+from ...types import MatType, VecType, f64
 from .. import ir
 
 
@@ -17,9 +17,14 @@ def is_vec(t) -> bool:
     return isinstance(t, VecType) and t.elem == f64
 
 
+def is_mat(t) -> bool:
+    """An f64 matrix (differentiated entry by entry)."""
+    return isinstance(t, MatType) and t.elem == f64
+
+
 def is_diff(t) -> bool:
-    """A type whose values carry derivatives: f64 scalars and vectors."""
-    return is_float(t) or is_vec(t)
+    """A type whose values carry derivatives: f64 scalars, vectors and matrices."""
+    return is_float(t) or is_vec(t) or is_mat(t)
 
 
 def grad_name(f) -> str:

@@ -53,7 +53,9 @@ class Sweep:
                         if p is not None:
                             out += self.accumulate(atom, ir.BinOp(loc, "*", a, p), loc)
                 case Load(name=tuple() as names, key=key, target=target):
-                    a = self.vec_node([("local", adj_name(n)) for n in names], loc)
+                    a = self.mat_node([[("local", adj_name(c)) for c in row] for row in names],
+                                      loc) if isinstance(names[0], tuple) else \
+                        self.vec_node([("local", adj_name(n)) for n in names], loc)
                     out.append(ir.Reduce(loc, self.grad_target(key, target, loc), "+", a))
                 case Load(name=name, key=key, target=target):
                     a = ir.Local(loc, adj_name(name))

@@ -2,8 +2,17 @@
 the adjoint kernel computes but does not differentiate (conditions, keys, integers)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ...types import VecType, f64
 from .. import ir
 from .records import is_key_vector
+
+
+@dataclass
+class _Typed:  # where a row of a replayed matrix is built, and its type
+    loc: object
+    type: object
 
 
 class Untype:
@@ -24,6 +33,10 @@ class Untype:
 
     def replayed(self, name, e):
         """The replay's local `name`, or a vector built from the component locals `name`."""
+        if isinstance(name, tuple) and name and isinstance(name[0], tuple):  # a matrix
+            rows = tuple(self.replayed(row, _Typed(e.loc, VecType(len(row), f64)))
+                         for row in name)
+            return ir.Cast(e.loc, ir.TupleExpr(e.loc, rows), type=e.type)
         if isinstance(name, tuple):
             return ir.Cast(e.loc, ir.TupleExpr(e.loc, tuple(ir.Local(e.loc, c) for c in name)),
                            type=e.type)
