@@ -492,3 +492,31 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_random_draws_are_constants_of_the_program():
+    """rs.normal / rs.uniform are functions of their counters: the same draws in the replay,
+    no derivative through them (documented); the gradient is the central differences'."""
+    V = rs.Relation("noisy", 5)
+    V.new_field("a", rs.f64).load(np.linspace(0.0, 1.0, 5))
+    loss = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def draw(v):
+        loss += (v.a + 0.1 * rs.normal(v, 3, seed=7)) ** 2 + rs.uniform(v, 1) * v.a
+
+    def run(a):
+        V.a.load(a)
+        loss.value = 0.0
+        V.foreach(draw)
+        return loss.value
+
+    a0 = np.linspace(0.0, 1.0, 5)
+    V.a.load(a0)
+    with rs.Tape() as tape:
+        loss.value = 0.0
+        V.foreach(draw)
+    tape.backward(loss)
+    for i in range(5):
+        fd = central(run, a0, i)
+        assert abs(V.a.grad.numpy()[i] - fd) <= 1e-6 * max(1.0, abs(fd))

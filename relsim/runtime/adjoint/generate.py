@@ -41,6 +41,7 @@ from __future__ import annotations
 from ...errors import GradientError
 from ...types import KeyType, ScalarType, bool_, f64, i64
 from .. import ir
+from ..builtin_table import RANDOM
 from . import derivatives
 from .records import (
     Accum,
@@ -180,6 +181,8 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
             case ir.UnaryOp(op=op) if op in ("-", "+"):
                 args = (self.flatten(e.operand, env, out),)
                 return self.define("neg" if op == "-" else "pos", args, e.loc, out)
+            case ir.Call(func=f) if f in RANDOM:  # a draw is a constant of the program
+                return ("value", self.rewrite(e, env))
             case ir.Call(func=f):
                 atom = self.vector_call(e, env, out)
                 if atom is not None:
