@@ -520,3 +520,17 @@ def test_random_draws_are_constants_of_the_program():
     for i in range(5):
         fd = central(run, a0, i)
         assert abs(V.a.grad.numpy()[i] - fd) <= 1e-6 * max(1.0, abs(fd))
+
+
+def test_host_changes_a_tape_cannot_replay_are_refused():
+    g = Graph()
+    P = rs.Relation("grows", 3, elastic=True)
+    with rs.Tape():
+        with pytest.raises(rs.DataError, match="loading keys into E.head while an rs.Tape"):
+            g.E.head.load(np.zeros(g.E.size, dtype=np.int64))
+        with pytest.raises(rs.DataError, match="grows.insert while an rs.Tape records"):
+            P.insert(2)
+        with pytest.raises(rs.DataError, match="grows.delete while an rs.Tape records"):
+            P.delete([0])
+    P.insert(2)  # after the tape: as usual
+    assert P.size == 5

@@ -154,6 +154,7 @@ class Field:
         return self
 
     def _load_local(self, values) -> Field:
+        _launch.refuse_while_recording(f"{self.qualname}.load(..., local=True)")
         part = self.relation.partition
         arr = np.asarray(values)
         want = (part.owned,) + self.type.shape
@@ -326,6 +327,7 @@ class KeyField(Field):
         """Replace every key. Bad values change nothing; if the field never held loaded keys
         (``R.new_key_field(name, target).load(bad)``) it is removed from its relation again,
         so that nothing half-built stays behind."""
+        _launch.refuse_while_recording(f"loading keys into {self.qualname}")
         arr = np.asarray(values)
         try:
             self._check_keys(arr, (self.relation.size,) + self.type.shape)

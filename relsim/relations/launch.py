@@ -29,6 +29,15 @@ def run(kernel, relation, subset, config) -> None:
     _launcher(kernel, relation, subset, config)
 
 
+def refuse_while_recording(what: str) -> None:
+    """Host changes a tape cannot replay (keys, rows, rank-local loads) are refused while one
+    records: its gradients would silently use the wrong keys or rows."""
+    if recorders:
+        from ..errors import DataError
+        raise DataError(f"{what} while an rs.Tape records: the tape cannot replay it; do it "
+                        f"before the tape starts or after it ends")
+
+
 def host_write(target, value) -> None:
     """A field or Global is about to be assigned `value` from the host (`Field.load`,
     `Global.value`)."""

@@ -145,11 +145,13 @@ class Relation:
 
     def insert(self, count: int, **values) -> None:
         """Append `count` rows (elastic relations only); unnamed fields start at zero."""
+        launch.refuse_while_recording(f"{self.name}.insert")
         elastic.append_rows(self, int(count), values)
 
     def delete(self, mask_or_rows) -> None:
         """Delete rows (elastic relations only), keeping the others in order; keys into this
         relation are renumbered, or the call is refused if one points at a deleted row."""
+        launch.refuse_while_recording(f"{self.name}.delete")
         rows = np.asarray(mask_or_rows)
         if rows.dtype != bool:
             mask = np.zeros(self.size, dtype=bool)
