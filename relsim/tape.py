@@ -31,6 +31,7 @@ goes unseen).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,9 +42,9 @@ from .relations import launch as _launch
 from .relations.field import Field
 from .relations.globals import Global
 from .runtime import ir
-from .runtime.adjoint import Adjoint, AdjointKernel
+from .runtime.adjoint import ROW_FIELD, Adjoint, AdjointKernel, GivenKernel
 from .runtime.pipeline import analyse
-from .types import f64
+from .types import f64, i64
 
 
 @dataclass
@@ -111,7 +112,7 @@ class Tape:
         return a
 
     def before_launch(self, kernel, relation, subset, config) -> None:
-        if isinstance(kernel, AdjointKernel):
+        if isinstance(kernel, GivenKernel):
             return
         cfg = config if config is not None else _config.current()
         base = relation if subset is None else subset.relation
@@ -172,6 +173,10 @@ class Tape:
                 f.grad.load(0.0)
         for g in globals_ | {loss}:
             _adjoint(g).value = 0.0
+        for rel in {id(e.relation): e.relation for e in launches if _picks_rows(e.analysed)
+                    }.values():  # each row's number, for the rows min/max reductions chose
+            if not rel.has_field(ROW_FIELD):
+                rel.new_field(ROW_FIELD, i64).load(np.arange(rel.size))
         final = [(t, _value_of(t)) for t in _all_written(self.events)]
         _adjoint(loss).value = 1.0
         if self.checkpoint_every is None:
@@ -214,7 +219,10 @@ class Tape:
                 _restore(t, v)
             adj = self._adjoint_kernel(e)
             space = e.relation if e.subset is None else e.subset
+            chose = _find_chosen_rows(adj, space, e.config)
             space.foreach(adj, e.config)
+            for g in chose:  # a row won: the Global's value before the launch did not matter
+                g._adjoint.value = 0.0
 
     def held_bytes(self) -> int:
         """Bytes of the values the tape keeps for `backward` (what recorded launches and
@@ -222,7 +230,8 @@ class Tape:
         values = [v for seg in self.segments for _, v in seg.start.values()]
         for e in self.events:
             values += [v for _, v in e.saved] if isinstance(e, _Launch) else [e.saved, e.new]
-        return sum(np.asarray(v).nbytes for v in values if v is not None)
+        return sum(np.asarray(v.value if isinstance(v, _GlobalValue) else v).nbytes
+                   for v in values if v is not None)
 
     def zero(self) -> None:
         """Set every adjoint of the recorded program to zero."""
@@ -247,7 +256,7 @@ class Tape:
         key = (id(e.relation), id(e.analysed))
         k = cache.get(key)
         if k is None:
-            k = cache[key] = AdjointKernel(e.kernel, e.analysed, _adjoint)
+            k = cache[key] = AdjointKernel(e.kernel, e.analysed, _adjoint, _pick_globals)
         return k
 
 
@@ -257,6 +266,47 @@ def _adjoint(g):
     if a is None:
         a = g._adjoint = Global(g.type, 0.0, name=f"{g.name or 'global'}__grad")
     return a
+
+
+def _pick_globals(g):
+    """(the Global an arg reduction finds the chosen row into, the Global holding that row
+    for the adjoint) of Global `g` (made on first use)."""
+    p = getattr(g, "_picks", None)
+    if p is None:
+        p = g._picks = (Global(f64, 0.0, name=f"{g.name or 'global'}__found"),
+                        Global(i64, -1, name=f"{g.name or 'global'}__row"))
+    return p
+
+
+def _picks_rows(a) -> bool:
+    """Whether launch `a` reduces into a float Global with min, max, argmin or argmax."""
+    return any(isinstance(s, ir.GlobalReduce) and s.op in ("min", "max", "argmin", "argmax")
+               and s.ref.type == f64 for s in ir.walk_stmts(a.body))
+
+
+def _find_chosen_rows(adj, space, config) -> list:
+    """Before `adj` runs: find, with its finding kernel, the row each min/max/arg reduction
+    of the forward launch chose (from the Global's value before the launch: the value wins
+    ties and takes no row); set each Global's chosen row (-1: none). The Globals a row won."""
+    if adj.finder is None:
+        return []
+    starts = {}
+    for g, op in adj.picks.items():
+        found, _ = _pick_globals(g)
+        starts[g] = g.value
+        found.value = math.inf if op in ("min", "argmin") else -math.inf
+    space.foreach(adj.finder, config)
+    won = []
+    for g, op in adj.picks.items():
+        found, chosen = _pick_globals(g)
+        value, start = found.value, starts[g]
+        better = value < start if op in ("min", "argmin") else value > start
+        if better or math.isnan(value) and not math.isnan(start):
+            chosen.value = found.row
+            won.append(g)
+        else:
+            chosen.value = -1
+    return won
 
 
 def _written(a) -> list:
@@ -278,15 +328,24 @@ def _all_written(events) -> list:
     return list(out.values())
 
 
+@dataclass
+class _GlobalValue:  # a Global's value, and the row an arg reduction left with it
+    value: object
+    row: int
+
+
 def _value_of(t):
     if isinstance(t, Field):
         return t.numpy(copy=True)
     v = t.value
-    return v.copy() if isinstance(v, np.ndarray) else v
+    return _GlobalValue(v.copy() if isinstance(v, np.ndarray) else v, t.row)
 
 
 def _restore(t, v) -> None:
     if isinstance(t, Field):
         t.load(v)
-    else:
+    elif isinstance(v, _GlobalValue):
+        t.value = v.value
+        t.row_data[0] = v.row  # (assigning the value forgets the row)
+    else:  # a value the host assigned
         t.value = v

@@ -185,8 +185,9 @@ def test_what_cannot_be_differentiated_is_refused_at_its_line():
     @rs.kernel
     def smallest(v):
         LOSS = min(LOSS, v.x)  # noqa: F841
+        LOSS = min(LOSS, 2.0 * v.x)  # noqa: F841
 
-    assert "'min' reduction" in _refused(smallest, V, "reduction into a float Global")
+    assert "'min' reduction" in _refused(smallest, V, "a second 'min' reduction into Global")
 
     V.new_field("m", rs.mat(2, 2))
 
@@ -534,3 +535,47 @@ def test_host_changes_a_tape_cannot_replay_are_refused():
             P.delete([0])
     P.insert(2)  # after the tape: as usual
     assert P.size == 5
+
+
+def test_min_max_and_arg_reductions_send_the_derivative_to_the_chosen_row():
+    V = rs.Relation("picked", 7)
+    V.new_field("a", rs.f64)
+    a0 = np.array([0.3, -1.2, 0.8, 2.1, -0.4, 1.7, 0.05])
+    lo, hi = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
+    floor_, loss = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
+    P = rs.Relation("one", 1)
+
+    @rs.kernel
+    def pick(v):
+        lo = min(lo, v.a * v.a - v.a)  # noqa: F841
+        rs.reduce_argmax(hi, math.sin(v.a) + v.a)
+        floor_ = max(floor_, v.a)  # noqa: F841 (its start, 5.0, beats every row)
+
+    @rs.kernel
+    def score(p):
+        loss += lo * hi + 3.0 * floor_
+
+    def run(a, start=5.0):
+        V.a.load(a)
+        lo.value, hi.value, floor_.value = 10.0, -10.0, start
+        V.foreach(pick)
+        loss.value = 0.0
+        P.foreach(score)
+        return loss.value
+
+    for config in CONFIGS.values():
+        with configured(**config):
+            V.a.load(a0)
+            lo.value, hi.value, floor_.value = 10.0, -10.0, 5.0
+            with rs.Tape() as tape:
+                V.foreach(pick)
+                loss.value = 0.0
+                P.foreach(score)
+            tape.backward(loss)
+            da = V.a.grad.numpy(copy=True)
+            assert hi.row == 3 and np.count_nonzero(da) == 2  # the two rows chosen
+            for i in range(7):
+                fd = central(run, a0, i)
+                assert abs(da[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (config, i, da[i], fd)
+            assert floor_.grad == 3.0  # no row beat the Global's start: it gets the derivative
+            assert lo.grad == 0.0 and hi.grad == 0.0  # rows won: the starts did not matter

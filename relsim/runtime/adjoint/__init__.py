@@ -4,6 +4,7 @@ with `untype`, `sweep` and `records`), `derivatives` holds the rule of each oper
 `AdjointKernel` is the kernel the tape launches."""
 from .derivatives import partials
 from .generate import Adjoint, grad_name
-from .kernel import AdjointKernel
+from .kernel import AdjointKernel, GivenKernel
+from .sweep import ROW_FIELD
 
-__all__ = ["Adjoint", "AdjointKernel", "grad_name", "partials"]
+__all__ = ["Adjoint", "AdjointKernel", "GivenKernel", "ROW_FIELD", "grad_name", "partials"]

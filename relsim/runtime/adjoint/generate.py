@@ -29,8 +29,9 @@ accumulating the derivative of the loss with respect to it:
 f64 vectors and matrices are replayed entry by entry (`vectors.py`). What is not differentiated
 yet is refused with a `GradientError` at the kernel's line: other loops (and grouping loops
 reading float fields through their keys), early exits, decompositions and other matrix
-functions, float types other than f64, reductions other than ``+`` into floats,
-``rs.insert``/``rs.delete``.
+functions, float types other than f64, reductions into float fields other than ``+``,
+``rs.insert``/``rs.delete``. A min/max/arg reduction into a Global sends its adjoint to the row
+it chose: a *finding* kernel (the replay and an arg reduction) runs first (`relsim/tape.py`).
 
 Here: the replay and the whole body; `untype.py` writes what is not differentiated back as
 untyped IR, `sweep.py` is the reverse sweep, `records.py` what the replay records for it,
@@ -51,6 +52,7 @@ from .records import (
     Env,
     Load,
     Loop,
+    Pick,
     Sink,
     adj_name,
     assigned,
@@ -63,20 +65,29 @@ from .records import (
     is_vec,
     reads_through_keys,
     safe_key,
+    without,
     zero,
 )
 from .sweep import Sweep
 from .untype import Untype
 from .vectors import Matrices, Vectors
 
+# the reductions whose derivative goes to the row they chose, and the arg reduction finding it
+PICKS = {"min": "argmin", "max": "argmax", "argmin": "argmin", "argmax": "argmax"}
+
 
 class Adjoint(Untype, Sweep, Vectors, Matrices):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
-    def __init__(self, analysed, adjoint_global):
+    def __init__(self, analysed, adjoint_global, pick_global=None):
         self.a = analysed
         self.param = analysed.param
         self.adjoint_global = adjoint_global  # Global -> its adjoint Global
+        # Global -> the Globals finding the row a min/max/arg reduction into it chose
+        # (`Picker`): (its value and row, the chosen row for the adjoint)
+        self.pick_global = pick_global
+        self.picks: dict = {}  # Global -> the op of the (one) pick reduction into it
+        self.pick_stmts: set = set()  # id() of the finding reductions in the replay
         self.count = 0
         self.types: dict = {}  # replay local -> type
         self.branch_locals: dict = {}  # locals first assigned inside a branch -> type
@@ -504,10 +515,22 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
             if isinstance(s.ref.type, ScalarType) and s.ref.type.is_float:
                 raise self.refuse(f"a reduction into a {s.ref.type!r} Global", s.loc)
             return  # an integer or bool result carries no derivative
-        if s.op != "+":
-            raise self.refuse(f"a '{s.op}' reduction into a float Global (only '+' so far)",
-                              s.loc)
         atom = self.flatten(s.value, env, out)
+        if s.op in PICKS:  # min, max, argmin, argmax: the derivative goes to the chosen row
+            if s.ref in self.picks:
+                raise self.refuse(f"a second '{s.op}' reduction into Global "
+                                  f"{s.ref.name or ''!s} in one kernel (not differentiated yet)",
+                                  s.loc)
+            self.picks[s.ref] = s.op
+            find = ir.Reduce(s.loc, ir.GlobalRead(s.loc, self.pick_global(s.ref)[0]),
+                             PICKS[s.op], self.node(atom))
+            self.pick_stmts.add(id(find))  # (in the finding kernel only: `finder_body`)
+            out.stmts.append(find)
+            out.records.append(Pick(s.ref, atom, s.loc))
+            return
+        if s.op != "+":
+            raise self.refuse(f"a '{s.op}' reduction into a float Global (not differentiated "
+                              f"yet)", s.loc)
         out.records.append(Sink(None, s.ref, atom, s.loc))
 
     def s_If(self, s, env, out):
@@ -572,7 +595,8 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
             env.shadow[f] = name
         self.block(self.a.body, env, top)
         stmts = [ir.Assign(loc, n, zero(t, loc)) for n, t in self.branch_locals.items()]
-        stmts += top.stmts
+        self.finder = tuple(stmts + top.stmts) if self.picks else None
+        stmts += without(top.stmts, self.pick_stmts)
         stmts += [ir.Assign(loc, adj_name(n), ir.Const(loc, 0.0)) for n, t in self.types.items()
                   if is_float(t)]
         for f in sorted(self.shadowed, key=lambda f: f.name):

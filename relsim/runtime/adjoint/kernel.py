@@ -8,22 +8,38 @@ from ...kernel import Kernel
 from .generate import Adjoint
 
 
-class AdjointKernel(Kernel):
-    """The adjoint of `forward` (analysed over one relation as `analysed`); `adjoint_global`
-    maps a Global to its adjoint Global. Raises GradientError at the forward kernel's line
-    for what cannot be differentiated."""
+class GivenKernel(Kernel):
+    """A kernel whose untyped IR is given (not parsed from source), made from `forward`."""
 
-    def __init__(self, forward, analysed, adjoint_global):
+    def __init__(self, forward, name, param, body):
         super().__init__(forward.fn, forward.scope)
-        self.name = f"{forward.name}_adjoint"
+        self.name = name
         self.forward = forward
-        gen = Adjoint(analysed, adjoint_global)
-        self.param = analysed.param
-        self.body = gen.body()
+        self.param = param
+        self.body = body
 
     def given_ir(self):
         """(parameter, untyped body) for the pipeline."""
         return self.param, self.body
+
+    def __repr__(self) -> str:
+        return f"<relsim kernel {self.name} made from kernel {self.forward.name}>"
+
+
+class AdjointKernel(GivenKernel):
+    """The adjoint of `forward` (analysed over one relation as `analysed`); `adjoint_global`
+    maps a Global to its adjoint Global, `pick_global` to the Globals finding the row a
+    min/max/arg reduction into it chose. `finder` (or None): the kernel to run first that finds
+    those rows (the forward row replayed, an arg reduction per such Global); `picks`: Global
+    -> its reduction's operator. Raises GradientError at the forward kernel's line for what
+    cannot be differentiated."""
+
+    def __init__(self, forward, analysed, adjoint_global, pick_global=None):
+        gen = Adjoint(analysed, adjoint_global, pick_global)
+        super().__init__(forward, f"{forward.name}_adjoint", analysed.param, gen.body())
+        self.picks = dict(gen.picks)
+        self.finder = None if gen.finder is None else GivenKernel(
+            forward, f"{forward.name}_finder", analysed.param, gen.finder)
 
     def __repr__(self) -> str:
         return f"<relsim adjoint of kernel {self.forward.name}>"

@@ -59,6 +59,13 @@ class Sink:  # `key.field += atom` or `global += atom`: atom gets the target's a
 
 
 @dataclass
+class Pick:  # `g = min(g, atom)` (max, argmin, argmax): the chosen row's atom gets g's adjoint
+    glob: object
+    atom: tuple
+    loc: object
+
+
+@dataclass
 class Accum:  # acc = acc + sign * atom, in a loop
     acc: str
     atom: tuple

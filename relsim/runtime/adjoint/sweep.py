@@ -10,12 +10,16 @@ from .records import (
     Def,
     Load,
     Loop,
+    Pick,
     Sink,
     adj_name,
     grad_name,
     is_float,
     without,
 )
+
+# the int64 field (each row's own number) the tape adds to a relation whose launches pick rows
+ROW_FIELD = "row__tape"
 
 
 class Sweep:
@@ -73,6 +77,14 @@ class Sweep:
                     out += self.accumulate(atom, grad, loc)
                 case Sink(key=key, target=target, atom=atom):
                     out += self.accumulate(atom, self.grad_read(key, target, loc), loc)
+                case Pick(glob=g, atom=atom):  # the row the reduction chose, if any
+                    _, chosen = self.pick_global(g)
+                    mine = ir.Compare(loc, "==", ir.Attr(loc, ir.Centred(loc, self.param),
+                                                         ROW_FIELD),
+                                      ir.GlobalRead(loc, chosen))
+                    body = self.accumulate(atom, self.grad_read(None, g, loc), loc)
+                    if body:
+                        out.append(ir.If(loc, mine, tuple(body), ()))
                 case Accum(acc=acc, atom=atom, sign=sign):
                     a = ir.Local(loc, adj_name(acc))
                     out += self.accumulate(atom, a if sign > 0 else ir.UnaryOp(loc, "-", a),
