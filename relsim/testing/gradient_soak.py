@@ -4,19 +4,21 @@ central differences (``python -m relsim.testing.gradient_soak --cases 1000``).
 A program (a deterministic function of its seed) is a graph (``V`` vertices, ``E`` edges with
 keys ``head`` and ``tail``, the grouping ``V.ein`` of edges by head), a few random f64 kernels and
 a schedule: ``steps`` rounds of an edge kernel (reading through keys, reducing into vertex
-fields and a Global), a vertex kernel (reading its own row and the reductions, a loop over a
-constant range and one over its grouping, a branch, storing its state), then a loss kernel
-summing into the Global ``loss``. Expressions are smooth (polynomials, sin, cos, tanh, exp of a
+fields and a Global, maybe a max into a Global), a vertex kernel (reading its own row and the
+reductions, a loop over a constant range and one over its grouping, a branch, maybe vector
+arithmetic with a vec3 field, storing its state), then a loss kernel summing into the Global
+``loss``. Expressions are smooth (polynomials, sin, cos, tanh, exp of a
 square, rational and log functions with positive denominators and arguments); branches make
 the loss piecewise smooth.
 
 The check, per program: the tape's gradient with respect to every input (the vertex fields
-``a``, ``s``, the edge field ``w``, the Global ``g``) along random directions ``u`` against the
-central differences ``(L(x + h u) - L(x - h u)) / 2h`` at ``h`` = 1e-5, 2.5e-6 and 6.25e-7,
-extrapolated pairwise (Richardson: the error of a central difference is ``c h^2``, so the step is
-chosen per direction by the extrapolation); a direction whose two extrapolations disagree
-crosses a branch's edge and is drawn again (counted as skipped). It fails when a smooth
-direction disagrees by more than `TOLERANCE` (relative to ``max(1, |derivative|)``).
+``a``, ``s``, ``p``, the edge field ``w``, the Global ``g``) along random directions ``u``
+against the central differences ``(L(x + h u) - L(x - h u)) / 2h`` at ``h`` = 1e-5, 2.5e-6
+and 6.25e-7, extrapolated pairwise (Richardson: the error of a central difference is ``c h^2``,
+so the step is chosen per direction by the extrapolation); a direction whose two
+extrapolations disagree crosses a branch's edge (or a change of the row a max chose) and is
+drawn again (counted as skipped). It fails when a smooth direction disagrees by more than
+`TOLERANCE` (relative to ``max(1, |derivative|)``).
 """
 from __future__ import annotations
 
@@ -67,6 +69,9 @@ def program_source(seed: int) -> tuple[str, int]:
     edge.append(f"e.tail.acc -= {_Expr(r, ['x', 'e.w', 'e.tail.a'])()}")
     if r.random() < 0.5:
         edge.append(f"total += {_Expr(r, ['x', 'e.w', 'g'])()}")
+    peaks = r.random() < 0.5
+    if peaks:  # a max into a Global: the derivative goes to the row chosen
+        edge.append(f"peak = max(peak, {_Expr(r, ['x', 'e.w', 'e.head.s'])()})")
     v = _Expr(r, ["v.a", "v.s", "v.acc", "g", "y"])
     vertex = [f"y = {_Expr(r, ['v.a', 'v.s', 'v.acc'])()}",
               "z = 0.0",
@@ -81,17 +86,25 @@ def program_source(seed: int) -> tuple[str, int]:
                    f"    y = {v()}",
                    "else:",
                    f"    y = y * {r.uniform(0.5, 1.5):.3f}"]
+    if r.random() < 0.6:  # vectors: a vector field, dot, norm, cross, a vector store
+        vertex += ["q = rs.vec(3)(v.a, y, 1.0 + v.s * v.s)",
+                   f"y = y + 0.2 * rs.dot(q, v.p) + 0.1 * rs.norm(q) + "
+                   f"{r.uniform(-0.3, 0.3):.3f} * rs.cross(q, v.p)[{r.randint(0, 2)}]",
+                   "v.p = 0.9 * v.p + 0.05 * q"]
     vertex += [f"v.s = 0.5 * v.s + 0.1 * ({_Expr(r, ['y', 'z', 'v.acc', 'v.a'])()})",
                "v.acc = 0.0"]
     loss = [f"loss += {_Expr(r, ['v.s', 'v.a', 'v.s * v.a'])()} + 0.1 * v.s * v.a"]
     if r.random() < 0.5:
         loss.append("loss += 0.5 * total")
+    if peaks:
+        loss.append("loss += 0.3 * peak")
+    loss.append("loss += 0.1 * rs.dot(v.p, v.p)")
 
     def kernel(name, param, lines):
         return f"@rs.kernel\ndef {name}({param}):\n" + textwrap.indent("\n".join(lines), "    ")
 
     src = "\n\n".join(["import math", "import relsim as rs", "",
-                       "def make(g, total, loss):",
+                       "def make(g, total, loss, peak):",
                        textwrap.indent("\n\n".join([kernel("edge", "e", edge),
                                                     kernel("vertex", "v", vertex),
                                                     kernel("score", "v", loss),
@@ -109,6 +122,7 @@ class Program:
         V = self.V = rs.Relation("V", nv)
         for f in ("a", "s", "acc"):
             V.new_field(f, rs.f64)
+        V.new_field("p", rs.vec(3))
         E = self.E = rs.Relation("E", ne)
         E.new_key_field("head", V, values=rng.integers(0, nv, ne))
         E.new_key_field("tail", V, values=rng.integers(0, nv, ne))
@@ -116,14 +130,18 @@ class Program:
         E.group_by("head", "ein")
         self.g = rs.Global(rs.f64, 0.0)
         self.total, self.loss = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
+        self.peak = rs.Global(rs.f64, 0.0)
         self.x0 = {"a": rng.uniform(-1, 1, nv), "s": rng.uniform(-1, 1, nv),
-                   "w": rng.uniform(-1, 1, ne), "g": float(rng.uniform(-1, 1))}
+                   "w": rng.uniform(-1, 1, ne), "g": float(rng.uniform(-1, 1)),
+                   "p": rng.uniform(-1, 1, (nv, 3))}
         self.source, self.rounds = program_source(seed)
-        self.kernels = _module(self.source, seed, workdir).make(self.g, self.total, self.loss)
+        self.kernels = _module(self.source, seed, workdir).make(self.g, self.total, self.loss,
+                                                                self.peak)
 
     def set(self, x) -> None:
         self.V.a.load(x["a"])
         self.V.s.load(x["s"])
+        self.V.p.load(x["p"])
         self.V.acc.load(0.0)
         self.E.w.load(x["w"])
         self.g.value = float(x["g"])
@@ -131,6 +149,7 @@ class Program:
     def run(self) -> float:
         edge, vertex, score = self.kernels
         self.total.value = 0.0
+        self.peak.value = -10.0
         for _ in range(self.rounds):
             self.E.foreach(edge)
             self.V.foreach(vertex)
@@ -147,12 +166,14 @@ class Program:
         with rs.Tape() as tape:
             self.run()
         tape.backward(self.loss)
+        g = self.g.grad if getattr(self.g, "_adjoint", None) is not None else 0.0
+
         def grad(f):  # (a field the program never read has no adjoint field: zero)
             return f.grad.numpy(copy=True) if f.relation.has_field(f.grad_name) else \
-                np.zeros(f.relation.size)
+                np.zeros((f.relation.size,) + f.type.shape)
 
-        g = self.g.grad if getattr(self.g, "_adjoint", None) is not None else 0.0
-        return {"a": grad(self.V.a), "s": grad(self.V.s), "w": grad(self.E.w), "g": g}
+        return {"a": grad(self.V.a), "s": grad(self.V.s), "w": grad(self.E.w), "g": g,
+                "p": grad(self.V.p)}
 
 
 def _module(source: str, seed: int, workdir):
