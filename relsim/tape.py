@@ -23,7 +23,9 @@ assigns is a constant to `backward`. Afterwards the fields and Globals hold thei
 end of the recording again.
 
 ``F.grad`` is the adjoint field of field F (``F.name + "__grad"`` on its relation), ``g.grad``
-the value of Global g's adjoint. Memory: the tape keeps a copy of every value a recorded launch
+the value of Global g's adjoint. (A relation one of whose launches reduces into a Global with
+min, max or an arg reduction also gets ``row__tape``, each row's number: the adjoint compares
+it with the row the reduction chose.) Memory: the tape keeps a copy of every value a recorded launch
 overwrites, or, with ``rs.Tape(checkpoint_every=K)``, only the values at the start of each
 segment of K launches (`backward` recomputes a segment before reversing it). Inside a tape: no
 `rs.insert`/`rs.delete`, and writes to fields go through ``load`` (a write into ``F.numpy()``
