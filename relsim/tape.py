@@ -162,9 +162,10 @@ class Tape:
                                 f"not {loss!r}")
         launches = [e for e in self.events if isinstance(e, _Launch)]
         if not any(loss in _written(e.analysed) for e in launches):
-            raise GradientError(f"the loss Global {loss.name or ''!s} was not reduced into by "
-                                f"any launch the tape recorded: record the launches that "
-                                f"compute it inside `with tape:`")
+            label = f"the loss Global {loss.name!r}" if loss.name else "the loss Global"
+            raise GradientError(f"{label} was not reduced into by any launch the tape "
+                                f"recorded: record the launches that compute it inside "
+                                f"`with tape:`")
         if self in _launch.recorders:
             raise GradientError("tape.backward inside `with tape:`; call it after the block")
         fields, globals_ = self._touched(launches)

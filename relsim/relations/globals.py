@@ -65,8 +65,9 @@ class Global:
         when the tape started (a float, or an array for a vector Global)."""
         adjoint = getattr(self, "_adjoint", None)
         if adjoint is None:
-            raise DataError(f"Global {self.name or ''!s} has no gradient: no tape.backward "
-                            f"has differentiated a program reading it")
+            label = f"Global {self.name!r}" if self.name else "this Global"
+            raise DataError(f"{label} has no gradient: no tape.backward has differentiated a "
+                            f"program reading it")
         return adjoint.value
 
     def _checked(self, v) -> np.ndarray:

@@ -7,6 +7,8 @@ no state of how kernels run.
 """
 from __future__ import annotations
 
+from ..errors import DataError
+
 _launcher = None
 _storage_listener = None
 # recorders told of each launch and host write before it happens (`rs.Tape` while recording)
@@ -33,7 +35,6 @@ def refuse_while_recording(what: str) -> None:
     """Host changes a tape cannot replay (keys, rows, rank-local loads) are refused while one
     records: its gradients would silently use the wrong keys or rows."""
     if recorders:
-        from ..errors import DataError
         raise DataError(f"{what} while an rs.Tape records: the tape cannot replay it; do it "
                         f"before the tape starts or after it ends")
 

@@ -518,9 +518,9 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
         atom = self.flatten(s.value, env, out)
         if s.op in PICKS:  # min, max, argmin, argmax: the derivative goes to the chosen row
             if s.ref in self.picks:
-                raise self.refuse(f"a second '{s.op}' reduction into Global "
-                                  f"{s.ref.name or ''!s} in one kernel (not differentiated yet)",
-                                  s.loc)
+                name = f" {s.ref.name!r}" if s.ref.name else ""
+                raise self.refuse(f"a second '{s.op}' reduction into Global{name} in one "
+                                  f"kernel (not differentiated yet)", s.loc)
             self.picks[s.ref] = s.op
             find = ir.Reduce(s.loc, ir.GlobalRead(s.loc, self.pick_global(s.ref)[0]),
                              PICKS[s.op], self.node(atom))
