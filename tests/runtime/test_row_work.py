@@ -43,7 +43,8 @@ def test_grouping_loops_count_the_loops_around_them():
     assert light.group_loops == ()
     mean = 600 / 36
     assert row_work.threshold(4096, heavy.group_loops) == int(np.ceil(4096 / (1 + 9 * mean)))
-    assert row_work.threshold(4096, ()) == 4096 and row_work.threshold(0, heavy.group_loops) == 0
+    assert row_work.threshold(0, heavy.group_loops) == 0
+    assert row_work.threshold(4096, ()) == 4096  # a row of LIGHT_ROW nodes or more
     # 600 rows: below 4096, above 4096 / 151: the cell-list kernel runs on threads, not the other
     assert heavy.bindings[None].parallel and not light.bindings[None].parallel
 
@@ -55,3 +56,34 @@ def test_the_weighed_parallel_launch_gives_the_serial_bits():
         P.foreach(crowd, cfg)
         answers.append(P.near.numpy().tobytes())
     assert answers[0] == answers[1]
+
+
+def test_light_rows_go_parallel_from_more_rows_and_threshold_one_stays():
+    """An axpy row (8 expression nodes) weighs 8 / LIGHT_ROW of a row: its launches go parallel
+    from 4096 * LIGHT_ROW / 8 rows; a configured threshold of 1 (always parallel, as the tests
+    force) is kept; a vector's or matrix's nodes count per component."""
+    R = rs.Relation("light", 20000)
+    R.new_field("x", rs.f64)
+    R.new_field("y", rs.f64)
+    R.new_field("m", rs.mat(3, 3))
+
+    @rs.kernel
+    def axpy(r):
+        r.y = r.y + 0.5 * r.x
+
+    @rs.kernel
+    def matrices(r):
+        r.y = rs.det(r.m @ r.m + rs.transpose(r.m) @ r.m - r.m) + r.x
+
+    light = execute.executable(axpy, R, rs.Config(target="cpu", threads=2))
+    assert light.row_ops == 8
+    assert row_work.threshold(4096, (), 8) == 4096 * row_work.LIGHT_ROW // 8
+    assert row_work.threshold(1, (), 8) == 1
+    R.foreach(axpy, rs.Config(target="cpu", threads=2))  # 20,000 rows: serial now
+    assert not light.bindings[None].parallel
+    R.foreach(axpy, rs.Config(target="cpu", threads=2, parallel_threshold=1))
+    assert axpy._last[3].bindings[None].parallel
+    heavy = execute.executable(matrices, R, rs.Config(target="cpu", threads=2))
+    assert heavy.row_ops >= 10 * light.row_ops
+    R.foreach(matrices, rs.Config(target="cpu", threads=2))
+    assert heavy.bindings[None].parallel  # 20,000 rows of matrix algebra: on threads

@@ -202,6 +202,7 @@ class CpuExecutable(Launch):
             _check_threads(self.threads)
         self.threshold = options.parallel_threshold
         self.group_loops = row_work.grouping_loops(analysed.body)  # rows that weigh more
+        self.row_ops = row_work.operations(analysed.body)  # (or less)
         self.relations = binding.relations_of(analysed, params)
         self.host_fields = tuple({id(p.field): p.field for p in params
                                   if isinstance(p, FieldStorage)}.values())
@@ -407,7 +408,7 @@ class CpuExecutable(Launch):
         b.n = relation.size if subset is None else len(subset.rows)
         b.rows = _EMPTY_ROWS if subset is None else subset.rows
         b.has_rows = subset is not None
-        b.threshold = row_work.threshold(self.threshold, self.group_loops)
+        b.threshold = row_work.threshold(self.threshold, self.group_loops, self.row_ops)
         args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None
         debug = [None, None]
         b.prints = prints.new_arrays(self.print_stmts, b.n) if self.print_stmts else None
