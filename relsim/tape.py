@@ -283,8 +283,8 @@ def _pick_globals(g):
 
 def _picks_rows(a) -> bool:
     """Whether launch `a` reduces into a float Global with min, max, argmin or argmax."""
-    return any(isinstance(s, ir.GlobalReduce) and s.op in ("min", "max", "argmin", "argmax")
-               and s.ref.type == f64 for s in ir.walk_stmts(a.body))
+    return any(isinstance(x.target, Global) and x.op in ("min", "max", "argmin", "argmax")
+               and x.target.type == f64 for x in a.summary.accesses)
 
 
 def _find_chosen_rows(adj, space, config) -> list:
@@ -313,14 +313,9 @@ def _find_chosen_rows(adj, space, config) -> list:
 
 
 def _written(a) -> list:
-    """The value fields and Globals launch `a` stores or reduces into."""
-    out = {}
-    for s in ir.walk_stmts(a.body):
-        if isinstance(s, (ir.FieldStore, ir.FieldReduce)):
-            out[id(s.field)] = s.field
-        elif isinstance(s, ir.GlobalReduce):
-            out[id(s.ref)] = s.ref
-    return list(out.values())
+    """The value fields and Globals launch `a` stores or reduces into (its access summary)."""
+    return list({id(x.target): x.target for x in a.summary.accesses
+                 if x.mode != "read" and not getattr(x.target, "is_key", False)}.values())
 
 
 def _all_written(events) -> list:

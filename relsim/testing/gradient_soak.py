@@ -23,18 +23,18 @@ drawn again (counted as skipped). It fails when a smooth direction disagrees by 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import random
 import sys
 import tempfile
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 
 import relsim as rs
+
+from .soak import module_from_source
 
 TOLERANCE = 1e-6
 UNARY = ["math.sin({})", "math.cos({})", "math.tanh({})", "math.exp(-({0}) * ({0}))",
@@ -178,14 +178,8 @@ class Program:
 
 def _module(source: str, seed: int, workdir):
     """The program's kernel module, written to a file in `workdir` (kernels need source)."""
-    name = f"relsim_gradient_soak_{seed}_{next(_count)}"
-    path = Path(workdir) / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # (inspect.getsource finds it there)
-    spec.loader.exec_module(mod)
-    return mod
+    return module_from_source(source, f"relsim_gradient_soak_{seed}_{next(_count)}",
+                              workdir)[0]
 
 
 _count = itertools.count()

@@ -62,6 +62,18 @@ def kernel_seeds(seed: int, count: int) -> list:
     return [r.getrandbits(32) for _ in range(count)]
 
 
+def module_from_source(source: str, name: str, workdir):
+    """(module, path): `source` written to `workdir`/`name`.py and imported (kernels need a
+    file their source can be read from, and a registered module)."""
+    path = Path(workdir) / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # inspect.getsource needs the module registered
+    spec.loader.exec_module(mod)
+    return mod, path
+
+
 # -- one program, built once ---------------------------------------------------------------
 class Env:
     """The relations, Globals and kernels of one program (built once, reloaded per case)."""
@@ -69,13 +81,7 @@ class Env:
     def __init__(self, prog: rk.Program, workdir: Path):
         self.prog = prog
         self.modname = f"relsim_soak_{prog.seed:08x}_{next(_modules)}"
-        path = workdir / f"{self.modname}.py"
-        path.write_text(prog.source)
-        spec = importlib.util.spec_from_file_location(self.modname, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[self.modname] = mod  # inspect.getsource needs the module registered
-        spec.loader.exec_module(mod)
-        self.path = path
+        mod, self.path = module_from_source(prog.source, self.modname, workdir)
         V, E = rs.Relation("V", prog.nv), rs.Relation("E", prog.ne)
         self.rels = {"V": V, "E": E}
         self.fields = {}

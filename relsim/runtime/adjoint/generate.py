@@ -35,15 +35,18 @@ it chose: a *finding* kernel (the replay and an arg reduction) runs first (`rels
 
 Here: the replay and the whole body; `untype.py` writes what is not differentiated back as
 untyped IR, `sweep.py` is the reverse sweep, `records.py` what the replay records for it,
-`vectors.py` the vectors.
+`vectors.py` the vectors and matrices, `loops.py` the loops.
 """
 from __future__ import annotations
 
 from ...errors import GradientError
-from ...types import KeyType, ScalarType, bool_, f64, i64
+from ...relations.field import Field
+from ...relations.globals import Global
+from ...types import KeyType, ScalarType, bool_, f64
 from .. import ir
 from ..builtin_table import RANDOM
 from . import derivatives
+from .loops import Loops
 from .records import (
     Accum,
     Block,
@@ -51,20 +54,15 @@ from .records import (
     Def,
     Env,
     Load,
-    Loop,
     Pick,
     Sink,
     adj_name,
-    assigned,
-    exprs_of,
     fold_expr,
     grad_name,
     is_diff,
     is_float,
     is_mat,
     is_vec,
-    reads_through_keys,
-    safe_key,
     without,
     zero,
 )
@@ -76,7 +74,7 @@ from .vectors import Matrices, Vectors
 PICKS = {"min": "argmin", "max": "argmax", "argmin": "argmin", "argmax": "argmax"}
 
 
-class Adjoint(Untype, Sweep, Vectors, Matrices):
+class Adjoint(Untype, Sweep, Vectors, Matrices, Loops):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
     def __init__(self, analysed, adjoint_global, pick_global=None):
@@ -129,18 +127,11 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
 
     def _shadowed_fields(self) -> set:
         """Fields the row follows as locals: stored at its own key, or reduced at its own key
-        and also read there."""
-        stored, reduced_here, read_here = set(), set(), set()
-        for s in ir.walk_stmts(self.a.body):
-            if isinstance(s, ir.FieldStore):
-                stored.add(s.field)
-            elif isinstance(s, ir.FieldReduce) and isinstance(s.key, ir.Centred):
-                reduced_here.add(s.field)
-            for node in exprs_of(s):
-                for e in node.walk():
-                    if isinstance(e, ir.FieldRead) and isinstance(e.key, ir.Centred):
-                        read_here.add(e.field)
-        return stored | (reduced_here & read_here)
+        and also read there (from the kernel's access summary)."""
+        acc = self.a.summary.accesses
+        stored = {a.target for a in acc if a.mode == "write"}
+        here = {(a.target, a.mode) for a in acc if a.centred and isinstance(a.target, Field)}
+        return stored | {t for t, mode in here if mode == "reduce" and (t, "read") in here}
 
     # -- the replay -------------------------------------------------------------------------
     def flatten(self, e, env, out: Block) -> tuple:
@@ -214,20 +205,6 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
         raise self.refuse(f"this expression ({type(e).__name__} {getattr(e, 'op', '')})",
                           e.loc)
 
-    def hoisted(self, key, out) -> Block:
-        """Where a read through `key` (None: a Global) goes: before the outermost enclosing
-        loop whose iterations it does not depend on, so its adjoint, a reduction, is made once,
-        outside the loop (where relsim can always reduce); else `out`. Only reads that cannot
-        fail move (the row's own key, key fields, constant entries of key vectors): a read
-        a branch guards (``rs.at(R, i)``, ``c(i, 0)``) stays where it is."""
-        if key is not None and not safe_key(key):
-            return out
-        names = {n.name for n in key.walk() if isinstance(n, ir.Local)} if key else set()
-        for before, pre in self.loop_blocks:
-            if names <= before:
-                return pre
-        return out
-
     def define(self, op, args, loc, out) -> tuple:
         name = self.fresh("t", f64, loc)
         out.stmts.append(ir.Assign(loc, name, self.apply(op, [self.node(a) for a in args], loc)))
@@ -281,88 +258,6 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
     def s_Pass(self, s, env, out):
         pass
 
-    def s_ForRange(self, s, env, out):
-        bounds = tuple(self.rewrite(b, env) for b in (s.start, s.stop, s.step))
-        dynamic = not all(isinstance(b, ir.Const) for b in (s.start, s.stop, s.step))
-        self.loop(s, env, out, i64, lambda var, body: ir.ForRange(s.loc, var, *bounds, body),
-                  dynamic)
-
-    def s_ForGroup(self, s, env, out):
-        group = self.rewrite(s.group.key, env)
-        name = s.group.grouping.name
-        self.loop(s, env, out, KeyType(s.group.grouping.source),
-                  lambda var, body: ir.ForEach(s.loc, var, ir.Attr(s.loc, group, name), body),
-                  True)
-
-    def loop(self, s, env, out, var_type, header, dynamic):
-        """A loop whose locals from before it are only accumulated into (``x = x + e``, ``x
-        += e``, ``x -= e``, read nowhere else in it): each iteration's values then depend on
-        the loop variable and on values from before the loop only, so the reverse sweep runs
-        the loop again, recomputing an iteration's values, then sending their adjoints back;
-        an accumulator's adjoint is the same in every iteration. Reads that do not depend on
-        the iteration are made once, before the loop (`hoisted`)."""
-        carried = self.accumulators(s, env)
-        inner = env.copy()
-        for name in carried:
-            acc = self.fresh(name, self.types[env.version[name]], s.loc)
-            out.stmts.append(ir.Assign(s.loc, acc, ir.Local(s.loc, env.version[name])))
-            if is_float(self.types[acc]):
-                out.records.append(Def(acc, "copy", (("local", env.version[name]),), s.loc))
-            inner.version[name] = inner.accumulating[name] = acc
-        pre = Block()
-        self.loop_blocks.append((set(self.types), pre))
-        self.loops += 1
-        var = self.fresh(s.var, var_type, s.loc, declare=False)
-        inner.version[s.var] = var
-        blk = Block()
-        try:
-            self.block(s.body, inner, blk)
-        finally:
-            self.loops -= 1
-            self.loop_blocks.pop()
-        if dynamic and reads_through_keys(blk.records):
-            raise self.refuse("a loop over a grouping (or a range of run-time length) that "
-                              "reads float fields through its keys: their adjoint is a "
-                              "reduction through those keys inside the loop, which relsim "
-                              "cannot run yet (loops over constant ranges are differentiated)",
-                              s.loc)
-        out.stmts.extend(pre.stmts)
-        out.records.extend(pre.records)
-        accs = set(inner.accumulating.values())
-        own = [n for n in dict.fromkeys(assigned(blk.stmts))
-               if n not in accs and is_float(self.types[n])]
-        out.stmts.append(header(var, tuple(blk.stmts) or (ir.Pass(s.loc),)))
-        out.records.append(Loop(lambda body: header(var, body), blk.stmts, blk.records, own,
-                                 s.loc))
-        for name in carried:
-            env.version[name] = inner.accumulating[name]
-
-    def accumulators(self, s, env) -> list:
-        """The locals from before loop `s` it assigns: each only accumulated into."""
-        carried = sorted({st.name for st in ir.walk_stmts(s.body)
-                          if isinstance(st, ir.Assign) and st.name in env.version})
-        allowed = set()
-        for name in carried:
-            if isinstance(env.version[name], tuple):
-                raise self.refuse(f"a loop accumulating into vector local {name!r} (not "
-                                  f"differentiated yet)", s.loc)
-        for st in ir.walk_stmts(s.body):
-            if isinstance(st, ir.Assign) and st.name in carried:
-                v = st.value
-                if not (isinstance(v, ir.BinOp) and v.op in ("+", "-") and
-                        isinstance(v.left, ir.Local) and v.left.name == st.name):
-                    raise self.refuse(f"a loop that reassigns local {st.name!r} (from before "
-                                      f"the loop) other than by accumulating into it (x += ...)",
-                                      st.loc)
-                allowed.add(id(v.left))
-        for st in ir.walk_stmts(s.body):
-            for e in exprs_of(st):
-                for n in e.walk():
-                    if isinstance(n, ir.Local) and n.name in carried and id(n) not in allowed:
-                        raise self.refuse(f"a loop that reads local {n.name!r} while "
-                                          f"accumulating into it", n.loc)
-        return carried
-
     def s_Print(self, s, env, out):
         pass  # the adjoint prints nothing
 
@@ -394,32 +289,6 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
             name = self.fresh(s.name, s.value.type, s.loc)
             out.stmts.append(ir.Assign(s.loc, name, self.node(value)))
         env.version[s.name] = name
-
-    def copies(self, hint, atom, loc, out) -> tuple:
-        """New locals holding vector atom `atom`'s components (each a copy): their names (for
-        a matrix atom, a tuple of its rows' names)."""
-        if atom[0] == "mat":
-            return tuple(self.copies(f"{hint}{i}", ("vec", row), loc, out)
-                         for i, row in enumerate(atom[1]))
-        names = []
-        for i, c in enumerate(atom[1]):
-            name = self.fresh(f"{hint}{i}", f64, loc)
-            out.stmts.append(ir.Assign(loc, name, self.node(c)))
-            out.records.append(Def(name, "copy", (c,), loc))
-            names.append(name)
-        return tuple(names)
-
-    def component(self, names, index, atom, hint, loc, out) -> tuple:
-        """`names` (a vector's component locals) with component `index` replaced by a copy of
-        scalar `atom`."""
-        if not all(isinstance(i, ir.Const) for i in index):
-            raise self.refuse("a vector's component at a run-time index (not differentiated "
-                              "yet)", loc)
-        k = int(index[0].value)
-        name = self.fresh(f"{hint}{k}", f64, loc)
-        out.stmts.append(ir.Assign(loc, name, self.node(atom)))
-        out.records.append(Def(name, "copy", (atom,), loc))
-        return names[:k] + (name,) + names[k + 1:]
 
     def s_AssignIndex(self, s, env, out):
         if not isinstance(env.version.get(s.name), tuple):
@@ -480,29 +349,6 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
             env.shadow[s.field] = name
         elif floating:
             out.records.append(Sink(self.rewrite(s.key, env), s.field, atom, s.loc))
-
-    def reduce_vec(self, s, env, out):
-        """`key.f += x` (or `key.f[i] += x`) into an f64 vector field."""
-        if s.op != "+":
-            raise self.refuse(f"a '{s.op}' reduction into float field {s.field.qualname} "
-                              f"(only '+' so far)", s.loc)
-        atom = self.flatten(s.value, env, out)
-        if s.field not in self.shadowed:
-            out.records.append(Sink(self.rewrite(s.key, env), s.field, atom, s.loc,
-                                    tuple(self.rewrite(i, env) for i in s.index)))
-            return
-        if self.loops:
-            raise self.refuse(f"field {s.field.qualname}, read at the row's own key and "
-                              f"reduced into inside a loop (not differentiated yet)", s.loc)
-        old = env.shadow[s.field]
-        if s.index:
-            k = int(s.index[0].value)
-            total = self.define("+", (("local", old[k]), atom), s.loc, out)
-            env.shadow[s.field] = self.component(old, s.index, total, s.field.name, s.loc, out)
-        else:
-            sums = [self.define("+", (("local", o), c), s.loc, out)
-                    for o, c in zip(old, self.components(atom, len(old)))]
-            env.shadow[s.field] = self.copies(s.field.name, ("vec", sums), s.loc, out)
 
     def s_GlobalReduce(self, s, env, out):
         if is_mat(s.ref.type) or is_vec(s.ref.type) and s.op != "+":
@@ -618,28 +464,13 @@ class Adjoint(Untype, Sweep, Vectors, Matrices):
 
     def adjoint_fields(self) -> set:
         """The float fields whose adjoint fields the adjoint kernel uses."""
-        out = set()
-        for s in ir.walk_stmts(self.a.body):
-            if isinstance(s, (ir.FieldStore, ir.FieldReduce)) and is_diff(s.field.type):
-                out.add(s.field)
-            for node in exprs_of(s):
-                for e in node.walk():
-                    if isinstance(e, ir.FieldRead) and is_diff(e.field.type):
-                        out.add(e.field)
-        return out
+        return {a.target for a in self.a.summary.accesses
+                if isinstance(a.target, Field) and is_diff(a.target.type)}
 
     def globals_used(self) -> set:
-        out = set()
-        for s in ir.walk_stmts(self.a.body):
-            if isinstance(s, ir.GlobalReduce) and is_diff(s.ref.type):
-                out.add(s.ref)
-            for node in exprs_of(s):
-                for e in node.walk():
-                    if isinstance(e, ir.GlobalRead) and is_diff(e.ref.type):
-                        out.add(e.ref)
-        return out
-
-
+        """The float Globals whose adjoint Globals the adjoint kernel uses."""
+        return {a.target for a in self.a.summary.accesses
+                if isinstance(a.target, Global) and is_diff(a.target.type)}
 
 
 def _entries(names, index):

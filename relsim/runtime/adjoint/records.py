@@ -168,18 +168,3 @@ def assigned(stmts):
 
 def is_key_vector(e) -> bool:
     return type(getattr(e, "type", None)).__name__.startswith("KeyVec")
-
-
-def exprs_of(s) -> list:
-    """The expressions directly under statement `s` (not those of nested statements)."""
-    out = []
-    for name in ("value", "test", "key", "start", "stop", "step", "seq", "group"):
-        v = getattr(s, name, None)
-        if isinstance(v, ir.Expr):
-            out.append(v)
-    for name in ("values", "items", "index"):
-        for v in getattr(s, name, ()) or ():
-            if isinstance(v, ir.Expr):
-                out.append(v)
-    return out
-

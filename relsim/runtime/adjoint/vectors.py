@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from ...types import MatType, VecType, f64
 from .. import ir
-from .records import Load, is_mat, is_vec
+from .records import Def, Load, Sink, is_mat, is_vec
 
 
 class Vectors:
-    """A mixin of `Adjoint`: `flatten_vec(e, env, out)` and vector atoms."""
+    """A mixin of `Adjoint`: `flatten_vec(e, env, out)`, vector atoms, and vector (and matrix)
+    locals and fields: `copies`, `component`, `reduce_vec`."""
 
     def vec_node(self, atoms, loc):
         """The untyped IR of a vector built from the components `atoms`."""
@@ -79,6 +80,55 @@ class Vectors:
         raise self.refuse(f"this vector expression ({type(e).__name__} "
                           f"{getattr(e, 'op', getattr(e, 'func', ''))}; not differentiated yet)",
                           e.loc)
+
+    def copies(self, hint, atom, loc, out) -> tuple:
+        """New locals holding vector atom `atom`'s components (each a copy): their names (for
+        a matrix atom, a tuple of its rows' names)."""
+        if atom[0] == "mat":
+            return tuple(self.copies(f"{hint}{i}", ("vec", row), loc, out)
+                         for i, row in enumerate(atom[1]))
+        names = []
+        for i, c in enumerate(atom[1]):
+            name = self.fresh(f"{hint}{i}", f64, loc)
+            out.stmts.append(ir.Assign(loc, name, self.node(c)))
+            out.records.append(Def(name, "copy", (c,), loc))
+            names.append(name)
+        return tuple(names)
+
+    def component(self, names, index, atom, hint, loc, out) -> tuple:
+        """`names` (a vector's component locals) with component `index` replaced by a copy of
+        scalar `atom`."""
+        if not all(isinstance(i, ir.Const) for i in index):
+            raise self.refuse("a vector's component at a run-time index (not differentiated "
+                              "yet)", loc)
+        k = int(index[0].value)
+        name = self.fresh(f"{hint}{k}", f64, loc)
+        out.stmts.append(ir.Assign(loc, name, self.node(atom)))
+        out.records.append(Def(name, "copy", (atom,), loc))
+        return names[:k] + (name,) + names[k + 1:]
+
+    def reduce_vec(self, s, env, out):
+        """`key.f += x` (or `key.f[i] += x`) into an f64 vector field."""
+        if s.op != "+":
+            raise self.refuse(f"a '{s.op}' reduction into float field {s.field.qualname} "
+                              f"(only '+' so far)", s.loc)
+        atom = self.flatten(s.value, env, out)
+        if s.field not in self.shadowed:
+            out.records.append(Sink(self.rewrite(s.key, env), s.field, atom, s.loc,
+                                    tuple(self.rewrite(i, env) for i in s.index)))
+            return
+        if self.loops:
+            raise self.refuse(f"field {s.field.qualname}, read at the row's own key and "
+                              f"reduced into inside a loop (not differentiated yet)", s.loc)
+        old = env.shadow[s.field]
+        if s.index:
+            k = int(s.index[0].value)
+            total = self.define("+", (("local", old[k]), atom), s.loc, out)
+            env.shadow[s.field] = self.component(old, s.index, total, s.field.name, s.loc, out)
+        else:
+            sums = [self.define("+", (("local", o), c), s.loc, out)
+                    for o, c in zip(old, self.components(atom, len(old)))]
+            env.shadow[s.field] = self.copies(s.field.name, ("vec", sums), s.loc, out)
 
     def vector_call(self, e, env, out):
         """`dot(a, b)` and `norm(a)` of f64 vectors, `det(m)` of a 2 x 2 or 3 x 3 f64 matrix:

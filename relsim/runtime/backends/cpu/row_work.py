@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from ... import ir
+from ...analysis.access import stmt_exprs
 
 # A row of this many expression nodes is one row of `Config.parallel_threshold`; a lighter one
 # counts as a fraction of a row (a kernel without grouping loops, never more than one). Measured
@@ -61,24 +62,13 @@ def operations(body) -> int:
     """The expression nodes of `body` (a loop's body counted once), each as many as the
     components of its value (a 3 x 3 matrix: 9): what a row computes, as far as a count of the
     IR tells."""
-    return sum(_components(n.type) for s in ir.walk_stmts(body) for e in _expressions(s)
+    return sum(_components(n.type) for s in ir.walk_stmts(body) for e in stmt_exprs(s)
                for n in e.walk())
 
 
 def _components(t) -> int:
     shape = getattr(t, "shape", None)
     return math.prod(shape) if isinstance(shape, tuple) and shape else 1
-
-
-def _expressions(s):
-    for name in ("value", "test", "key", "start", "stop", "step", "seq", "group"):
-        v = getattr(s, name, None)
-        if isinstance(v, ir.Expr):
-            yield v
-    for name in ("values", "index"):
-        for v in getattr(s, name, ()) or ():
-            if isinstance(v, ir.Expr):
-                yield v
 
 
 def threshold(rows: int, loops: tuple, ops: int = LIGHT_ROW) -> int:

@@ -1,0 +1,110 @@
+"""Loops in the adjoint pass (`generate.Adjoint`): a loop whose locals from before it are only
+accumulated into is replayed as the same loop, and reversed by running it again, each
+iteration recomputed, then its adjoints sent back; reads that do not depend on the iteration
+are hoisted before it, so their adjoint reductions sit outside the loop."""
+from __future__ import annotations
+
+from ...types import KeyType, i64
+from .. import ir
+from ..analysis.access import stmt_exprs
+from .records import Block, Def, Loop, assigned, is_float, reads_through_keys, safe_key
+
+
+class Loops:
+    """A mixin of `Adjoint`: `s_ForRange`, `s_ForGroup` and `hoisted`."""
+
+    def hoisted(self, key, out) -> Block:
+        """Where a read through `key` (None: a Global) goes: before the outermost enclosing
+        loop whose iterations it does not depend on, so its adjoint, a reduction, is made once,
+        outside the loop (where relsim can always reduce); else `out`. Only reads that cannot
+        fail move (the row's own key, key fields, constant entries of key vectors): a read
+        a branch guards (``rs.at(R, i)``, ``c(i, 0)``) stays where it is."""
+        if key is not None and not safe_key(key):
+            return out
+        names = {n.name for n in key.walk() if isinstance(n, ir.Local)} if key else set()
+        for before, pre in self.loop_blocks:
+            if names <= before:
+                return pre
+        return out
+
+    def s_ForRange(self, s, env, out):
+        bounds = tuple(self.rewrite(b, env) for b in (s.start, s.stop, s.step))
+        dynamic = not all(isinstance(b, ir.Const) for b in (s.start, s.stop, s.step))
+        self.loop(s, env, out, i64, lambda var, body: ir.ForRange(s.loc, var, *bounds, body),
+                  dynamic)
+
+    def s_ForGroup(self, s, env, out):
+        group = self.rewrite(s.group.key, env)
+        name = s.group.grouping.name
+        self.loop(s, env, out, KeyType(s.group.grouping.source),
+                  lambda var, body: ir.ForEach(s.loc, var, ir.Attr(s.loc, group, name), body),
+                  True)
+
+    def loop(self, s, env, out, var_type, header, dynamic):
+        """A loop whose locals from before it are only accumulated into (``x = x + e``, ``x
+        += e``, ``x -= e``, read nowhere else in it): each iteration's values then depend on
+        the loop variable and on values from before the loop only, so the reverse sweep runs
+        the loop again, recomputing an iteration's values, then sending their adjoints back;
+        an accumulator's adjoint is the same in every iteration. Reads that do not depend on
+        the iteration are made once, before the loop (`hoisted`)."""
+        carried = self.accumulators(s, env)
+        inner = env.copy()
+        for name in carried:
+            acc = self.fresh(name, self.types[env.version[name]], s.loc)
+            out.stmts.append(ir.Assign(s.loc, acc, ir.Local(s.loc, env.version[name])))
+            if is_float(self.types[acc]):
+                out.records.append(Def(acc, "copy", (("local", env.version[name]),), s.loc))
+            inner.version[name] = inner.accumulating[name] = acc
+        pre = Block()
+        self.loop_blocks.append((set(self.types), pre))
+        self.loops += 1
+        var = self.fresh(s.var, var_type, s.loc, declare=False)
+        inner.version[s.var] = var
+        blk = Block()
+        try:
+            self.block(s.body, inner, blk)
+        finally:
+            self.loops -= 1
+            self.loop_blocks.pop()
+        if dynamic and reads_through_keys(blk.records):
+            raise self.refuse("a loop over a grouping (or a range of run-time length) that "
+                              "reads float fields through its keys: their adjoint is a "
+                              "reduction through those keys inside the loop, which relsim "
+                              "cannot run yet (loops over constant ranges are differentiated)",
+                              s.loc)
+        out.stmts.extend(pre.stmts)
+        out.records.extend(pre.records)
+        accs = set(inner.accumulating.values())
+        own = [n for n in dict.fromkeys(assigned(blk.stmts))
+               if n not in accs and is_float(self.types[n])]
+        out.stmts.append(header(var, tuple(blk.stmts) or (ir.Pass(s.loc),)))
+        out.records.append(Loop(lambda body: header(var, body), blk.stmts, blk.records, own,
+                                 s.loc))
+        for name in carried:
+            env.version[name] = inner.accumulating[name]
+
+    def accumulators(self, s, env) -> list:
+        """The locals from before loop `s` it assigns: each only accumulated into."""
+        carried = sorted({st.name for st in ir.walk_stmts(s.body)
+                          if isinstance(st, ir.Assign) and st.name in env.version})
+        allowed = set()
+        for name in carried:
+            if isinstance(env.version[name], tuple):
+                raise self.refuse(f"a loop accumulating into vector local {name!r} (not "
+                                  f"differentiated yet)", s.loc)
+        for st in ir.walk_stmts(s.body):
+            if isinstance(st, ir.Assign) and st.name in carried:
+                v = st.value
+                if not (isinstance(v, ir.BinOp) and v.op in ("+", "-") and
+                        isinstance(v.left, ir.Local) and v.left.name == st.name):
+                    raise self.refuse(f"a loop that reassigns local {st.name!r} (from before "
+                                      f"the loop) other than by accumulating into it (x += ...)",
+                                      st.loc)
+                allowed.add(id(v.left))
+        for st in ir.walk_stmts(s.body):
+            for e in stmt_exprs(st):
+                for n in e.walk():
+                    if isinstance(n, ir.Local) and n.name in carried and id(n) not in allowed:
+                        raise self.refuse(f"a loop that reads local {n.name!r} while "
+                                          f"accumulating into it", n.loc)
+        return carried
