@@ -486,3 +486,90 @@ def test_the_gallery_fem_beam_is_differentiated():
             tape.backward(loss)
             answers.add(V.vel.grad.numpy().tobytes())
     assert len(answers) == 1
+
+
+
+def test_random_draws_are_constants_of_the_program():
+    """rs.normal / rs.uniform are functions of their counters: the same draws in the replay,
+    no derivative through them (documented); the gradient is the central differences'."""
+    V = rs.Relation("noisy", 5)
+    V.new_field("a", rs.f64).load(np.linspace(0.0, 1.0, 5))
+    loss = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def draw(v):
+        loss += (v.a + 0.1 * rs.normal(v, 3, seed=7)) ** 2 + rs.uniform(v, 1) * v.a
+
+    def run(a):
+        V.a.load(a)
+        loss.value = 0.0
+        V.foreach(draw)
+        return loss.value
+
+    a0 = np.linspace(0.0, 1.0, 5)
+    V.a.load(a0)
+    with rs.Tape() as tape:
+        loss.value = 0.0
+        V.foreach(draw)
+    tape.backward(loss)
+    for i in range(5):
+        fd = central(run, a0, i)
+        assert abs(V.a.grad.numpy()[i] - fd) <= 1e-6 * max(1.0, abs(fd))
+
+
+def test_host_changes_a_tape_cannot_replay_are_refused():
+    g = Graph()
+    P = rs.Relation("grows", 3, elastic=True)
+    with rs.Tape():
+        with pytest.raises(rs.DataError, match="loading keys into E.head while an rs.Tape"):
+            g.E.head.load(np.zeros(g.E.size, dtype=np.int64))
+        with pytest.raises(rs.DataError, match="grows.insert while an rs.Tape records"):
+            P.insert(2)
+        with pytest.raises(rs.DataError, match="grows.delete while an rs.Tape records"):
+            P.delete([0])
+    P.insert(2)  # after the tape: as usual
+    assert P.size == 5
+
+
+def test_min_max_and_arg_reductions_send_the_derivative_to_the_chosen_row():
+    V = rs.Relation("picked", 7)
+    V.new_field("a", rs.f64)
+    a0 = np.array([0.3, -1.2, 0.8, 2.1, -0.4, 1.7, 0.05])
+    lo, hi = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
+    floor_, loss = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
+    P = rs.Relation("one", 1)
+
+    @rs.kernel
+    def pick(v):
+        lo = min(lo, v.a * v.a - v.a)  # noqa: F841
+        rs.reduce_argmax(hi, math.sin(v.a) + v.a)
+        floor_ = max(floor_, v.a)  # noqa: F841 (its start, 5.0, beats every row)
+
+    @rs.kernel
+    def score(p):
+        loss += lo * hi + 3.0 * floor_
+
+    def run(a, start=5.0):
+        V.a.load(a)
+        lo.value, hi.value, floor_.value = 10.0, -10.0, start
+        V.foreach(pick)
+        loss.value = 0.0
+        P.foreach(score)
+        return loss.value
+
+    for config in CONFIGS.values():
+        with configured(**config):
+            V.a.load(a0)
+            lo.value, hi.value, floor_.value = 10.0, -10.0, 5.0
+            with rs.Tape() as tape:
+                V.foreach(pick)
+                loss.value = 0.0
+                P.foreach(score)
+            tape.backward(loss)
+            da = V.a.grad.numpy(copy=True)
+            assert hi.row == 3 and np.count_nonzero(da) == 2  # the two rows chosen
+            for i in range(7):
+                fd = central(run, a0, i)
+                assert abs(da[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (config, i, da[i], fd)
+            assert floor_.grad == 3.0  # no row beat the Global's start: it gets the derivative
+            assert lo.grad == 0.0 and hi.grad == 0.0  # rows won: the starts did not matter
