@@ -47,6 +47,7 @@ from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
+from . import row_work
 from .grid_loops import GridPlan
 
 MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
@@ -55,6 +56,7 @@ CHUNK_LANES = "_ln"  # lanes variants: the chunk's lanes, (components, STATE, LA
 
 _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.backends.cpu import libm as _libm\n"
+           "from relsim.runtime.backends.cpu import stack as _stack\n"
            "from relsim import philox as _philox\n"
            "_u64 = np.uint64\n"
            "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
@@ -290,7 +292,11 @@ class CpuLowerer(BodyLowerer):
 
     def lanes_function(self, fname, lanes_loop, range_fn, rows):
         """The row loop cut into `_lanes.shape[0]` chunks (`range_fn` over them), each chunk's
-        rows in groups of LANES, row `_b + _j` into lane `_j`; the chunk's lanes zeroed first."""
+        rows in blocks of LANES, row `_b + _j` into lane `_j`. The chunk's float lanes live on
+        the stack (`stack.zeros`: in registers, not stored back each block) and are copied to
+        `_lanes[_ci]` after its rows. A small row body runs the whole blocks without a bounds
+        test and the last few rows in a second copy of the body (measured: the test alone kept
+        a dot product's loop 1.5x slower); a large one is not copied (compile time)."""
         chunks = [f"_{part}{k}" for k, op in self.chunk_ops.items()
                   for part in (("cv",) if op == "+" else ("cv", "cr"))]
         fn = self.function(fname, lanes_loop, "range", extra=["_lanes"] + chunks, rows=rows)
@@ -306,14 +312,37 @@ class CpuLowerer(BodyLowerer):
         def loop(var, it, body):
             return ast.For(store(var), it, body, [])
 
-        group = loop(LANE, call("range", width), [
-            assign("_i", op(name("_b"), ast.Add, name(LANE))),
-            ast.If(ast.Compare(name("_i"), [ast.GtE()], [name("_hi")]), [ast.Continue()], []),
-        ] + row_loop.body)
-        zero = ast.Subscript(name(CHUNK_LANES), ast.Tuple(
-            [name("_q"), name("_k"), name(LANE)], ast.Load()), ast.Store())
+        body = row_loop.body
+        lo, hi, chunk = name("_lo"), name("_hi"), name("_ci")
+        if row_work.operations(self.a.body) < row_work.LIGHT_ROW:
+            blocks = [
+                assign("_full", op(lo, ast.Add, op(op(op(hi, ast.Sub, lo), ast.FloorDiv, width),
+                                                   ast.Mult, width))),
+                loop("_b", call("range", lo, name("_full"), width), [
+                    loop(LANE, call("range", width),
+                         [assign("_i", op(name("_b"), ast.Add, name(LANE)))] + body)]),
+                loop("_i", call("range", name("_full"), hi),
+                     [assign(LANE, op(name("_i"), ast.Sub, name("_full")))] + body)]
+        else:
+            blocks = [loop("_b", call("range", lo, hi, width), [loop(LANE, call("range", width), [
+                assign("_i", op(name("_b"), ast.Add, name(LANE))),
+                ast.If(ast.Compare(name("_i"), [ast.GtE()], [hi]), [ast.Continue()], [])] +
+                body)])]
+        ncomp = sum(lay.target.type.ncomp for k, lay in enumerate(self.a.layouts)
+                    if k in self.lane_offsets)
+        if ncomp:  # (else only chunk-folded Globals: no float lanes)
+            start = [assign(CHUNK_LANES, call("_stack.zeros", *(
+                ast.Constant(v) for v in (ncomp, lane_sums.STATE, lane_sums.LANES))))]
+            out = ast.Subscript(name("_lanes"), ast.Tuple(
+                [chunk, name("_q"), name("_k"), name(LANE)], ast.Load()), ast.Store())
+            lane = ast.Subscript(name(CHUNK_LANES), ast.Tuple(
+                [name("_q"), name("_k"), name(LANE)], ast.Load()), ast.Load())
+            copy_out = [loop("_q", call("range", ast.Constant(ncomp)), [
+                loop("_k", call("range", ast.Constant(lane_sums.STATE)), [
+                    loop(LANE, call("range", width), [ast.Assign([out], lane)])])])]
+        else:
+            start, copy_out = [], []
         nch = name("_nch")
-        chunk = name("_ci")
         fn.body = [
             assign("_nch", ast.Subscript(ast.Attribute(name("_lanes"), "shape", ast.Load()),
                                          ast.Constant(0), ast.Load())),
@@ -322,14 +351,7 @@ class CpuLowerer(BodyLowerer):
                 assign("_lo", op(op(name("_n"), ast.Mult, chunk), ast.FloorDiv, nch)),
                 assign("_hi", op(op(name("_n"), ast.Mult, op(chunk, ast.Add, ast.Constant(1))),
                                  ast.FloorDiv, nch)),
-                assign(CHUNK_LANES, ast.Subscript(name("_lanes"), chunk, ast.Load())),
-                loop("_q", call("range", ast.Subscript(ast.Attribute(
-                    name(CHUNK_LANES), "shape", ast.Load()), ast.Constant(0), ast.Load())), [
-                    loop("_k", call("range", ast.Constant(lane_sums.STATE)), [
-                        loop(LANE, call("range", width), [
-                            ast.Assign([zero], ast.Constant(0.0))])])]),
-                loop("_b", call("range", name("_lo"), name("_hi"), width), [group]),
-            ]),
+            ] + start + blocks + copy_out),
         ]
         return fn
 
