@@ -435,8 +435,10 @@ def _columns(rel, rows: list) -> tuple:
     cols = {}
     for n in names:
         f = rel.field(n)
-        cols[n] = np.array([r.get(n, np.zeros(f.type.shape, f.type.dtype)) for r in rows],
-                           dtype=f.data.dtype).reshape((len(rows),) + f.type.shape)
+        dtype = f.data.dtype  # (a key field's type has no dtype: its storage's)
+        zero = np.zeros(f.type.shape, dtype)
+        cols[n] = np.array([r.get(n, zero) for r in rows],
+                           dtype=dtype).reshape((len(rows),) + f.type.shape)
     return len(rows), cols
 
 
