@@ -54,7 +54,7 @@ def append_rows(rel, count: int, values: dict) -> None:
             data.flags.writeable = False
             f.data = data
         else:
-            f.data[old:] = arr
+            f._write_new_rows(old, arr)
         f.version += 1
     for f in rel._fields.values():  # keys not given: derived later, if the field has a rule
         if f.is_key and f.name not in staged:
@@ -84,7 +84,7 @@ def delete_rows(rel, mask) -> None:
         if f.is_key:  # keys still to derive stay so (a deleted particle is never binned)
             f._keep_rows(keep)
         else:
-            f.data = f.data[keep].copy()
+            f._keep_value_rows(keep)
         f.version += 1
     rel.size = int(keep.sum())
     for kf in incoming:

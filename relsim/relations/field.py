@@ -207,10 +207,27 @@ class Field:
         pass
 
     def _resize(self, size: int) -> None:
+        moved = None if self.is_key else _hook(self, "resize_rows", size)
+        if moved is not None:  # the runtime resized the copy it keeps elsewhere
+            self._data = moved
+            return
         new = np.zeros((size,) + self.type.shape, dtype=self.data.dtype)
         n = min(size, self.data.shape[0])
         new[:n] = self.data[:n]
         self.data = new
+
+    def _keep_value_rows(self, keep) -> None:
+        """Compact a value field to the rows where `keep` (an elastic relation's delete)."""
+        moved = _hook(self, "keep_rows", keep)
+        if moved is not None:
+            self._data = moved
+        else:
+            self.data = self.data[keep].copy()
+
+    def _write_new_rows(self, start: int, values) -> None:
+        """Set the rows from `start` on (just inserted) to `values`."""
+        if not _hook(self, "write_rows", start, values):
+            self.data[start:] = values
 
 
 class KeyField(Field):
@@ -398,6 +415,14 @@ def widen_keys(target) -> None:
             kf.data = data
             kf.version += 1
             kf.relation._storage_changed()
+
+
+def _hook(field, name, *args):
+    """A row change made by the field's residency where it keeps the values (its new host
+    array, or True), or None / False when there is none or it leaves the change to the host
+    (`relsim/runtime/backends/base.Residency`)."""
+    fn = getattr(field.residency, name, None)
+    return fn(field, *args) if fn is not None else None
 
 
 def _moves(residency) -> bool:

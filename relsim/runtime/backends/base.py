@@ -173,3 +173,17 @@ class Residency(Protocol):
 
     def after_host_write(self, obj) -> None:
         """The host just wrote `obj`'s host array: what was kept elsewhere is outdated."""
+
+    # Optional, for a field of an elastic relation whose rows change (`relations.elastic`):
+    # make the change where the values are, and return the field's new host array (which the
+    # residency then mirrors, current or not), or None / False to let the host make it (after
+    # a `before_host_read`, as for any host write).
+
+    def keep_rows(self, field, keep):
+        """Keep the rows where the bool mask `keep` is true, in order."""
+
+    def resize_rows(self, field, size):
+        """Change the row count to `size`: rows kept from the start, new rows zero."""
+
+    def write_rows(self, field, start, values) -> bool:
+        """Set the rows from `start` on (just added) to `values` (host values)."""

@@ -17,10 +17,13 @@ Launch path:
      kernels; exact float sums through device exact accumulators) into the Global's device copy
      (`memory.GlobalCopy`) by the cpu's rules, downloaded only when the host reads the value;
      on several MPI ranks the slots are downloaded instead, for the layer's exact merge;
-  5. rows inserted or deleted by the kernel: the flags and values are downloaded and the rows
-     changed on the host, as on the cpu (a host round trip: the fields' device copies are
-     downloaded first and are stale afterwards, uploaded again by the next launch; its cost per
-     launch is measured by `bench/gpu_check.py`, part ``elastic``).
+  5. rows inserted or deleted by the kernel: the flags come to the host (and the inserted
+     values of key fields, and of fields whose host copy is newer), which keeps the relations'
+     books (sizes, keys, subsets, groupings) in `relations.elastic`; the fields the device
+     holds change there (`compaction`: a prefix sum numbers the surviving rows and the inserted
+     slots, in the cpu's order), through their residencies' row hooks
+     (`memory.DeviceCopy.keep_rows`, `resize_rows`, `write_rows`): no field crosses the bus.
+     On several MPI ranks the layer moves rows between ranks: flags and values go to the host.
 
 An array the device has no room for is a `DeviceMemoryError` (`memory.upload`).
 
@@ -35,8 +38,8 @@ errors, its first-failure array is downloaded and, when a row failed, the lowest
 check is raised (`debug_checks.raise_first_failure`), before any gather, fold or row change.
 What a failed launch folded, and what the launches after it wrote, is marked invalid
 (`ErrorLog.wrote`); what the failed launch stored stays, partial, as on the cpu. Not
-yet on this target: row changes on the device, nested grid loops, the cpu's direct/split scatter
-(every key reduction parks its contributions in slots), streams other than the default one.
+yet on this target: nested grid loops, the cpu's direct/split scatter (every key reduction parks
+its contributions in slots), streams other than the default one.
 """
 from __future__ import annotations
 
@@ -154,6 +157,12 @@ class _Binding:
                  "deleted", "inserts", "debug", "prints", "outputs")
 
 
+def _mirrored(field) -> bool:
+    """Whether the device keeps `field`'s current values (its row changes are made there)."""
+    r = field.residency
+    return not field.is_key and isinstance(r, memory.DeviceCopy) and r.mirrors(field)
+
+
 def _shape(n: int):
     """(blocks, threads per block) of a launch over n positions."""
     tpb = SIM_THREADS if device.simulated() else THREADS_PER_BLOCK
@@ -263,26 +272,63 @@ class CudaExecutable(Launch):
         return memory.device_global(p.glob)
 
     def change_rows(self, relation, b) -> None:
-        """The kernel's rs.delete / rs.insert, applied on the host (see the module docstring)."""
-        deleted = None
-        if b.deleted is not None:
-            deleted = memory.download(b.deleted, "rows")
+        """The kernel's rs.delete / rs.insert (see the module docstring): the flags (and the
+        inserted keys) come to the host, which keeps the relations' books (sizes, keys, subsets,
+        groupings); the fields' values change on the device (`compaction`), except where the
+        host copy is newer, and on several ranks, whose layer moves rows between them."""
+        from . import compaction
+        if self.row_sink is not None:
+            return self.change_rows_on_host(relation, b)
+        deleted = None if b.deleted is None else memory.download(b.deleted, "rows")
+        inserts, on_device = [], []
+        for rel, flags_dev, values_dev, per_row in b.inserts:
+            flags = memory.download(flags_dev, "rows")
+            count = int(np.count_nonzero(flags))
+            if not count:
+                continue
+            dev = {f: v for f, v in values_dev.items() if _mirrored(f)}
+            inserts.append((rel, flags, {f: memory.download(v, "rows") for f, v in
+                                         values_dev.items() if f not in dev}, per_row))
+            on_device.append((rel, flags_dev, count, dev))
+        if deleted is not None and deleted.any():
+            keep = ~deleted
+            count = int(np.count_nonzero(keep))
+            pos, _ = compaction.row_map(b.deleted, False, len(deleted), count)
+            memory.expect_row_map(relation, keep, pos, count)  # for DeviceCopy.keep_rows
+            compaction.zero(b.deleted)
+        elif not inserts:
+            return
+        # the books, and the values the host keeps; the fields the device keeps are compacted
+        # and resized by their residencies (`memory.DeviceCopy.keep_rows`, `resize_rows`)
+        row_changes.apply_flagged(relation, deleted, tuple(inserts),
+                                  b.rows if b.has_rows else None, None)
+        memory.forget_row_map()
+        for rel, flags_dev, count, values in on_device:
+            pos, _ = compaction.row_map(flags_dev, True, flags_dev.shape[0], count)
+            start = rel.size - count  # the inserted rows are the relation's last
+            for f, vals in values.items():  # (still mirrored: the resize kept them so)
+                compaction.compact(vals, pos, count, start, out=f.residency.dev)
+                memory.written(f)
+            compaction.zero(flags_dev)
+
+    def change_rows_on_host(self, relation, b) -> None:
+        """Row changes through the host, for the distributed layer's `row_sink`: the flags and
+        values downloaded, the flags cleared on the device."""
+        from . import compaction
+        deleted = None if b.deleted is None else memory.download(b.deleted, "rows")
         inserts = []
         for rel, flags_dev, values_dev, per_row in b.inserts:
             flags = memory.download(flags_dev, "rows")
             values = {f: memory.download(v, "rows") for f, v in values_dev.items()}
             inserts.append((rel, flags, values, per_row))
-        changed = (deleted is not None and deleted.any()) or \
-            any(f.any() for _, f, _, _ in inserts)
-        if not changed:
+        if (deleted is None or not deleted.any()) and not any(f.any() for _, f, _, _ in inserts):
             return
-        # (also clears the host flags)
         row_changes.apply_flagged(relation, deleted, tuple(inserts),
                                   b.rows if b.has_rows else None, self.row_sink)
         if b.deleted is not None:
-            b.deleted.copy_to_device(deleted)
-        for (_, flags_dev, _, _), (_, flags, _, _) in zip(b.inserts, inserts):
-            flags_dev.copy_to_device(flags)
+            compaction.zero(b.deleted)
+        for _, flags_dev, _, _ in b.inserts:
+            compaction.zero(flags_dev)
 
     # -- binding --------------------------------------------------------------------------
     def slots_name(self, lay) -> str:
@@ -318,7 +364,7 @@ class CudaExecutable(Launch):
                     slots[id(lay)] = host
                     args.append(memory.upload(host, "slots", what=self.slots_name(lay)))
                 case DeleteFlags():
-                    b.deleted = memory.upload(np.zeros(relation.size, dtype=bool), "rows")
+                    b.deleted = memory.zeros(relation.size, bool, "the deleted-row flags")
                     args.append(b.deleted)
                 case RelationSize(relation=r):  # bound: the versions include every size
                     args.append(memory.upload(np.array([r.size], dtype=np.int64), "rows"))
@@ -337,12 +383,12 @@ class CudaExecutable(Launch):
                                              "debug")  # the value a check saw, its operands
                     args.append(debug[1])
                 case InsertFlags(index=k, layout=lay):
-                    flags = memory.upload(np.zeros(b.n * lay.per_row, dtype=bool), "rows")
+                    flags = memory.zeros(b.n * lay.per_row, bool, "the insert flags")
                     inserts.setdefault(k, [lay.target, None, {}, lay.per_row])[1] = flags
                     args.append(flags)
                 case InsertValues(index=k, layout=lay, field=f):
-                    vals = memory.upload(np.zeros((b.n * lay.per_row, f.type.ncomp),
-                                                       dtype=f.type.dtype), "rows")
+                    vals = memory.zeros((b.n * lay.per_row, f.type.ncomp), f._stored().dtype,
+                                        f"the inserted values of {f.qualname}")
                     inserts.setdefault(k, [lay.target, None, {}, lay.per_row])[2][f] = vals
                     args.append(vals)
                 case _:

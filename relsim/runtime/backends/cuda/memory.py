@@ -29,6 +29,7 @@ device's free and total memory when the driver reports them.
 """
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 
 import numpy as np
@@ -67,6 +68,14 @@ def empty(shape, dtype, what: str):
             raise
         raise DeviceMemoryError(_no_room(what, int(np.prod(shape)) * np.dtype(dtype).itemsize,
                                          exc)) from exc
+
+
+def zeros(shape, dtype, what: str):
+    """A device array of zeros, cleared on the device (nothing is copied)."""
+    from . import compaction
+    dev = empty(shape, dtype, what)
+    compaction.zero(dev)
+    return dev
 
 
 def out_of_memory(exc: BaseException) -> bool:
@@ -141,6 +150,81 @@ class DeviceCopy:
         self.host_newer = True
         self.device_newer = False
         self.failed = None
+
+    # -- rows changing where the values are (`base.Residency`; elastic relations) ----------
+    def mirrors(self, field) -> bool:
+        """Whether the device copy is current (alone, or with the host's): row changes are
+        then made on the device too, and nothing crosses the bus."""
+        return self.failed is None and self.dev is not None and not self.host_newer and \
+            self.host is field._data and not field.exposed
+
+    def keep_rows(self, field, keep):
+        """The rows where `keep` is true, compacted on the device (`compaction`); the new host
+        array (stale while the device is newer). None: the host compacts (its copy is newer)."""
+        if not self.mirrors(field):
+            return None
+        from . import compaction
+        pos, count = row_map(field.relation, keep)
+        self.dev = compaction.compact(self.dev, pos, count)
+        data = field._data
+        self.host = np.empty((count,) + data.shape[1:], data.dtype) if self.device_newer \
+            else data[keep]
+        return self.host
+
+    def resize_rows(self, field, size):
+        """`size` rows (new ones zero) on the device; the new host array, or None."""
+        if not self.mirrors(field):
+            return None
+        from . import compaction
+        self.dev = compaction.resized(self.dev, size)
+        data = field._data
+        host = np.zeros((size,) + data.shape[1:], data.dtype)
+        if not self.device_newer:
+            n = min(size, data.shape[0])
+            host[:n] = data[:n]
+        self.host = host
+        return host
+
+    def write_rows(self, field, start, values) -> bool:
+        """Rows from `start` set to `values` (host values: only those rows are uploaded);
+        False: the host writes them (its copy is newer)."""
+        if not self.mirrors(field):
+            return False
+        data = field._data
+        count = data.shape[0] - start
+        vals = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=data.dtype),
+                                                    (count,) + data.shape[1:]))
+        if count:
+            upload(vals, "rows", self.dev[start:])
+        if not self.device_newer:
+            data[start:] = vals
+        return True
+
+
+_ROW_MAP: dict = {}  # the last row map of kept rows: relation (weak), keep mask, pos, count
+
+
+def row_map(relation, keep):
+    """(pos, count) on the device for keeping the rows of `relation` where `keep` (a host mask):
+    the one a launch's deleted rows made (`expect_row_map`), else computed from an upload of the
+    mask once for all the relation's fields."""
+    got = _ROW_MAP.get("map")
+    if got is not None and got[0]() is relation and np.array_equal(got[1], keep):
+        return got[2], got[3]
+    from . import compaction
+    count = int(np.count_nonzero(keep))
+    pos, _ = compaction.row_map(upload(keep, "rows"), True, len(keep), count)
+    expect_row_map(relation, keep, pos, count)
+    return pos, count
+
+
+def expect_row_map(relation, keep, pos, count) -> None:
+    """The row map for keeping the rows of `relation` where `keep`, already on the device."""
+    _ROW_MAP["map"] = (weakref.ref(relation), np.array(keep, dtype=bool), pos, count)
+
+
+def forget_row_map() -> None:
+    _ROW_MAP.clear()
 
 
 def device_field(field):
