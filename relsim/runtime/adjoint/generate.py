@@ -42,10 +42,11 @@ from __future__ import annotations
 from ...errors import GradientError
 from ...relations.field import Field
 from ...relations.globals import Global
-from ...types import KeyType, ScalarType, bool_, f64
+from ...types import KeyType, ScalarType, TupleType, bool_, f64
 from .. import ir
-from ..builtin_table import RANDOM
+from ..builtin_table import DECOMPOSITIONS, RANDOM
 from . import derivatives
+from .decompositions import Decompositions
 from .loops import Loops
 from .records import (
     Accum,
@@ -74,7 +75,7 @@ from .vectors import Matrices, Vectors
 PICKS = {"min": "argmin", "max": "argmax", "argmin": "argmin", "argmax": "argmax"}
 
 
-class Adjoint(Untype, Sweep, Vectors, Matrices, Loops):
+class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, Loops):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
     def __init__(self, analysed, adjoint_global, pick_global=None):
@@ -136,6 +137,8 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Loops):
     # -- the replay -------------------------------------------------------------------------
     def flatten(self, e, env, out: Block) -> tuple:
         """Emit the replay of float expression `e` into `out`; its atom."""
+        if isinstance(e, ir.Index) and isinstance(e.base.type, TupleType):  # a decomposition's
+            return self.part_atom(self.tuple_of(e.base, env, out)[1][int(e.index[0].value)])
         if is_vec(e.type):
             return self.flatten_vec(e, env, out)
         if is_mat(e.type):
@@ -205,6 +208,15 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Loops):
         raise self.refuse(f"this expression ({type(e).__name__} {getattr(e, 'op', '')})",
                           e.loc)
 
+    def tuple_of(self, e, env, out) -> tuple:
+        """The replay of a tuple value (a decomposition's): ``("tuple", [part names, ...])``."""
+        if isinstance(e, ir.Local):
+            return env.version[e.name]
+        if isinstance(e, ir.Call) and e.func in DECOMPOSITIONS and is_mat(e.args[0].type):
+            return self.decomposition(e, env, out)
+        raise self.refuse(f"this tuple value ({type(e).__name__}; not differentiated yet)",
+                          e.loc)
+
     def define(self, op, args, loc, out) -> tuple:
         name = self.fresh("t", f64, loc)
         out.stmts.append(ir.Assign(loc, name, self.apply(op, [self.node(a) for a in args], loc)))
@@ -272,6 +284,9 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Loops):
             out.stmts.append(stmt)
             if is_float(self.types[acc]):
                 out.records.append(Accum(acc, atom, -1.0 if s.value.op == "-" else 1.0, s.loc))
+            return
+        if isinstance(s.value.type, TupleType):  # `tmp = rs.svd(F)` (then unpacked)
+            env.version[s.name] = self.tuple_of(s.value, env, out)
             return
         if is_vec(s.value.type) or is_mat(s.value.type):
             env.version[s.name] = self.copies(s.name, self.flatten(s.value, env, out), s.loc,

@@ -66,6 +66,15 @@ class Pick:  # `g = min(g, atom)` (max, argmin, argmax): the chosen row's atom g
 
 
 @dataclass
+class Decomp:  # parts = func(matrix rows): eigh, svd or polar (`decompositions.py`)
+    func: str
+    rows: list  # the matrix's entries (atoms), row by row
+    parts: tuple  # each part's local names: a vector's tuple, a matrix's tuple of rows
+    svd: tuple | None  # polar: U, S, V read too
+    loc: object
+
+
+@dataclass
 class Accum:  # acc = acc + sign * atom, in a loop
     acc: str
     atom: tuple

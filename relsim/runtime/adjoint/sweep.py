@@ -7,6 +7,7 @@ from . import derivatives
 from .records import (
     Accum,
     Branch,
+    Decomp,
     Def,
     Load,
     Loop,
@@ -85,6 +86,8 @@ class Sweep:
                     body = self.accumulate(atom, self.grad_read(None, g, loc), loc)
                     if body:
                         out.append(ir.If(loc, mine, tuple(body), ()))
+                case Decomp():
+                    out += self.decomposition_adjoint(r)
                 case Accum(acc=acc, atom=atom, sign=sign):
                     a = ir.Local(loc, adj_name(acc))
                     out += self.accumulate(atom, a if sign > 0 else ir.UnaryOp(loc, "-", a),

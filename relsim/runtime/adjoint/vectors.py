@@ -149,8 +149,8 @@ class Vectors:
 class Matrices:
     """A mixin of `Adjoint`: f64 matrices, row by row, each row a vector's components
     (``("mat", [[atom, ...], ...])``): constructors from rows, matrix fields and Globals,
-    entry-wise arithmetic, ``@``, `transpose`, `inverse` and `det` of 2 x 2 and 3 x 3 as the
-    scalar operations they are."""
+    entry-wise arithmetic, ``@``, `transpose`, `outer`, `inverse` and `det` of 2 x 2 and 3 x 3
+    as the scalar operations they are (the decompositions: `decompositions.py`)."""
 
     def mat_node(self, rows, loc):
         n, m = len(rows), len(rows[0])
@@ -209,6 +209,9 @@ class Matrices:
             case ir.Call(func="transpose"):
                 rows = self.flatten(e.args[0], env, out)[1]
                 return ("mat", [list(col) for col in zip(*rows)])
+            case ir.Call(func="outer"):
+                a, b = (self.flatten(x, env, out)[1] for x in e.args)
+                return ("mat", [[d("*", (x, y), e.loc, out) for y in b] for x in a])
             case ir.Call(func="inverse") if e.type.shape in ((2, 2), (3, 3)):
                 return self.inverse(self.flatten(e.args[0], env, out)[1], e.loc, out)
         raise self.refuse(f"this matrix expression ({type(e).__name__} "
