@@ -115,3 +115,28 @@ def test_a_copy_does_not_hand_the_field_out(target):
     if target.target in CPU_TARGETS:  # not exposed: the next fold may be left pending again
         assert pending.folds_of(V.acc)
     assert np.array_equal(V.acc.numpy(), _serial_scatter(np.full((9, 2), 0.5), times=2))
+
+
+@pytest.mark.device_sized
+def test_a_consumer_that_also_reduces_through_keys_absorbs(target):
+    """The absorbing variant of a kernel that itself reduces into a field through keys (so it
+    has direct and split variants, or grid loops) takes the same parameters as its other
+    variants (it once lowered without theirs and failed an internal check)."""
+    V, E = _mesh()
+    V.new_key_field("next", V).load((np.arange(9) + 1) % 9)
+    V.new_field("spread", rs.f64)
+    scatter, _, _ = _kernels()
+
+    @rs.kernel
+    def consume_and_pass(v):
+        v.out = v.acc[0] * 3.0 + v.acc[1]
+        v.next.spread += v.acc[0]
+
+    E.foreach(scatter, target)
+    V.foreach(consume_and_pass, target)
+    acc = _serial_scatter(np.full((9, 2), 0.5))
+    assert np.array_equal(V.out.numpy(), _consume(acc))
+    want = np.zeros(9)
+    for i in range(9):
+        want[(i + 1) % 9] += acc[i, 0]
+    assert np.array_equal(V.spread.numpy(), want)

@@ -214,22 +214,25 @@ class CpuLowerer(BodyLowerer):
         # functions are assembled last: all of them take every array any of them uses
         # over a whole relation the row is the loop index; over a subset, rows[index]
         # (separate functions: Numba compiles only the variants a program launches)
+        # (an absorbing variant lowers the other variants' bodies too, and drops them: every
+        # function takes the same parameters, which lowering them registers)
         scattered = {}
-        if self.field_layouts and not self.absorb:
+        if self.field_layouts:
             for mode in ("direct", "split"):
                 self.scatter = mode
                 scattered[mode] = self.row_loop(self.kernel_row_body)
             self.scatter = "slots"
         grid = self.a.relation.grid
         grid_bodies = None
-        if grid is not None and len(grid.shape) >= 2 and not self.field_layouts \
-                and not self.absorb:
+        if grid is not None and len(grid.shape) >= 2 and not self.field_layouts:
             self.grid_plan = GridPlan(grid, self.params.grid_shape(self.a.relation).name)
             fast = self.row_loop(self.kernel_row_body)
             self.grid_plan.peel = True
             peeled = self.row_loop(self.kernel_row_body)
             grid_bodies = (peeled[0].body[2:], fast[0].body[2:])
         plan, self.grid_plan = self.grid_plan, None
+        if self.absorb:
+            scattered, grid_bodies = {}, None
         lanes_loop = None
         if (self.lane_offsets or self.chunk_ops) and not self.absorb:
             self.lanes = True
