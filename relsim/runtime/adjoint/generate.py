@@ -42,7 +42,7 @@ from __future__ import annotations
 from ...errors import GradientError
 from ...relations.field import Field
 from ...relations.globals import Global
-from ...types import KeyType, ScalarType, TupleType, bool_, f64
+from ...types import KeyType, KeyVecType, ScalarType, TupleType, bool_, f64
 from .. import ir
 from ..builtin_table import DECOMPOSITIONS, RANDOM
 from . import derivatives
@@ -106,10 +106,11 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, Loops):
         declare = declare and self.depth > 0
         if declare:
             self.branch_locals[name] = t
-        if not (isinstance(t, KeyType) or isinstance(t, ScalarType) and t.name in
-                ("f64", "i64", "bool")) or declare and isinstance(t, KeyType):
-            raise self.refuse(f"a value of type {t!r} here (only f64 values, and i64, bool and "
-                              f"key ones beside them, are differentiated so far)", loc)
+        keys = (KeyType, KeyVecType)
+        if not (isinstance(t, keys) or isinstance(t, ScalarType) and
+                (t.name == "f64" or not t.is_float)) or declare and isinstance(t, keys):
+            raise self.refuse(f"a value of type {t!r} here (only f64 values, and integer, bool "
+                              f"and key ones beside them, are differentiated so far)", loc)
         return name
 
     def refuse(self, what, loc) -> GradientError:

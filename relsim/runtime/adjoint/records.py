@@ -122,7 +122,9 @@ def adj_name(name: str) -> str:
 
 
 def zero(t, loc):
-    return ir.Const(loc, {"f64": 0.0, "i64": 0, "bool": False}[t.name])
+    if t.name in ("f64", "i64", "bool"):
+        return ir.Const(loc, {"f64": 0.0, "i64": 0, "bool": False}[t.name])
+    return ir.Cast(loc, ir.Const(loc, 0), type=t)  # another integer type
 
 
 def fold_expr(op, a, b, loc):
