@@ -279,12 +279,18 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, Loops):
         acc = env.accumulating.get(s.name)
         if acc is not None:  # `x = x + e` in a loop (`loop`): x updated in place
             atom = self.flatten(s.value.right, env, out)
-            stmt = ir.Assign(s.loc, acc, ir.BinOp(s.loc, s.value.op, ir.Local(s.loc, acc),
-                                                  self.node(atom)))
-            self.accumulations.add(id(stmt))
-            out.stmts.append(stmt)
-            if is_float(self.types[acc]):
-                out.records.append(Accum(acc, atom, -1.0 if s.value.op == "-" else 1.0, s.loc))
+            if isinstance(acc, tuple):  # a vector: component by component
+                pairs = zip(acc, self.components(atom, len(acc)))
+            else:
+                pairs = ((acc, atom),)
+            for a, part in pairs:
+                stmt = ir.Assign(s.loc, a, ir.BinOp(s.loc, s.value.op, ir.Local(s.loc, a),
+                                                    self.node(part)))
+                self.accumulations.add(id(stmt))
+                out.stmts.append(stmt)
+                if is_float(self.types[a]):
+                    out.records.append(Accum(a, part, -1.0 if s.value.op == "-" else 1.0,
+                                             s.loc))
             return
         if isinstance(s.value.type, TupleType):  # `tmp = rs.svd(F)` (then unpacked)
             env.version[s.name] = self.tuple_of(s.value, env, out)

@@ -50,11 +50,11 @@ class Loops:
         carried = self.accumulators(s, env)
         inner = env.copy()
         for name in carried:
-            acc = self.fresh(name, self.types[env.version[name]], s.loc)
-            out.stmts.append(ir.Assign(s.loc, acc, ir.Local(s.loc, env.version[name])))
-            if is_float(self.types[acc]):
-                out.records.append(Def(acc, "copy", (("local", env.version[name]),), s.loc))
-            inner.version[name] = inner.accumulating[name] = acc
+            before = env.version[name]
+            accs = tuple(self.accumulator(f"{name}{i}", c, s.loc, out)
+                         for i, c in enumerate(before)) if isinstance(before, tuple) else \
+                self.accumulator(name, before, s.loc, out)
+            inner.version[name] = inner.accumulating[name] = accs
         pre = Block()
         self.loop_blocks.append((set(self.types), pre))
         self.loops += 1
@@ -74,7 +74,8 @@ class Loops:
                               s.loc)
         out.stmts.extend(pre.stmts)
         out.records.extend(pre.records)
-        accs = set(inner.accumulating.values())
+        accs = {c for a in inner.accumulating.values()
+                for c in (a if isinstance(a, tuple) else (a,))}
         own = [n for n in dict.fromkeys(assigned(blk.stmts))
                if n not in accs and is_float(self.types[n])]
         out.stmts.append(header(var, tuple(blk.stmts) or (ir.Pass(s.loc),)))
@@ -83,14 +84,29 @@ class Loops:
         for name in carried:
             env.version[name] = inner.accumulating[name]
 
+    def accumulator(self, hint, before, loc, out) -> str:
+        """A new local for an accumulator (a vector's: one per component), starting from the
+        value `before` holds."""
+        acc = self.fresh(hint, self.types[before], loc)
+        out.stmts.append(ir.Assign(loc, acc, ir.Local(loc, before)))
+        if is_float(self.types[acc]):
+            out.records.append(Def(acc, "copy", (("local", before),), loc))
+        return acc
+
     def accumulators(self, s, env) -> list:
         """The locals from before loop `s` it assigns: each only accumulated into."""
+        for st in ir.walk_stmts(s.body):
+            if isinstance(st, ir.AssignIndex) and st.name in env.version:
+                raise self.refuse(f"a loop that assigns an entry of local {st.name!r} from "
+                                  f"before the loop (accumulate the whole vector instead: "
+                                  f"{st.name} = {st.name} + ...)", st.loc)
         carried = sorted({st.name for st in ir.walk_stmts(s.body)
                           if isinstance(st, ir.Assign) and st.name in env.version})
         allowed = set()
         for name in carried:
-            if isinstance(env.version[name], tuple):
-                raise self.refuse(f"a loop accumulating into vector local {name!r} (not "
+            v = env.version[name]
+            if isinstance(v, tuple) and v and isinstance(v[0], tuple):
+                raise self.refuse(f"a loop accumulating into matrix local {name!r} (not "
                                   f"differentiated yet)", s.loc)
         for st in ir.walk_stmts(s.body):
             if isinstance(st, ir.Assign) and st.name in carried:
