@@ -293,7 +293,7 @@ class CudaExecutable(Launch):
         if deleted is not None and deleted.any():
             keep = ~deleted
             count = int(np.count_nonzero(keep))
-            pos, _ = compaction.row_map(b.deleted, False, len(deleted), count)
+            pos = compaction.row_map(b.deleted, False, len(deleted))
             memory.expect_row_map(relation, keep, pos, count)  # for DeviceCopy.keep_rows
             compaction.zero(b.deleted)
         elif not inserts:
@@ -304,7 +304,7 @@ class CudaExecutable(Launch):
                                   b.rows if b.has_rows else None, None)
         memory.forget_row_map()
         for rel, flags_dev, count, values in on_device:
-            pos, _ = compaction.row_map(flags_dev, True, flags_dev.shape[0], count)
+            pos = compaction.row_map(flags_dev, True, flags_dev.shape[0])
             start = rel.size - count  # the inserted rows are the relation's last
             for f, vals in values.items():  # (still mirrored: the resize kept them so)
                 compaction.compact(vals, pos, count, start, out=f.residency.dev)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import config, cuda
 
-from . import memory
+from .allocate import empty
 
 CHUNK = 64  # rows a thread counts and numbers
 SCAN_THREADS = 8 if config.ENABLE_CUDASIM else 256  # the one block scanning the counts
@@ -38,8 +38,8 @@ def _count(flags, want, n, chunk, counts):
 
 
 @cuda.jit(**_JIT)
-def _scan(counts, total):
-    """counts[t] <- the sum of counts[:t] (one block); total[0] <- the sum of all."""
+def _scan(counts):
+    """counts[t] <- the sum of counts[:t] (one block)."""
     part = cuda.shared.array(SCAN_THREADS, dtype=np.int64)
     tid = cuda.threadIdx.x
     m = counts.shape[0]
@@ -63,8 +63,6 @@ def _scan(counts, total):
         c = counts[i]
         counts[i] = s
         s += c
-    if tid == SCAN_THREADS - 1:
-        total[0] = part[tid]
 
 
 @cuda.jit(**_JIT)
@@ -116,27 +114,24 @@ def _rows2d(a):
     return a.reshape(a.shape[0], -1) if a.ndim != 2 else a
 
 
-def row_map(flags, want: bool, n: int, count: int | None = None):
-    """(pos, count): pos[i] the place of row i among the rows whose flag (a bool device array)
-    equals `want`, -1 for the others; `count` how many there are (downloaded, an int64, unless
-    the caller knows it)."""
-    pos = memory.empty(n, np.int64, "a row map")
+def row_map(flags, want: bool, n: int):
+    """pos: pos[i] the place of row i among the rows whose flag (a bool device array) equals
+    `want`, -1 for the others (the caller knows how many there are: from the flags it
+    downloaded, or the mask it uploaded)."""
+    pos = empty(n, np.int64, "a row map")
     nt = max(1, -(-n // CHUNK))
-    counts = memory.empty(nt, np.int64, "a row map")
-    total = memory.empty(1, np.int64, "a row map")
+    counts = empty(nt, np.int64, "a row map")
     _count[_shape(nt)](flags, want, n, CHUNK, counts)
-    _scan[1, SCAN_THREADS](counts, total)
+    _scan[1, SCAN_THREADS](counts)
     _number[_shape(nt)](flags, want, n, CHUNK, counts, pos)
-    if count is None:
-        count = int(memory.download(total, "rows")[0])
-    return pos, count
+    return pos
 
 
 def compact(dev, pos, count: int, start: int = 0, out=None):
     """A device array of `start + count` rows (or `out`) holding, from row `start`, the rows
     of `dev` that `pos` numbers, in their order (rows before `start` are left as they are)."""
     if out is None:
-        out = memory.empty((start + count,) + dev.shape[1:], dev.dtype, "compacted rows")
+        out = empty((start + count,) + dev.shape[1:], dev.dtype, "compacted rows")
     if dev.shape[0]:
         _compact[_shape(dev.shape[0])](_rows2d(dev), pos, _rows2d(out), start)
     return out
@@ -144,7 +139,7 @@ def compact(dev, pos, count: int, start: int = 0, out=None):
 
 def resized(dev, size: int):
     """A device array of `size` rows: `dev`'s first rows, then zeros."""
-    out = memory.empty((size,) + dev.shape[1:], dev.dtype, "resized rows")
+    out = empty((size,) + dev.shape[1:], dev.dtype, "resized rows")
     keep = min(size, dev.shape[0])
     if size > keep:
         zero(out)

@@ -38,6 +38,7 @@ from ....errors import DeviceMemoryError, KernelRuntimeError
 from ... import epoch
 from ...host import debug_checks
 from . import device
+from .allocate import empty, no_room, out_of_memory  # noqa: F401 (empty: for folds)
 
 TRANSFERS: Counter = Counter()  # ("up" | "down", kind) -> number of copies
 
@@ -55,19 +56,7 @@ def upload(arr: np.ndarray, kind: str, dev=None, what: str | None = None):
     except Exception as exc:
         if not out_of_memory(exc):
             raise
-        raise DeviceMemoryError(_no_room(what or f"{kind} array", arr.nbytes, exc)) from exc
-
-
-def empty(shape, dtype, what: str):
-    """An uninitialised device array (device scratch space: nothing is copied); a
-    `DeviceMemoryError` naming `what` when the device has no room."""
-    try:
-        return device.cuda().device_array(shape, dtype=dtype)
-    except Exception as exc:
-        if not out_of_memory(exc):
-            raise
-        raise DeviceMemoryError(_no_room(what, int(np.prod(shape)) * np.dtype(dtype).itemsize,
-                                         exc)) from exc
+        raise DeviceMemoryError(no_room(what or f"{kind} array", arr.nbytes, exc)) from exc
 
 
 def zeros(shape, dtype, what: str):
@@ -76,29 +65,6 @@ def zeros(shape, dtype, what: str):
     dev = empty(shape, dtype, what)
     compaction.zero(dev)
     return dev
-
-
-def out_of_memory(exc: BaseException) -> bool:
-    """Whether `exc` is the device running out of memory: the driver's CUDA_ERROR_OUT_OF_MEMORY
-    (code 2, a numba CudaAPIError), or a MemoryError from an external memory manager."""
-    if isinstance(exc, MemoryError):
-        return True
-    try:
-        if int(getattr(exc, "code", -1)) == 2:
-            return True
-    except (TypeError, ValueError):
-        pass
-    return "OUT_OF_MEMORY" in str(exc)
-
-
-def _no_room(what: str, nbytes: int, exc: BaseException) -> str:
-    msg = f"{what} ({nbytes:,} bytes) does not fit in the GPU's memory ({exc})"
-    try:
-        free, total = device.cuda().current_context().get_memory_info()
-        msg += f"; the device has {int(free):,} bytes free of {int(total):,}"
-    except Exception:  # noqa: BLE001 (only a detail of the message)
-        pass
-    return msg + ". Run a smaller problem, free device arrays, or use target 'cpu'"
 
 
 def download(dev, kind: str, out=None, checked: bool = True) -> np.ndarray:
@@ -213,7 +179,7 @@ def row_map(relation, keep):
         return got[2], got[3]
     from . import compaction
     count = int(np.count_nonzero(keep))
-    pos, _ = compaction.row_map(upload(keep, "rows"), True, len(keep), count)
+    pos = compaction.row_map(upload(keep, "rows"), True, len(keep))
     expect_row_map(relation, keep, pos, count)
     return pos, count
 
