@@ -45,6 +45,7 @@ from .relations.field import Field
 from .relations.globals import Global
 from .runtime import ir
 from .runtime.adjoint import ROW_FIELD, Adjoint, AdjointKernel, GivenKernel
+from .runtime.adjoint.field_picks import BEST, NONE, PICK, picked_fields
 from .runtime.pipeline import analyse
 from .types import f64, i64
 
@@ -180,6 +181,11 @@ class Tape:
                     }.values():  # each row's number, for the rows min/max reductions chose
             if not rel.has_field(ROW_FIELD):
                 rel.new_field(ROW_FIELD, i64).load(np.arange(rel.size))
+        for e in launches:  # a min/max into a field: its best and chosen contribution per row
+            for f in picked_fields(e.analysed):
+                for suffix, t in ((BEST, f64), (PICK, i64)):
+                    if not f.relation.has_field(f.name + suffix):
+                        f.relation.new_field(f.name + suffix, t)
         final = [(t, _value_of(t)) for t in _all_written(self.events)]
         _adjoint(loss).value = 1.0
         if self.checkpoint_every is None:
@@ -226,6 +232,12 @@ class Tape:
             space.foreach(adj, e.config)
             for g in chose:  # a row won: the Global's value before the launch did not matter
                 g._adjoint.value = 0.0
+            for f in adj.field_picks:  # likewise for each row of a field a contribution won
+                won = f.relation.field(f.name + PICK).numpy(copy=True) != NONE
+                if won.any():
+                    grad = f.grad.numpy(copy=True)
+                    grad[won] = 0.0
+                    f.grad.load(grad)
 
     def held_bytes(self) -> int:
         """Bytes of the values the tape keeps for `backward` (what recorded launches and
@@ -282,9 +294,11 @@ def _pick_globals(g):
 
 
 def _picks_rows(a) -> bool:
-    """Whether launch `a` reduces into a float Global with min, max, argmin or argmax."""
+    """Whether launch `a` reduces into a float Global with min, max, argmin or argmax, or into
+    a float field with min or max."""
     return any(isinstance(x.target, Global) and x.op in ("min", "max", "argmin", "argmax")
-               and x.target.type == f64 for x in a.summary.accesses)
+               and x.target.type == f64 for x in a.summary.accesses) or \
+        bool(picked_fields(a))
 
 
 def _find_chosen_rows(adj, space, config) -> list:
@@ -293,12 +307,17 @@ def _find_chosen_rows(adj, space, config) -> list:
     ties and takes no row); set each Global's chosen row (-1: none). The Globals a row won."""
     if adj.finder is None:
         return []
+    for f, op in adj.field_picks.items():
+        f.relation.field(f.name + BEST).load(math.inf if op == "min" else -math.inf)
+        f.relation.field(f.name + PICK).load(NONE)
     starts = {}
     for g, op in adj.picks.items():
         found, _ = _pick_globals(g)
         starts[g] = g.value
         found.value = math.inf if op in ("min", "argmin") else -math.inf
     space.foreach(adj.finder, config)
+    if adj.finder2 is not None:
+        space.foreach(adj.finder2, config)
     won = []
     for g, op in adj.picks.items():
         found, chosen = _pick_globals(g)

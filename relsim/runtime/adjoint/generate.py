@@ -47,6 +47,7 @@ from .. import ir
 from ..builtin_table import DECOMPOSITIONS, RANDOM
 from . import derivatives
 from .decompositions import Decompositions
+from .field_picks import FieldPicks
 from .loops import Loops
 from .records import (
     Accum,
@@ -75,7 +76,7 @@ from .vectors import Matrices, Vectors
 PICKS = {"min": "argmin", "max": "argmax", "argmin": "argmin", "argmax": "argmax"}
 
 
-class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, Loops):
+class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loops):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
     def __init__(self, analysed, adjoint_global, pick_global=None):
@@ -87,6 +88,8 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, Loops):
         self.pick_global = pick_global
         self.picks: dict = {}  # Global -> the op of the (one) pick reduction into it
         self.pick_stmts: set = set()  # id() of the finding reductions in the replay
+        self.field_sites: dict = {}  # field -> its min/max reductions' operators, in order
+        self.field_stage: dict = {}  # id() of a field pick's finding statement -> 1 or 2
         self.count = 0
         self.types: dict = {}  # replay local -> type
         self.branch_locals: dict = {}  # locals first assigned inside a branch -> type
@@ -353,6 +356,8 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, Loops):
             raise self.refuse("a reduction into a component of a matrix field (not "
                               "differentiated yet)", s.loc)
         floating = is_float(s.field.type)
+        if floating and s.op in ("min", "max"):  # the derivative goes to the chosen row
+            return self.pick_field(s, env, out)
         if floating and s.op != "+":
             raise self.refuse(f"a '{s.op}' reduction into float field {s.field.qualname} "
                               f"(only '+' so far)", s.loc)
@@ -463,7 +468,10 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, Loops):
             env.shadow[f] = name
         self.block(self.a.body, env, top)
         stmts = [ir.Assign(loc, n, zero(t, loc)) for n, t in self.branch_locals.items()]
-        self.finder = tuple(stmts + top.stmts) if self.picks else None
+        one, two = self.finder_stages()  # (field picks: two finding kernels)
+        self.finder = tuple(without(stmts + top.stmts, two)) if self.picks or one else None
+        self.finder2 = tuple(without(stmts + top.stmts, self.pick_stmts - two)) if two else \
+            None
         stmts += without(top.stmts, self.pick_stmts)
         stmts += [ir.Assign(loc, adj_name(n), ir.Const(loc, 0.0)) for n, t in self.types.items()
                   if is_float(t)]

@@ -30,8 +30,10 @@ class AdjointKernel(GivenKernel):
     """The adjoint of `forward` (analysed over one relation as `analysed`); `adjoint_global`
     maps a Global to its adjoint Global, `pick_global` to the Globals finding the row a
     min/max/arg reduction into it chose. `finder` (or None): the kernel to run first that finds
-    those rows (the forward row replayed, an arg reduction per such Global); `picks`: Global
-    -> its reduction's operator. Raises GradientError at the forward kernel's line for what
+    those rows (the forward row replayed, an arg reduction per such Global, and the best
+    contribution per target row of a min/max reduction into a field); `picks`: Global -> its
+    reduction's operator; `finder2` and `field_picks` (field -> operator): the fields' second
+    finding kernel (`field_picks.py`). Raises GradientError at the forward kernel's line for what
     cannot be differentiated."""
 
     def __init__(self, forward, analysed, adjoint_global, pick_global=None):
@@ -40,6 +42,10 @@ class AdjointKernel(GivenKernel):
         self.picks = dict(gen.picks)
         self.finder = None if gen.finder is None else GivenKernel(
             forward, f"{forward.name}_finder", analysed.param, gen.finder)
+        # min/max reductions into float fields: field -> operator; their second finding kernel
+        self.field_picks = {f: ops[0] for f, ops in gen.field_sites.items()}
+        self.finder2 = None if gen.finder2 is None else GivenKernel(
+            forward, f"{forward.name}_finder2", analysed.param, gen.finder2)
 
     def __repr__(self) -> str:
         return f"<relsim adjoint of kernel {self.forward.name}>"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import ir
 from . import derivatives
+from .field_picks import FieldPick
 from .records import (
     Accum,
     Branch,
@@ -86,6 +87,8 @@ class Sweep:
                     body = self.accumulate(atom, self.grad_read(None, g, loc), loc)
                     if body:
                         out.append(ir.If(loc, mine, tuple(body), ()))
+                case FieldPick():
+                    out += self.field_pick_adjoint(r)
                 case Decomp():
                     out += self.decomposition_adjoint(r)
                 case Accum(acc=acc, atom=atom, sign=sign):

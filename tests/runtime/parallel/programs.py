@@ -233,7 +233,7 @@ def sph(outdir):
 def tape(outdir):
     """rs.Tape on several ranks: gradients through key reads and reductions (ghosts), a branch,
     Global sums and reads, loops over a grouping and constant ranges, with and without
-    checkpoints (tests/test_tape.py's programs, larger)."""
+    checkpoints (tests/test_tape.py's programs, larger), min/max into fields through keys."""
     from tests.test_tape import Gather, Graph
     g = Graph(nv=80, ne=300, seed=5)
     dT, dk, dkappa = g.gradients()
@@ -250,6 +250,10 @@ def tape(outdir):
     assert out["checkpointed"] == digest(dT, dk)
     dT2, dk2 = Gather().gradients()
     out["gather"] = digest(dT2, dk2)
+    from tests.runtime.test_adjoint_field_picks import graph
+    for op in ("min", "max"):  # min/max into fields through keys: the chosen rows' ghosts
+        run, *_ = graph(op)
+        out[f"field {op}"] = digest(*run(tape=rs.Tape()))
     return out
 
 
