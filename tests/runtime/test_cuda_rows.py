@@ -179,3 +179,28 @@ def test_random_row_changes_match_interp(seed):
         return [P.size, P.x.numpy(copy=True), P.v.numpy(copy=True), P.t.numpy(copy=True)]
 
     same(run(INTERP), run(CUDA))
+
+
+def test_a_refused_row_change_leaves_no_flags_behind():
+    """A delete the data model refuses (a key still points at the row) raises, and changes
+    nothing; the next launch of the kernel starts from clean flags (no stale deletes)."""
+    for cfg in (INTERP, CUDA):
+        P = rs.Relation("P", 5, elastic=True)
+        P.new_field("x", rs.f64).load(np.arange(5.0))
+        P.new_field("gone", rs.bool_)
+        Q = rs.Relation("Q", 1)
+        Q.new_key_field("at", P, values=[3])
+
+        @rs.kernel
+        def cull(p):
+            p.x += 1.0
+            if p.gone:
+                rs.delete(p)
+
+        P.gone.load(np.array([False, False, False, True, False]))
+        with pytest.raises(rs.DataError, match="still points at deleted row"):
+            P.foreach(cull, cfg)
+        assert P.size == 5
+        P.gone.load(False)
+        P.foreach(cull, cfg)
+        assert P.size == 5 and P.x.numpy().tolist() == [2.0, 3.0, 4.0, 5.0, 6.0], cfg.target

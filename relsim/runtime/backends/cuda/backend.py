@@ -299,17 +299,22 @@ class CudaExecutable(Launch):
         elif not inserts:
             return
         # the books, and the values the host keeps; the fields the device keeps are compacted
-        # and resized by their residencies (`memory.DeviceCopy.keep_rows`, `resize_rows`)
-        row_changes.apply_flagged(relation, deleted, tuple(inserts),
-                                  b.rows if b.has_rows else None, None)
-        memory.forget_row_map()
-        for rel, flags_dev, count, values in on_device:
-            pos = compaction.row_map(flags_dev, True, flags_dev.shape[0])
-            start = rel.size - count  # the inserted rows are the relation's last
-            for f, vals in values.items():  # (still mirrored: the resize kept them so)
-                compaction.compact(vals, pos, count, start, out=f.residency.dev)
-                memory.written(f)
-            compaction.zero(flags_dev)
+        # and resized by their residencies (`memory.DeviceCopy.keep_rows`, `resize_rows`). A
+        # change the data model refuses (a DataError) discards the launch's row changes: the
+        # flags are cleared either way.
+        try:
+            row_changes.apply_flagged(relation, deleted, tuple(inserts),
+                                      b.rows if b.has_rows else None, None)
+            for rel, flags_dev, count, values in on_device:
+                pos = compaction.row_map(flags_dev, True, flags_dev.shape[0])
+                start = rel.size - count  # the inserted rows are the relation's last
+                for f, vals in values.items():  # (still mirrored: the resize kept them so)
+                    compaction.compact(vals, pos, count, start, out=f.residency.dev)
+                    memory.written(f)
+        finally:
+            memory.forget_row_map()
+            for _, flags_dev, _, _ in on_device:
+                compaction.zero(flags_dev)
 
     def change_rows_on_host(self, relation, b) -> None:
         """Row changes through the host, for the distributed layer's `row_sink`: the flags and

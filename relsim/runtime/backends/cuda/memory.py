@@ -38,7 +38,7 @@ from ....errors import DeviceMemoryError, KernelRuntimeError
 from ... import epoch
 from ...host import debug_checks
 from . import device
-from .allocate import empty, no_room, out_of_memory  # noqa: F401 (empty: for folds)
+from .allocate import empty, no_room, out_of_memory
 
 TRANSFERS: Counter = Counter()  # ("up" | "down", kind) -> number of copies
 
@@ -133,7 +133,7 @@ class DeviceCopy:
         pos, count = row_map(field.relation, keep)
         self.dev = compaction.compact(self.dev, pos, count)
         data = field._data
-        self.host = np.empty((count,) + data.shape[1:], data.dtype) if self.device_newer \
+        self.host = np.zeros((count,) + data.shape[1:], data.dtype) if self.device_newer \
             else data[keep]
         return self.host
 
