@@ -12,6 +12,7 @@ they disagree beyond 1e-6 relative.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 import numpy as np
@@ -55,7 +56,7 @@ class Blast:
         record = self.dts is None
         if record:
             self.dts = []
-        with tape if tape is not None else _nothing():
+        with tape if tape is not None else contextlib.nullcontext():
             for c in range(cycles):
                 if record:
                     L.time_increment()
@@ -74,14 +75,6 @@ class Blast:
         L = self.L
         volo0 = float(self.start[L.elems.volo][0])
         return (0.5 * float(np.cbrt(volo0))) / float(np.sqrt(2.0 * self.L.einit))
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def gradient(s: int, cycles: int, checkpoint_every: int | None = None) -> dict:

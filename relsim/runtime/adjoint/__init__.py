@@ -5,6 +5,6 @@ with `untype`, `sweep` and `records`), `derivatives` holds the rule of each oper
 from .derivatives import partials
 from .generate import Adjoint, grad_name
 from .kernel import AdjointKernel, GivenKernel
-from .sweep import ROW_FIELD
+from .records import ROW_FIELD
 
 __all__ = ["Adjoint", "AdjointKernel", "GivenKernel", "ROW_FIELD", "grad_name", "partials"]

@@ -21,11 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from .records import grad_name
+from .records import ROW_FIELD, grad_name
 
 NONE = 2 ** 63 - 1  # <f>__pick of a row no contribution won
 BEST, PICK = "__best", "__pick"
-ROW_FIELD = "row__tape"  # (sweep.ROW_FIELD: each row's own number, added by the tape)
 
 
 @dataclass

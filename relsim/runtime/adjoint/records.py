@@ -7,6 +7,9 @@ from dataclasses import dataclass, field, replace
 from ...types import MatType, VecType, f64
 from .. import ir
 
+# the int64 field (each row's own number) the tape adds to a relation whose launches pick rows
+ROW_FIELD = "row__tape"
+
 
 def is_float(t) -> bool:
     return t == f64

@@ -6,6 +6,7 @@ from .. import ir
 from . import derivatives
 from .field_picks import FieldPick
 from .records import (
+    ROW_FIELD,
     Accum,
     Branch,
     Decomp,
@@ -19,9 +20,6 @@ from .records import (
     is_float,
     without,
 )
-
-# the int64 field (each row's own number) the tape adds to a relation whose launches pick rows
-ROW_FIELD = "row__tape"
 
 
 class Sweep:
