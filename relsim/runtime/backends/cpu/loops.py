@@ -297,9 +297,10 @@ class CpuLowerer(BodyLowerer):
         """The row loop cut into `_lanes.shape[0]` chunks (`range_fn` over them), each chunk's
         rows in blocks of LANES, row `_b + _j` into lane `_j`. The chunk's float lanes live on
         the stack (`stack.zeros`: in registers, not stored back each block) and are copied to
-        `_lanes[_ci]` after its rows. A small row body runs the whole blocks without a bounds
-        test and the last few rows in a second copy of the body (measured: the test alone kept
-        a dot product's loop 1.5x slower); a large one is not copied (compile time)."""
+        `_lanes[_ci]` after its rows. A small row body (no grouping loops) runs the whole blocks
+        without a bounds test and the last few rows in a second copy of the body (measured: the
+        test alone kept a dot product's loop 1.5x slower); a large one is not copied (compile
+        time)."""
         chunks = [f"_{part}{k}" for k, op in self.chunk_ops.items()
                   for part in (("cv",) if op == "+" else ("cv", "cr"))]
         fn = self.function(fname, lanes_loop, "range", extra=["_lanes"] + chunks, rows=rows)
@@ -317,7 +318,8 @@ class CpuLowerer(BodyLowerer):
 
         body = row_loop.body
         lo, hi, chunk = name("_lo"), name("_hi"), name("_ci")
-        if row_work.operations(self.a.body) < row_work.LIGHT_ROW:
+        if row_work.operations(self.a.body) < row_work.LIGHT_ROW and \
+                not row_work.grouping_loops(self.a.body):
             blocks = [
                 assign("_full", op(lo, ast.Add, op(op(op(hi, ast.Sub, lo), ast.FloorDiv, width),
                                                    ast.Mult, width))),

@@ -160,8 +160,9 @@ class DeviceCopy:
         count = data.shape[0] - start
         vals = np.ascontiguousarray(np.broadcast_to(np.asarray(values, dtype=data.dtype),
                                                     (count,) + data.shape[1:]))
-        if count:
-            upload(vals, "rows", self.dev[start:])
+        if count:  # (into the device array's last rows, not a new array)
+            TRANSFERS["up", "rows"] += 1
+            self.dev[start:].copy_to_device(vals)
         if not self.device_newer:
             data[start:] = vals
         return True
