@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from ...types import f64
 from .. import ir
+from .derivatives import Build
 from .records import Decomp, adj_name
 
 # the parts of each decomposition's result: "vec" (n) or "mat" (n x n)
@@ -129,27 +130,19 @@ class Decompositions:
         return out
 
 
-class _Exprs:
+class _Exprs(Build):
     """Untyped IR for the reverse rules, each matrix entry held in a new local (so the
     expressions stay small); `stmts` collects the assignments."""
 
     def __init__(self, adjoint, loc):
-        self.adjoint, self.loc, self.stmts = adjoint, loc, []
+        super().__init__(loc)
+        self.adjoint, self.stmts = adjoint, []
 
     def held(self, e):
         self.adjoint.count += 1
         name = f"_a{self.adjoint.count}"
         self.stmts.append(ir.Assign(self.loc, name, e))
         return ir.Local(self.loc, name)
-
-    def add(self, a, b):
-        return ir.BinOp(self.loc, "+", a, b)
-
-    def sub(self, a, b):
-        return ir.BinOp(self.loc, "-", a, b)
-
-    def mul(self, a, b):
-        return ir.BinOp(self.loc, "*", a, b)
 
     def quotient(self, num, den):
         """num / den, or 0 where num is 0 (see the module docstring)."""

@@ -16,7 +16,7 @@ import math
 from .. import ir
 
 
-class _Build:
+class Build:
     """Untyped IR expressions at one source location."""
 
     def __init__(self, loc):
@@ -107,7 +107,7 @@ def unknown(op: str) -> bool:
 def partials(op: str, args: tuple, result, loc, constant: tuple = ()) -> tuple:
     """The partial derivative of `op` with respect to each of `args` (None: none flows);
     `constant[i]` says argument i is a constant (a power's constant exponent)."""
-    b = _Build(loc)
+    b = Build(loc)
     if op in ("**", "pow"):
         return _power(b, args[0], args[1], result, bool(constant and constant[1]))
     return _RULES[op](b, args, result)
