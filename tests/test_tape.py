@@ -90,16 +90,22 @@ def central(f, x, i, h=1e-6):
     return (f(up) - f(down)) / (2 * h)
 
 
+def agrees_with_central(grad, f, x, h=1e-6, what=""):
+    """Every entry of `grad` (shaped like `x`) within 1e-6 of f's central difference there
+    (relative to max(1, |difference|))."""
+    flat = np.asarray(x, dtype=float).ravel()
+    for i in range(flat.size):
+        fd = central(lambda v: f(v.reshape(np.shape(x))), flat, i, h)
+        got = np.ravel(grad)[i]
+        assert abs(got - fd) <= 1e-6 * max(1.0, abs(fd)), (what, i, got, fd)
+
+
 def test_gradients_agree_with_central_differences():
     g = Graph()
     dT, dk, dkappa = g.gradients()
     assert np.count_nonzero(dT) >= 5 and np.count_nonzero(dk) >= 8
-    for i in range(len(dT)):
-        fd = central(lambda T: g.run(T=T), g.T0, i)
-        assert abs(dT[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, dT[i], fd)
-    for i in range(len(dk)):
-        fd = central(lambda k: g.run(k=k), g.k0, i)
-        assert abs(dk[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, dk[i], fd)
+    agrees_with_central(dT, lambda T: g.run(T=T), g.T0, what="T")
+    agrees_with_central(dk, lambda k: g.run(k=k), g.k0, what="k")
     fd = (g.run(kappa=0.3 + 1e-6) - g.run(kappa=0.3 - 1e-6)) / 2e-6
     assert abs(dkappa - fd) <= 1e-6 * abs(fd)
 
@@ -274,12 +280,8 @@ def test_loops_accumulating_into_locals_are_differentiated():
     g = Gather()
     dT, dk = g.gradients()
     assert np.count_nonzero(dk) >= 10 and np.count_nonzero(dT) >= 5
-    for i in range(len(dT)):
-        fd = central(lambda T: g.run(T=T), g.T0, i)
-        assert abs(dT[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, dT[i], fd)
-    for i in range(len(dk)):
-        fd = central(lambda k: g.run(k=k), g.k0, i)
-        assert abs(dk[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, dk[i], fd)
+    agrees_with_central(dT, lambda T: g.run(T=T), g.T0, what="T")
+    agrees_with_central(dk, lambda k: g.run(k=k), g.k0, what="k")
     answers = set()
     for config in CONFIGS.values():
         with configured(**config):
@@ -414,14 +416,8 @@ def test_vectors_are_differentiated_component_by_component():
     g = Springs()
     dx, drest, daxis = g.gradients()
     assert dx.shape == (6, 3) and np.count_nonzero(daxis) == 3
-    for i in range(6):
-        for c in range(3):
-            x = g.x0.copy()
-            fd = central(lambda flat: g.run(x=flat.reshape(6, 3)), x.ravel(), 3 * i + c)
-            assert abs(dx[i, c] - fd) <= 1e-6 * max(1.0, abs(fd)), (i, c, dx[i, c], fd)
-    for k in range(9):
-        fd = central(lambda r: g.run(rest=r), g.rest0, k)
-        assert abs(drest[k] - fd) <= 1e-6 * max(1.0, abs(fd)), (k, drest[k], fd)
+    agrees_with_central(dx, lambda x: g.run(x=x), g.x0, what="x")
+    agrees_with_central(drest, lambda r: g.run(rest=r), g.rest0, what="rest")
     for c in range(3):
         fd = central(lambda a: g.run(axis=tuple(a)), np.array([0.0, 0.3, 1.0]), c)
         assert abs(daxis[c] - fd) <= 1e-6 * max(1.0, abs(fd)), (c, daxis[c], fd)

@@ -7,7 +7,7 @@ import pytest
 
 import relsim as rs
 from tests.conftest import configured
-from tests.test_tape import CONFIGS, central
+from tests.test_tape import CONFIGS, agrees_with_central
 
 
 def problem(kind, n, F0, seed=0):
@@ -65,11 +65,7 @@ def matrices(n, seed, inverted=False):
 def check(kind, n, F0):
     run = problem(kind, n, F0)
     grad = run(F0.copy(), rs.Tape())
-    flat = F0.ravel()
-    for i in range(flat.size):
-        fd = central(lambda x: run(x.reshape(F0.shape)), flat, i)
-        got = grad.ravel()[i]
-        assert abs(got - fd) <= 1e-6 * max(1.0, abs(fd)), (kind, n, i, got, fd)
+    agrees_with_central(grad, run, F0, what=(kind, n))
     return grad
 
 

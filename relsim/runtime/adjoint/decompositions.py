@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from ...types import f64
 from .. import ir
+from ..builtin_table import DECOMPOSITIONS
 from .derivatives import Build
-from .records import Decomp, adj_name
+from .records import Decomp, adj_name, is_mat
 
 # the parts of each decomposition's result: "vec" (n) or "mat" (n x n)
 PARTS = {"eigh": ("vec", "mat"), "svd": ("mat", "vec", "mat"), "polar": ("mat", "mat")}
@@ -35,8 +36,8 @@ PARTS = {"eigh": ("vec", "mat"), "svd": ("mat", "vec", "mat"), "polar": ("mat", 
 
 class Decompositions:
     """A mixin of `Adjoint`: the replay of a decomposition (`decomposition`, its tuple atom
-    ``("tuple", [part, ...])``, each part a vector's or matrix's names) and its reverse
-    (`decomposition_adjoint`)."""
+    ``("tuple", [part, ...])``, each part a vector's or matrix's names; `tuple_of` for a tuple
+    local or call) and its reverse (`decomposition_adjoint`)."""
 
     def decomposition(self, e, env, out) -> tuple:
         rows = self.flatten(e.args[0], env, out)[1]
@@ -46,6 +47,15 @@ class Decompositions:
         svd = self.read_parts("svd", arg, n, e.loc, out) if e.func == "polar" else None
         out.records.append(Decomp(e.func, rows, tuple(parts), svd, e.loc))
         return ("tuple", parts)
+
+    def tuple_of(self, e, env, out) -> tuple:
+        """The replay of a tuple value (a decomposition's): ``("tuple", [part names, ...])``."""
+        if isinstance(e, ir.Local):
+            return env.version[e.name]
+        if isinstance(e, ir.Call) and e.func in DECOMPOSITIONS and is_mat(e.args[0].type):
+            return self.decomposition(e, env, out)
+        raise self.refuse(f"this tuple value ({type(e).__name__}; not differentiated yet)",
+                          e.loc)
 
     def read_parts(self, func, arg, n, loc, out) -> list:
         """`func(arg)` into a tuple local, its parts' entries into f64 locals (their names)."""

@@ -44,7 +44,7 @@ from ...relations.field import Field
 from ...relations.globals import Global
 from ...types import KeyType, KeyVecType, ScalarType, TupleType, bool_, f64
 from .. import ir
-from ..builtin_table import DECOMPOSITIONS, RANDOM
+from ..builtin_table import RANDOM
 from . import derivatives
 from .decompositions import Decompositions
 from .field_picks import FieldPicks
@@ -210,15 +210,6 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loop
             case ir.IfExp():
                 return self.select(e, env, out)
         raise self.refuse(f"this expression ({type(e).__name__} {getattr(e, 'op', '')})",
-                          e.loc)
-
-    def tuple_of(self, e, env, out) -> tuple:
-        """The replay of a tuple value (a decomposition's): ``("tuple", [part names, ...])``."""
-        if isinstance(e, ir.Local):
-            return env.version[e.name]
-        if isinstance(e, ir.Call) and e.func in DECOMPOSITIONS and is_mat(e.args[0].type):
-            return self.decomposition(e, env, out)
-        raise self.refuse(f"this tuple value ({type(e).__name__}; not differentiated yet)",
                           e.loc)
 
     def define(self, op, args, loc, out) -> tuple:
