@@ -5,8 +5,9 @@ A program (a deterministic function of its seed) is a graph (``V`` vertices, ``E
 keys ``head`` and ``tail``, the grouping ``V.ein`` of edges by head), a few random f64 kernels and
 a schedule: ``steps`` rounds of an edge kernel (reading through keys, reducing into vertex
 fields and a Global, maybe a max into a Global and a min or max into the vertex field ``top``),
-a vertex kernel (reading its own row and the reductions, a loop over a constant range and one
-over its grouping, a branch, maybe vector arithmetic with a vec3 field, storing its state),
+a vertex kernel (reading its own row and the reductions, a loop over a constant range, maybe
+with a loop in it accumulating into the same local, and one over its grouping, a branch, maybe
+vector arithmetic with a vec3 field, storing its state),
 then a loss kernel summing into the Global ``loss``. Expressions are smooth (polynomials, sin,
 cos, tanh, exp of a square, rational and log functions with positive denominators and
 arguments); branches make the loss piecewise smooth.
@@ -80,9 +81,13 @@ def program_source(seed: int) -> tuple[str, int]:
     v = _Expr(r, ["v.a", "v.s", "v.acc", "g", "y"])
     vertex = [f"y = {_Expr(r, ['v.a', 'v.s', 'v.acc'])()}",
               "z = 0.0",
+              "z0 = y * y",
               f"for i in range({r.randint(1, 3)}):",
-              f"    z += {_Expr(r, ['v.a', 'v.s', 'y', 'g'])()} * (i + 1)",
-              "n = 0",
+              f"    z += {_Expr(r, ['v.a', 'v.s', 'y', 'g'])()} * (i + 1)"]
+    if r.random() < 0.4:  # a loop in the loop, accumulating into the same local
+        vertex += [f"    for j in range({r.randint(1, 2)}):",
+                   f"        z += {_Expr(r, ['v.a', 'y', 'z0'])()} * (j + 0.5)"]
+    vertex += ["n = 0",
               "for k in v.ein:",
               "    n += 1",
               f"    z += 0.1 * {_Expr(r, ['v.a', 'y'])()}"]

@@ -95,3 +95,58 @@ def test_an_entry_assigned_in_a_loop_is_refused_not_zero():
         else:
             raise AssertionError("not refused")
     assert "assigns an entry of local 'a'" in msg and "a[0] = a[0] + v.x[1]" in msg
+
+
+def nested(seed=0):
+    rng = np.random.default_rng(seed)
+    V = rs.Relation("V", 5)
+    V.new_field("x", rs.f64).load(rng.uniform(-1.0, 1.0, 5))
+    V.new_field("y", rs.vec(3, rs.f64)).load(rng.standard_normal((5, 3)))
+    loss = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def nest(v):
+        s = 0.0
+        c = rs.vec(3)(0.0, 0.0, 0.0)
+        for i in range(3):
+            s += v.x * (i + 1.0)
+            for j in range(2):
+                s += v.x * v.x * (j - 0.5)
+                c = c + (s_free(i, j) * v.x) * v.y
+        loss += s * s + rs.dot(c, c) * s
+
+    x0 = V.x.numpy(copy=True)
+
+    def run(x, tape=None):
+        V.x.load(x)
+        with tape if tape is not None else contextlib.nullcontext():
+            loss.value = 0.0
+            V.foreach(nest)
+        if tape is None:
+            return loss.value
+        tape.backward(loss)
+        return V.x.grad.numpy(copy=True), V.y.grad.numpy(copy=True)
+
+    return run, x0
+
+
+@rs.func
+def s_free(i, j):
+    return 0.5 + i - j
+
+
+def test_nested_loops_accumulate_into_the_same_locals():
+    """Loops nested in loops, accumulating into the same locals, used nonlinearly after them:
+    the inner loop once started a copy of the outer accumulator, so the value after the loops
+    (and every gradient through it) was the start's: a silent zero."""
+    with configured(target="interp"):
+        run, x0 = nested()
+        dx, dy = run(x0, rs.Tape())
+        assert np.count_nonzero(dx) == 5 and np.count_nonzero(dy) == 15
+        agrees_with_central(dx, run, x0, what="x")
+    answers = set()
+    for config in CONFIGS.values():
+        with configured(**config):
+            run, x0 = nested()
+            answers.add(b"".join(a.tobytes() for a in run(x0, rs.Tape())))
+    assert len(answers) == 1

@@ -50,6 +50,9 @@ class Loops:
         carried = self.accumulators(s, env)
         inner = env.copy()
         for name in carried:
+            if name in env.accumulating:  # an enclosing loop's accumulator: the same local
+                inner.version[name] = env.accumulating[name]
+                continue
             before = env.version[name]
             accs = tuple(self.accumulator(f"{name}{i}", c, s.loc, out)
                          for i, c in enumerate(before)) if isinstance(before, tuple) else \
