@@ -8,6 +8,13 @@ An operation with no rule here is refused by the adjoint pass (`unknown(op)`).
 
 Where a function has no derivative (abs at 0, min and max at a tie) the rule follows the branch
 the forward value took: min(x, y) is ``y if y < x else x``, so a tie sends it all to x.
+
+A partial that is infinite at a finite argument (`singular`: sqrt at 0, 1/y at 0, ...) sends
+nothing where no adjoint arrives, and a product x * y with y == 0 sends nothing back to x
+whatever adjoint arrives: 0 x inf counts as 0 there, not NaN. So the distance sqrt(dot(d, d))
+of a zero vector d (a particle's pair with itself in a neighbour loop) passes 0 back to d, as
+the distance's one-sided derivatives average; where the loss's derivative itself is infinite
+it shows.
 """
 from __future__ import annotations
 
@@ -98,6 +105,29 @@ _RULES = {
     "round": lambda b, a, r: (None,),
     "trunc": lambda b, a, r: (None,),
 }
+
+
+# the operations whose partials can be infinite (or NaN) at finite arguments
+_SINGULAR = frozenset(("/", "sqrt", "cbrt", "log", "log2", "log10", "log1p", "asin", "acos",
+                       "atan2", "hypot", "**", "pow"))
+
+
+def singular(op: str) -> bool:
+    """Whether `op`'s partials can be infinite at finite arguments (`adjoint` guards them)."""
+    return op in _SINGULAR
+
+
+def adjoint(op: str, a, partial, loc):
+    """What an argument of `op` gets from adjoint `a` through `partial`: ``a * partial``; 0
+    where ``a == 0`` for a `singular` op, and where the other factor is 0 for a product (the
+    partial): 0 x inf is 0."""
+    amount = ir.BinOp(loc, "*", a, partial)
+    zero = partial if op == "*" and not isinstance(partial, ir.Const) else \
+        a if singular(op) else None
+    if zero is None:
+        return amount
+    return ir.IfExp(loc, ir.Compare(loc, "==", zero, ir.Const(loc, 0.0)), ir.Const(loc, 0.0),
+                    amount)
 
 
 def unknown(op: str) -> bool:

@@ -55,7 +55,8 @@ class Sweep:
                                                  ir.Local(loc, name), loc, constant)
                     for atom, p in zip(args, parts):
                         if p is not None:
-                            out += self.accumulate(atom, ir.BinOp(loc, "*", a, p), loc)
+                            out += self.accumulate(atom, derivatives.adjoint(op, a, p, loc),
+                                                   loc)
                 case Load(name=tuple() as names, key=key, target=target):
                     a = self.mat_node([[("local", adj_name(c)) for c in row] for row in names],
                                       loc) if isinstance(names[0], tuple) else \
