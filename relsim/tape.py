@@ -186,6 +186,17 @@ class Tape:
                 for suffix, t in ((BEST, f64), (PICK, i64)):
                     if not f.relation.has_field(f.name + suffix):
                         f.relation.new_field(f.name + suffix, t)
+        for e in launches:  # grouping loops transposed: their accumulators' adjoints per row
+            adj = self._adjoint_kernel(e)
+            if adj.kept and e.subset is not None:
+                t = adj.transpositions[0]
+                raise GradientError(f"cannot differentiate a grouping loop that reads its rows' "
+                                    f"float fields in a launch over subset {e.subset.name!r} "
+                                    f"(transposed over the whole relation only)", t.loop.loc,
+                                    e.kernel.name)
+            for name, t in adj.kept:
+                if not e.relation.has_field(name):
+                    e.relation.new_field(name, t)
         final = [(t, _value_of(t)) for t in _all_written(self.events)]
         _adjoint(loss).value = 1.0
         if self.checkpoint_every is None:
@@ -230,6 +241,8 @@ class Tape:
             space = e.relation if e.subset is None else e.subset
             chose = _find_chosen_rows(adj, space, e.config)
             space.foreach(adj, e.config)
+            for k, over in adj.transposed():  # what loops read from other rows, back to them
+                over.foreach(k, e.config)
             for g in chose:  # a row won: the Global's value before the launch did not matter
                 g._adjoint.value = 0.0
             for f in adj.field_picks:  # likewise for each row of a field a contribution won

@@ -24,18 +24,20 @@ accumulating the derivative of the loss with respect to it:
   value contribute;
 * an ``if`` runs the reverse of the branch the forward row took;
 * a loop whose locals from before it are only accumulated into runs again, each iteration
-  recomputed and then reversed (`Adjoint.loop`).
+  recomputed and then reversed (`Adjoint.loop`); a grouping loop reading its rows' float
+  fields leaves those reads' adjoints to a transposed kernel (`transpose.py`).
 
 f64 vectors and matrices are replayed entry by entry (`vectors.py`). What is not differentiated
-yet is refused with a `GradientError` at the kernel's line: other loops (and grouping loops
-reading float fields through their keys), early exits, decompositions and other matrix
-functions, float types other than f64, reductions into float fields other than ``+``,
-``rs.insert``/``rs.delete``. A min/max/arg reduction into a Global sends its adjoint to the row
+yet is refused with a `GradientError` at the kernel's line: other loops (while, grouping loops
+that cannot be transposed, loops of run-time length reading through keys), early exits, float
+types other than f64, reductions into float fields other than ``+``, ``rs.insert`` and
+``rs.delete``. A min/max/arg reduction into a Global sends its adjoint to the row
 it chose: a *finding* kernel (the replay and an arg reduction) runs first (`relsim/tape.py`).
 
 Here: the replay and the whole body; `untype.py` writes what is not differentiated back as
 untyped IR, `sweep.py` is the reverse sweep, `records.py` what the replay records for it,
-`vectors.py` the vectors and matrices, `loops.py` the loops.
+`vectors.py` the vectors and matrices, `loops.py` the loops, `transpose.py` the grouping loops
+that read their rows.
 """
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ PICKS = {"min": "argmin", "max": "argmax", "argmin": "argmin", "argmax": "argmax
 class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loops):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
-    def __init__(self, analysed, adjoint_global, pick_global=None):
+    def __init__(self, analysed, adjoint_global, pick_global=None, only_centred=False):
         self.a = analysed
         self.param = analysed.param
         self.adjoint_global = adjoint_global  # Global -> its adjoint Global
@@ -97,6 +99,12 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loop
         self.loops = 0  # inside how many loops
         self.accumulations: set = set()  # id() of the replay's in-place accumulations
         self.loop_blocks: list = []  # (locals before the loop, its hoisted reads), outermost first
+        self.key_alias: dict = {}  # replay key local -> the row's key or a loop's key it holds
+        self.path: list = []  # (typed loop or if, branch) enclosing the statement replayed
+        self.transposed: list = []  # grouping loops whose rows' reads are transposed
+        self.pending_keeps: list = []  # their Keep records, for after the outermost loop
+        # only reads at the row's own key carry derivatives (a transposed kernel: `transpose`)
+        self.only_centred = only_centred
         self.shadowed = self._shadowed_fields()
 
     # -- names and small nodes ------------------------------------------------------------
@@ -176,13 +184,15 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loop
                 out = self.hoisted(key, out)
                 name = self.fresh(e.field.name, f64, e.loc)
                 out.stmts.append(ir.Assign(e.loc, name, ir.Attr(e.loc, key, e.field.name)))
-                out.records.append(Load(name, key, e.field, e.loc))
+                if self.carries(key):
+                    out.records.append(Load(name, key, e.field, e.loc))
                 return ("local", name)
             case ir.GlobalRead():
                 out = self.hoisted(None, out)
                 name = self.fresh("g", f64, e.loc)
                 out.stmts.append(ir.Assign(e.loc, name, ir.GlobalRead(e.loc, e.ref)))
-                out.records.append(Load(name, None, e.ref, e.loc))
+                if self.carries(None):
+                    out.records.append(Load(name, None, e.ref, e.loc))
                 return ("local", name)
             case ir.BinOp(op=op) if op in ("+", "-", "*", "/", "**"):
                 args = (self.flatten(e.left, env, out), self.flatten(e.right, env, out))
@@ -211,6 +221,10 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loop
                 return self.select(e, env, out)
         raise self.refuse(f"this expression ({type(e).__name__} {getattr(e, 'op', '')})",
                           e.loc)
+
+    def carries(self, key) -> bool:
+        """Whether a read through `key` (None: a Global's) carries a derivative here."""
+        return not self.only_centred or isinstance(key, ir.Centred)
 
     def define(self, op, args, loc, out) -> tuple:
         name = self.fresh("t", f64, loc)
@@ -301,9 +315,15 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loop
         else:
             if isinstance(t, ScalarType) and t.is_float:
                 raise self.refuse(f"local {s.name!r} of type {t!r} (only f64 so far)", s.loc)
-            value = self.flatten(s.value, env, out)
-            name = self.fresh(s.name, s.value.type, s.loc)
-            out.stmts.append(ir.Assign(s.loc, name, self.node(value)))
+            node = self.node(self.flatten(s.value, env, out))
+            if isinstance(node, (ir.Centred, ir.Local)) and isinstance(t, KeyType):
+                self.count += 1  # another name for a key (an inlined rs.func's parameter):
+                name = f"_r{self.count}_{s.name}"  # its uses read the key itself
+                self.types[name] = t
+                self.key_alias[name] = node
+            else:
+                name = self.fresh(s.name, s.value.type, s.loc)
+                out.stmts.append(ir.Assign(s.loc, name, node))
         env.version[s.name] = name
 
     def s_AssignIndex(self, s, env, out):
@@ -402,10 +422,14 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loop
         out.stmts.append(ir.Assign(s.loc, cond, self.rewrite(s.test, env)))
         self.depth += 1
         results = []
-        for branch in (s.body, s.orelse):
+        for i, branch in enumerate((s.body, s.orelse)):
             inner = env.copy()
             blk = Block()
-            self.block(branch, inner, blk)
+            self.path.append((s, i))
+            try:
+                self.block(branch, inner, blk)
+            finally:
+                self.path.pop()
             results.append((inner, blk))
         self.depth -= 1
         (eb, bb), (eo, bo) = results

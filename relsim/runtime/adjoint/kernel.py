@@ -5,6 +5,9 @@ lowering, every backend, MPI) treats it as any kernel."""
 from __future__ import annotations
 
 from ...kernel import Kernel
+from ...relations.globals import Global
+from ...types import f64
+from . import transpose
 from .generate import Adjoint
 
 
@@ -46,6 +49,34 @@ class AdjointKernel(GivenKernel):
         self.field_picks = {f: ops[0] for f, ops in gen.field_sites.items()}
         self.finder2 = None if gen.finder2 is None else GivenKernel(
             forward, f"{forward.name}_finder2", analysed.param, gen.finder2)
+        # grouping loops reading their rows' fields (`transpose.py`): the fields keeping their
+        # accumulators' adjoints, (name, type), which must exist before `transposed()`
+        self.transpositions = tuple(gen.transposed)
+        self.kept = tuple((field, typ) for t in self.transpositions for _, typ, field in t.kept)
+        self._analysed = analysed
+        self._adjoint_global = adjoint_global
+        self._transposed = None
+
+    def transposed(self) -> tuple:
+        """(kernel, relation) of each transposed loop: to launch after this one (made once,
+        when first asked for: the kept fields exist by then)."""
+        if self._transposed is None:
+            self._transposed = tuple(self._transposed_kernel(i, t)
+                                     for i, t in enumerate(self.transpositions))
+        return self._transposed
+
+    def _transposed_kernel(self, i, t):
+        from ..pipeline import analyse  # (the pipeline imports the kernels' modules)
+
+        a, fwd = self._analysed, self.forward
+        seed = Global(f64, 0.0, name=f"{fwd.name}__transposed{i}")
+        one = Global(f64, 1.0, name=f"{fwd.name}__transposed{i}__grad")
+        body = transpose.forward_body(a, t, seed)
+        forward = GivenKernel(fwd, f"{fwd.name}_transposed{i}", a.param, body)
+        gen = Adjoint(analyse(forward, t.over), lambda g: one if g is seed else
+                      self._adjoint_global(g), only_centred=True)
+        return GivenKernel(fwd, f"{fwd.name}_adjoint_transposed{i}", a.param, gen.body()), \
+            t.over
 
     def __repr__(self) -> str:
         return f"<relsim adjoint of kernel {self.forward.name}>"

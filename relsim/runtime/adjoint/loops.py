@@ -7,7 +7,18 @@ from __future__ import annotations
 from ...types import KeyType, i64
 from .. import ir
 from ..analysis.access import stmt_exprs
-from .records import Block, Def, Loop, assigned, is_float, reads_through_keys, safe_key
+from . import transpose
+from .records import (
+    Block,
+    Def,
+    Keep,
+    Loop,
+    assigned,
+    is_float,
+    reads_through_keys,
+    safe_key,
+    without_reads_through,
+)
 
 
 class Loops:
@@ -64,17 +75,27 @@ class Loops:
         var = self.fresh(s.var, var_type, s.loc, declare=False)
         inner.version[s.var] = var
         blk = Block()
+        self.path.append((s, None))
         try:
             self.block(s.body, inner, blk)
         finally:
+            self.path.pop()
             self.loops -= 1
             self.loop_blocks.pop()
+        if dynamic and isinstance(s, ir.ForGroup) and reads_through_keys(blk.records):
+            # its rows' reads go to the transposed kernel (`transpose.py`), the rest stays
+            t = transpose.plan(self, s, self.path, carried, env)
+            blk.records = without_reads_through(blk.records, var)
+            self.transposed.append(t)
+            self.pending_keeps += [Keep(field, inner.accumulating[n], s.loc)
+                                   for n, _, field in t.kept]
         if dynamic and reads_through_keys(blk.records):
             raise self.refuse("a loop over a grouping (or a range of run-time length) that "
-                              "reads float fields through its keys: their adjoint is a "
-                              "reduction through those keys inside the loop, which relsim "
-                              "cannot run yet (loops over constant ranges are differentiated)",
-                              s.loc)
+                              "reads float fields through keys other than its rows': their "
+                              "adjoint is a reduction through those keys inside the loop, "
+                              "which relsim cannot run (loops over constant ranges are "
+                              "differentiated, and grouping loops reading their own rows' "
+                              "fields are transposed)", s.loc)
         out.stmts.extend(pre.stmts)
         out.records.extend(pre.records)
         accs = {c for a in inner.accumulating.values()
@@ -84,6 +105,9 @@ class Loops:
         out.stmts.append(header(var, tuple(blk.stmts) or (ir.Pass(s.loc),)))
         out.records.append(Loop(lambda body: header(var, body), blk.stmts, blk.records, own,
                                  s.loc))
+        if not self.loops:  # the outermost loop: its accumulators' adjoints are final here
+            out.records.extend(self.pending_keeps)
+            self.pending_keeps = []
         for name in carried:
             env.version[name] = inner.accumulating[name]
 

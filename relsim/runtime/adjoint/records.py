@@ -95,6 +95,13 @@ class Loop:
 
 
 @dataclass
+class Keep:  # the row's field `field` = the adjoint of accumulator `names` (`transpose.py`)
+    field: str
+    names: object  # the accumulator's local, or a vector's component locals (a tuple)
+    loc: object
+
+
+@dataclass
 class Branch:
     cond: str
     body: list
@@ -159,6 +166,22 @@ def safe_key(key) -> bool:
     return all(isinstance(n, (ir.Centred, ir.Attr, ir.Local, ir.Const)) or
                isinstance(n, ir.Index) and all(isinstance(i, ir.Const) for i in n.index)
                for n in key.walk())
+
+
+def without_reads_through(records, var) -> list:
+    """`records` without the float reads through local `var` (also inside branches and
+    loops)."""
+    out = []
+    for r in records:
+        if isinstance(r, Load) and isinstance(r.key, ir.Local) and r.key.name == var:
+            continue
+        if isinstance(r, Branch):
+            r = replace(r, body=without_reads_through(r.body, var),
+                        orelse=without_reads_through(r.orelse, var))
+        elif isinstance(r, Loop):
+            r = replace(r, records=without_reads_through(r.records, var))
+        out.append(r)
+    return out
 
 
 def reads_through_keys(records) -> bool:

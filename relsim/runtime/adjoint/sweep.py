@@ -11,6 +11,7 @@ from .records import (
     Branch,
     Decomp,
     Def,
+    Keep,
     Load,
     Loop,
     Pick,
@@ -94,6 +95,11 @@ class Sweep:
                     a = ir.Local(loc, adj_name(acc))
                     out += self.accumulate(atom, a if sign > 0 else ir.UnaryOp(loc, "-", a),
                                            loc)
+                case Keep(field=field, names=names):
+                    value = self.vec_node([("local", adj_name(c)) for c in names], loc) \
+                        if isinstance(names, tuple) else ir.Local(loc, adj_name(names))
+                    out.append(ir.Store(loc, ir.Attr(loc, ir.Centred(loc, self.param), field),
+                                        value))
                 case Loop(header=header, body=body, records=recs, own=own):
                     again = [ir.Assign(loc, adj_name(n), ir.Const(loc, 0.0)) for n in own]
                     again += without(body, self.accumulations)

@@ -29,7 +29,9 @@ class Untype:
         return ir.Const(e.loc, e.value)
 
     def r_Local(self, e, env):
-        return self.replayed(env.version[e.name], e)
+        name = env.version[e.name]
+        alias = self.key_alias.get(name) if isinstance(name, str) else None
+        return alias if alias is not None else self.replayed(name, e)
 
     def replayed(self, name, e):
         """The replay's local `name`, or a vector built from the component locals `name`."""

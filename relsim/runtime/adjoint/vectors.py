@@ -34,7 +34,8 @@ class Vectors:
             c = self.fresh(f"{name}{i}", f64, loc)
             out.stmts.append(ir.Assign(loc, c, ir.Index(loc, value, (ir.Const(loc, i),))))
             names.append(c)
-        out.records.append(Load(tuple(names), key, target, loc))
+        if self.carries(key):
+            out.records.append(Load(tuple(names), key, target, loc))
         return ("vec", [("local", c) for c in names])
 
     def flatten_vec(self, e, env, out) -> tuple:
@@ -173,7 +174,8 @@ class Matrices:
                     loc, value, (ir.Const(loc, i), ir.Const(loc, j)))))
                 row.append(c)
             names.append(tuple(row))
-        out.records.append(Load(tuple(names), key, target, loc))
+        if self.carries(key):
+            out.records.append(Load(tuple(names), key, target, loc))
         return ("mat", [[("local", c) for c in row] for row in names])
 
     def flatten_mat(self, e, env, out) -> tuple:

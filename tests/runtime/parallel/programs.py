@@ -233,7 +233,8 @@ def sph(outdir):
 def tape(outdir):
     """rs.Tape on several ranks: gradients through key reads and reductions (ghosts), a branch,
     Global sums and reads, loops over a grouping and constant ranges, with and without
-    checkpoints (tests/test_tape.py's programs, larger), min/max into fields through keys."""
+    checkpoints (tests/test_tape.py's programs, larger), min/max into fields through keys,
+    transposed grouping loops (cell lists and gathers)."""
     from tests.test_tape import Gather, Graph
     g = Graph(nv=80, ne=300, seed=5)
     dT, dk, dkappa = g.gradients()
@@ -254,6 +255,11 @@ def tape(outdir):
     for op in ("min", "max"):  # min/max into fields through keys: the chosen rows' ghosts
         run, *_ = graph(op)
         out[f"field {op}"] = digest(*run(tape=rs.Tape()))
+    from tests.runtime.test_adjoint_transpose import cells, gather
+    run = cells(seed=3, n=60, fluid_only=True)  # transposed loops: kept adjoints' ghosts
+    out["cells"] = digest(*run(run.x0, rs.Tape()))
+    run = gather(seed=2)
+    out["gather"] = digest(*run(run.k0, rs.Tape()))
     return out
 
 
