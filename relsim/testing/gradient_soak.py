@@ -6,8 +6,9 @@ keys ``head`` and ``tail``, the grouping ``V.ein`` of edges by head), a few rand
 a schedule: ``steps`` rounds of an edge kernel (reading through keys, reducing into vertex
 fields and a Global, maybe a max into a Global and a min or max into the vertex field ``top``),
 a vertex kernel (reading its own row and the reductions, a loop over a constant range, maybe
-with a loop in it accumulating into the same local, and one over its grouping, a branch, maybe
-vector arithmetic with a vec3 field, storing its state),
+with a loop in it accumulating into the same local, and one over its grouping, maybe a loop
+carrying state (a range or a while loop), a branch, maybe vector arithmetic with a vec3 field,
+storing its state),
 then a loss kernel summing into the Global ``loss``. Expressions are smooth (polynomials, sin,
 cos, tanh, exp of a square, rational and log functions with positive denominators and
 arguments); branches make the loss piecewise smooth.
@@ -91,6 +92,13 @@ def program_source(seed: int) -> tuple[str, int]:
               "for k in v.ein:",
               "    n += 1",
               f"    z += 0.1 * {_Expr(r, ['v.a', 'y'])()}"]
+    if r.random() < 0.4:  # a loop carrying state: a range or a while loop
+        step = f"w = 0.5 * w + 0.2 * {_Expr(r, ['v.a', 'w', 'y'])()}"
+        vertex += ["w = y"] + ([f"for i in range({r.randint(1, 3)}):", "    " + step]
+                               if r.random() < 0.5 else
+                               ["m = 0", f"while m < {r.randint(1, 3)}:", "    " + step,
+                                "    m += 1"])
+        vertex.append(f"y = y + {r.uniform(0.1, 0.5):.3f} * w")
     if r.random() < 0.6:
         vertex += [f"if {v()} > {r.uniform(-0.5, 0.5):.3f}:",
                    f"    y = {v()}",

@@ -25,19 +25,21 @@ accumulating the derivative of the loss with respect to it:
 * an ``if`` runs the reverse of the branch the forward row took;
 * a loop whose locals from before it are only accumulated into runs again, each iteration
   recomputed and then reversed (`Adjoint.loop`); a grouping loop reading its rows' float
-  fields leaves those reads' adjoints to a transposed kernel (`transpose.py`).
+  fields leaves those reads' adjoints to a transposed kernel (`transpose.py`); a loop carrying
+  state (``x = f(x)``, while loops) is reversed iteration by iteration, each one's start
+  recomputed from the loop's (`state_loops.py`).
 
 f64 vectors and matrices are replayed entry by entry (`vectors.py`). What is not differentiated
-yet is refused with a `GradientError` at the kernel's line: other loops (while, grouping loops
-that cannot be transposed, loops of run-time length reading through keys), early exits, float
-types other than f64, reductions into float fields other than ``+``, ``rs.insert`` and
-``rs.delete``. A min/max/arg reduction into a Global sends its adjoint to the row
+yet is refused with a `GradientError` at the kernel's line: grouping loops that cannot be
+transposed, loops of run-time length reading float fields through keys the iteration computes,
+early exits, float types other than f64, reductions into float fields other than ``+``,
+``rs.insert`` and ``rs.delete``. A min/max/arg reduction into a Global sends its adjoint to the row
 it chose: a *finding* kernel (the replay and an arg reduction) runs first (`relsim/tape.py`).
 
 Here: the replay and the whole body; `untype.py` writes what is not differentiated back as
 untyped IR, `sweep.py` is the reverse sweep, `records.py` what the replay records for it,
 `vectors.py` the vectors and matrices, `loops.py` the loops, `transpose.py` the grouping loops
-that read their rows.
+that read their rows, `state_loops.py` the loops carrying state.
 """
 from __future__ import annotations
 
@@ -70,6 +72,7 @@ from .records import (
     without,
     zero,
 )
+from .state_loops import StateLoops
 from .sweep import Sweep
 from .untype import Untype
 from .vectors import Matrices, Vectors
@@ -78,7 +81,8 @@ from .vectors import Matrices, Vectors
 PICKS = {"min": "argmin", "max": "argmax", "argmin": "argmin", "argmax": "argmax"}
 
 
-class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loops):
+class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loops,
+              StateLoops):
     """The adjoint of one analysed kernel: `body()` -> untyped IR statements."""
 
     def __init__(self, analysed, adjoint_global, pick_global=None, only_centred=False):

@@ -4,6 +4,7 @@ iteration recomputed, then its adjoints sent back; reads that do not depend on t
 are hoisted before it, so their adjoint reductions sit outside the loop."""
 from __future__ import annotations
 
+from ...errors import GradientError
 from ...types import KeyType, i64
 from .. import ir
 from ..analysis.access import stmt_exprs
@@ -40,6 +41,8 @@ class Loops:
 
     def s_ForRange(self, s, env, out):
         bounds = tuple(self.rewrite(b, env) for b in (s.start, s.stop, s.step))
+        if self.carries_state(s, env):  # x = f(x): reversed by recomputation
+            return self.state_loop(s, env, out, bounds)
         dynamic = not all(isinstance(b, ir.Const) for b in (s.start, s.stop, s.step))
         self.loop(s, env, out, i64, lambda var, body: ir.ForRange(s.loc, var, *bounds, body),
                   dynamic)
@@ -110,6 +113,15 @@ class Loops:
             self.pending_keeps = []
         for name in carried:
             env.version[name] = inner.accumulating[name]
+
+    def carries_state(self, s, env) -> bool:
+        """Whether range loop `s` assigns a local from before it other than by accumulating
+        into it (or reads one it accumulates into): a loop carrying state (`state_loops`)."""
+        try:
+            self.accumulators(s, env)
+        except GradientError:
+            return True
+        return False
 
     def accumulator(self, hint, before, loc, out) -> str:
         """A new local for an accumulator (a vector's: one per component), starting from the

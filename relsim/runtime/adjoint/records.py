@@ -154,7 +154,7 @@ def without(stmts, ids) -> list:
         if isinstance(st, ir.If):
             st = ir.If(st.loc, st.test, tuple(without(st.body, ids)) or (ir.Pass(st.loc),),
                        tuple(without(st.orelse, ids)))
-        elif isinstance(st, (ir.ForRange, ir.ForEach)):
+        elif isinstance(st, (ir.ForRange, ir.ForEach, ir.While)):
             st = replace(st, body=tuple(without(st.body, ids)) or (ir.Pass(st.loc),))
         out.append(st)
     return out

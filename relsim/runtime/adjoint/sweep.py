@@ -21,6 +21,7 @@ from .records import (
     is_float,
     without,
 )
+from .state_loops import StateLoop
 
 
 class Sweep:
@@ -95,6 +96,8 @@ class Sweep:
                     a = ir.Local(loc, adj_name(acc))
                     out += self.accumulate(atom, a if sign > 0 else ir.UnaryOp(loc, "-", a),
                                            loc)
+                case StateLoop():
+                    out += self.state_loop_adjoint(r)
                 case Keep(field=field, names=names):
                     value = self.vec_node([("local", adj_name(c)) for c in names], loc) \
                         if isinstance(names, tuple) else ir.Local(loc, adj_name(names))
