@@ -46,6 +46,7 @@ from .relations.globals import Global
 from .runtime import ir
 from .runtime.adjoint import ROW_FIELD, Adjoint, AdjointKernel, GivenKernel
 from .runtime.adjoint.field_picks import BEST, NONE, PICK, picked_fields
+from .runtime.adjoint.records import is_diff
 from .runtime.pipeline import analyse
 from .types import f64, i64
 
@@ -157,25 +158,21 @@ class Tape:
     def backward(self, loss) -> None:
         """Derivatives of the float Global `loss` (written while recording) with respect to
         every float field and Global the recorded program read, at the tape's start:
-        ``F.grad``, ``g.grad``."""
-        if not isinstance(loss, Global) or loss.type != f64:
-            raise GradientError(f"tape.backward takes a float64 scalar Global (the loss), "
-                                f"not {loss!r}")
+        ``F.grad``, ``g.grad``. Or of ``sum(seed * value)`` over the final values of the
+        fields and Globals of a dict ``{target: seed}`` (a seed shaped like the field's values,
+        or the Global's): the vector-Jacobian product with those seeds."""
         launches = [e for e in self.events if isinstance(e, _Launch)]
-        if not any(loss in _written(e.analysed) for e in launches):
-            label = f"the loss Global {loss.name!r}" if loss.name else "the loss Global"
-            raise GradientError(f"{label} was not reduced into by any launch the tape "
-                                f"recorded: record the launches that compute it inside "
-                                f"`with tape:`")
+        seeds = self._seeds(loss, launches)
         if self in _launch.recorders:
             raise GradientError("tape.backward inside `with tape:`; call it after the block")
         fields, globals_ = self._touched(launches)
+        fields |= {t for t, _ in seeds if isinstance(t, Field)}
         for f in fields:  # adjoint fields: made once (a schema change), zeroed each time
             if not f.relation.has_field(f.grad_name):
                 f.relation.new_field(f.grad_name, f.type)
             else:
                 f.grad.load(0.0)
-        for g in globals_ | {loss}:
+        for g in globals_ | {t for t, _ in seeds if isinstance(t, Global)}:
             _adjoint(g).value = 0.0
         for rel in {id(e.relation): e.relation for e in launches if _picks_rows(e.analysed)
                     }.values():  # each row's number, for the rows min/max reductions chose
@@ -198,7 +195,11 @@ class Tape:
                 if not e.relation.has_field(name):
                     e.relation.new_field(name, t)
         final = [(t, _value_of(t)) for t in _all_written(self.events)]
-        _adjoint(loss).value = 1.0
+        for t, seed in seeds:
+            if isinstance(t, Field):
+                t.grad.load(seed)
+            else:
+                _adjoint(t).value = seed
         if self.checkpoint_every is None:
             self._reverse(self.events)
         else:
@@ -208,6 +209,38 @@ class Tape:
                 self._reverse(self._recompute([self.events[i] for i in seg.events]))
         for t, v in final:
             _restore(t, v)
+
+    @staticmethod
+    def _seeds(loss, launches) -> list:
+        """[(target, seed)] for `backward`'s argument: a loss Global (seed 1), or a dict of
+        float fields and Globals and their seeds, checked."""
+        if isinstance(loss, dict):
+            seeds = []
+            for t, seed in loss.items():
+                if not isinstance(t, (Field, Global)) or not is_diff(t.type):
+                    raise GradientError(f"tape.backward's seeds are for float fields and "
+                                        f"Globals (f64 scalars, vectors, matrices), not {t!r}")
+                shape = (t.relation.size,) + t.type.shape if isinstance(t, Field) else \
+                    t.type.shape
+                value = np.asarray(seed, dtype=np.float64)
+                if value.shape != shape and not (isinstance(t, Field) and value.ndim == 0):
+                    raise GradientError(f"the seed for {t!r} has shape {value.shape}; its "
+                                        f"values have shape {shape}")
+                seeds.append((t, value if value.shape or isinstance(t, Field) else
+                              float(value)))
+            if not seeds:
+                raise GradientError("tape.backward was given no seeds")
+            return seeds
+        if not isinstance(loss, Global) or loss.type != f64:
+            raise GradientError(f"tape.backward takes a float64 scalar Global (the loss), or "
+                                f"a dict of float fields and Globals to their seeds, not "
+                                f"{loss!r}")
+        if not any(loss in _written(e.analysed) for e in launches):
+            label = f"the loss Global {loss.name!r}" if loss.name else "the loss Global"
+            raise GradientError(f"{label} was not reduced into by any launch the tape "
+                                f"recorded: record the launches that compute it inside "
+                                f"`with tape:`")
+        return [(loss, 1.0)]
 
     @staticmethod
     def _recompute(events) -> list:

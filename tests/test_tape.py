@@ -575,3 +575,47 @@ def test_min_max_and_arg_reductions_send_the_derivative_to_the_chosen_row():
                 assert abs(da[i] - fd) <= 1e-6 * max(1.0, abs(fd)), (config, i, da[i], fd)
             assert floor_.grad == 3.0  # no row beat the Global's start: it gets the derivative
             assert lo.grad == 0.0 and hi.grad == 0.0  # rows won: the starts did not matter
+
+
+def test_seeds_on_fields_and_globals_give_the_vector_jacobian_product():
+    """backward({field: seed, global: seed}) is the gradient of sum(seed * final value): the
+    same bits as a loss kernel summing those products; bad seeds are refused."""
+    rng = np.random.default_rng(4)
+    V = rs.Relation("Vs", 5)
+    V.new_field("x", rs.f64).load(rng.uniform(0.5, 1.5, 5))
+    V.new_field("y", rs.vec(2, rs.f64))
+    V.new_field("s", rs.f64).load(rng.standard_normal(5))
+    V.new_field("t", rs.vec(2, rs.f64)).load(rng.standard_normal((5, 2)))
+    total = rs.Global(rs.f64, 0.0)
+    loss = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def grow(v):
+        v.y = rs.vec(2)(v.x * v.x, math.sin(v.x))
+        total += v.x * v.x * v.x
+
+    @rs.kernel
+    def weigh(v):
+        loss += rs.dot(v.t, v.y) + 0.7 * total / 5.0
+
+    def program(tape, with_loss):
+        V.x.load(np.linspace(0.5, 1.5, 5))
+        with tape:
+            total.value = 0.0
+            V.foreach(grow)
+            if with_loss:
+                loss.value = 0.0
+                V.foreach(weigh)
+        return tape
+
+    tape = program(rs.Tape(), True)
+    tape.backward(loss)
+    expected = V.x.grad.numpy(copy=True)
+    tape = program(rs.Tape(), False)
+    tape.backward({V.y: V.t.numpy(), total: 0.7})
+    assert np.array_equal(V.x.grad.numpy(), expected)
+    with pytest.raises(rs.GradientError, match=r"has shape \(5,\); its values have shape "
+                                               r"\(5, 2\)"):
+        tape.backward({V.y: np.ones(5)})
+    with pytest.raises(rs.GradientError, match="float fields and Globals"):
+        tape.backward({V.x.grad.relation: 1.0})
