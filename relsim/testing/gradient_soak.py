@@ -6,7 +6,8 @@ keys ``head`` and ``tail``, the grouping ``V.ein`` of edges by head), a few rand
 a schedule: ``steps`` rounds of an edge kernel (reading through keys, reducing into vertex
 fields and a Global, maybe a max into a Global and a min or max into the vertex field ``top``),
 a vertex kernel (reading its own row and the reductions, a loop over a constant range, maybe
-with a loop in it accumulating into the same local, and one over its grouping, maybe a loop
+with a loop in it accumulating into the same local, and one over its grouping (reading its
+edges' weights in half the programs: transposed), maybe a loop
 carrying state (a range or a while loop), a branch, maybe vector arithmetic with a vec3 field,
 storing its state),
 then a loss kernel summing into the Global ``loss``. Expressions are smooth (polynomials, sin,
@@ -91,7 +92,8 @@ def program_source(seed: int) -> tuple[str, int]:
     vertex += ["n = 0",
               "for k in v.ein:",
               "    n += 1",
-              f"    z += 0.1 * {_Expr(r, ['v.a', 'y'])()}"]
+              f"    z += 0.1 * {_Expr(r, ['v.a', 'y'])()}"
+              + (f" * {_Expr(r, ['k.w', 'y'])()}" if r.random() < 0.5 else "")]
     if r.random() < 0.4:  # a loop carrying state: a range or a while loop
         step = f"w = 0.5 * w + 0.2 * {_Expr(r, ['v.a', 'w', 'y'])()}"
         vertex += ["w = y"] + ([f"for i in range({r.randint(1, 3)}):", "    " + step]

@@ -18,10 +18,10 @@ SIDE = 3.0  # a periodic box of 3 x 3 x 3 cells of width 1
 
 def cells(seed=0, n=40, fluid_only=False):
     """Particles in a periodic box, a density and a pair force over the 27 neighbour cells (an
-    inlined rs.func, a cut-off branch, distances through sqrt, vector and scalar accumulators,
-    the force optionally only for the "fluid" rows), two steps of motion (the particles move
-    between cells), a loss: run(x[, tape]) -> the loss, or the gradients with respect to the
-    start's positions, velocities and masses."""
+    inlined rs.func, a cut-off branch, distances through sqrt, vector and scalar accumulators, a
+    local from before the loop read in it, the force optionally only for the "fluid" rows), two
+    steps of motion (the particles move between cells), a loss: run(x[, tape]) -> the loss, or
+    the gradients with respect to the start's positions, velocities and masses."""
     rng = np.random.default_rng(seed)
     g = grid.Grid((3, 3, 3), spacing=SIDE / 3, periodic=True)
     parts = particles.Particles(g, rng.uniform(0.0, SIDE, (n, 3)), name="atoms", fields={
@@ -55,6 +55,7 @@ def cells(seed=0, n=40, fluid_only=False):
     @rs.kernel
     def forces(p):
         f = rs.vec(3)(0.0, 0.0, 0.0)
+        pm = p.m * (1.0 + 0.1 * p.rho)  # (read in the loop: kept per row for its transpose)
         if p.fluid:
             for k in range(27):
                 for q in p.cell(k % 3 - 1, (k // 3) % 3 - 1, k // 9 - 1).particles:
@@ -62,7 +63,7 @@ def cells(seed=0, n=40, fluid_only=False):
                     r2 = rs.dot(d, d)
                     if r2 < reach2 and r2 > 0.0:
                         c = (1.0 - r2 / reach2) ** 2
-                        f += (q.m * c * (p.rho + q.rho)) * d + 0.1 * c * (q.vel - p.vel)
+                        f += (q.m * c * (p.rho + q.rho) * pm) * d + 0.1 * c * (q.vel - p.vel)
         p.f = f
 
     @rs.kernel
@@ -218,15 +219,16 @@ def test_loops_that_cannot_be_transposed_are_refused_at_their_line():
     assert "offsets that are not symmetric" in msg and "p.cell(k - 1, 0, k % 2)" in msg
 
     @rs.kernel
-    def earlier(p):
+    def changing(p):
         s = 0.0
-        w = p.m * 2.0
-        for q in p.cell.particles:
-            s += q.m * w
+        for k in range(27):
+            w = p.m * k
+            for q in p.cell(k % 3 - 1, (k // 3) % 3 - 1, k // 9 - 1).particles:
+                s += q.m * w
         loss += s * s
 
-    msg = _refused(earlier, P, loss)
-    assert "local 'w', from before the grouping loop" in msg and "s += q.m * w" in msg
+    msg = _refused(changing, P, loss)
+    assert "local 'w', which changes in the loops around" in msg and "s += q.m * w" in msg
 
     @rs.kernel
     def tested(p):

@@ -52,7 +52,8 @@ class AdjointKernel(GivenKernel):
         # grouping loops reading their rows' fields (`transpose.py`): the fields keeping their
         # accumulators' adjoints, (name, type), which must exist before `transposed()`
         self.transpositions = tuple(gen.transposed)
-        self.kept = tuple((field, typ) for t in self.transpositions for _, typ, field in t.kept)
+        self.kept = tuple((field, typ) for t in self.transpositions for _, typ, field in t.kept) \
+            + tuple((field, typ) for t in self.transpositions for _, typ, field, _ in t.values)
         self._analysed = analysed
         self._adjoint_global = adjoint_global
         self._transposed = None

@@ -92,6 +92,8 @@ class Loops:
             self.transposed.append(t)
             self.pending_keeps += [Keep(field, inner.accumulating[n], s.loc)
                                    for n, _, field in t.kept]
+            self.pending_keeps += [Keep(field, names, s.loc, value=True)
+                                   for _, _, field, names in t.values]
         if dynamic and reads_through_keys(blk.records):
             raise self.refuse("a loop over a grouping (or a range of run-time length) that "
                               "reads float fields through keys other than its rows': their "

@@ -95,10 +95,11 @@ class Loop:
 
 
 @dataclass
-class Keep:  # the row's field `field` = the adjoint of accumulator `names` (`transpose.py`)
-    field: str
-    names: object  # the accumulator's local, or a vector's component locals (a tuple)
+class Keep:  # the row's field `field` = the adjoint of accumulator `names` (`transpose.py`),
+    field: str  # or with `value`, the value of local `names`
+    names: object  # the local, or a vector's component locals (a tuple; a matrix's: of rows)
     loc: object
+    value: bool = False
 
 
 @dataclass

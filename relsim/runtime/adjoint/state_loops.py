@@ -97,6 +97,9 @@ class StateLoops:
                                      loc))
         for name, (_, fresh) in state.items():
             env.version[name] = fresh if isinstance(env.version[name], tuple) else fresh[0]
+        if not self.loops:  # (as `Loops.loop`: the transposed loops' kept values, if any)
+            out.records.extend(self.pending_keeps)
+            self.pending_keeps = []
 
     def loop_body(self, s, inner, state, bounds):
         """(hoisted reads, the replay of one iteration) of loop `s`; reads that depend on

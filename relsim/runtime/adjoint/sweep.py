@@ -98,9 +98,15 @@ class Sweep:
                                            loc)
                 case StateLoop():
                     out += self.state_loop_adjoint(r)
-                case Keep(field=field, names=names):
-                    value = self.vec_node([("local", adj_name(c)) for c in names], loc) \
-                        if isinstance(names, tuple) else ir.Local(loc, adj_name(names))
+                case Keep(field=field, names=names, value=kept_value):
+                    name = (lambda c: c) if kept_value else adj_name
+                    if isinstance(names, tuple) and names and isinstance(names[0], tuple):
+                        value = self.mat_node([[("local", name(c)) for c in row]
+                                               for row in names], loc)
+                    elif isinstance(names, tuple):
+                        value = self.vec_node([("local", name(c)) for c in names], loc)
+                    else:
+                        value = ir.Local(loc, name(names))
                     out.append(ir.Store(loc, ir.Attr(loc, ir.Centred(loc, self.param), field),
                                         value))
                 case Loop(header=header, body=body, records=recs, own=own):

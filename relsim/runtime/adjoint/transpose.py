@@ -10,12 +10,14 @@ time they do. So the reverse of such a launch is two kernels over the relation:
 
 * the adjoint kernel (row p) reverses everything else as before (p's reads, Globals) and keeps
   the adjoint of each of the loop's accumulators, the same in every iteration (`loops.py`), in a
-  field of p's row (a `Keep` record: stored after the outermost enclosing loop);
+  field of p's row, and the value of each local from before the loop that the loop reads (`Keep`
+  records: stored after the outermost enclosing loop);
 * the *transposed* kernel (row q) runs the loop's header from q and, for each partner p, p's
   path to the loop (its branches' tests) and the loop's body with the roles exchanged, each
-  accumulation ``acc += e`` becoming ``sum += kept(p) . e``; differentiated with respect to q's
-  own reads only (everything else is a constant there), it adds to q's adjoint fields what the
-  loops of its partners read from q.
+  accumulation ``acc += e`` becoming ``sum += kept(p) . e`` (an integer count is left out) and
+  a local from before the loop p's kept value; differentiated with respect to q's own reads
+  only (everything else is a constant there), it adds to q's adjoint fields what the loops of
+  its partners read from q.
 
 Both are ordinary kernels (reductions at the row's own key only): deterministic on every target
 and thread count, and under MPI the kept fields are exchanged like any field read through keys.
@@ -27,7 +29,7 @@ import itertools
 from collections import Counter
 from dataclasses import dataclass, fields, replace
 
-from ...types import VecType, f64
+from ...types import MatType, ScalarType, VecType, f64
 from .. import ir
 from ..analysis.access import stmt_exprs
 from .records import assigned
@@ -45,6 +47,10 @@ class Transposition:
     kept: tuple  # (accumulator, its type, the field of the row keeping its adjoint)
     over: object  # the relation the transposed kernel runs over: the grouped rows'
     gather: bool  # the loop is over the row's own group (else over a cell near the row's)
+    # (local from before the loop it reads, its type, the field keeping its value, its replay
+    # name(s)): the partner's values, read by the transposed kernel
+    values: tuple = ()
+    counts: tuple = ()  # its integer accumulators (left out of the transposed kernel)
 
 
 def plan(adj, s, path, carried, env) -> Transposition:
@@ -87,20 +93,52 @@ def plan(adj, s, path, carried, env) -> Transposition:
     _check_symmetric(adj, s, loops, offsets)
     # (the transposed loop of a gather runs in the same enclosing loops: their variables are
     # the same; a cell loop's partner is found at the opposite offset, another iteration)
-    _check_body(adj, s, {st.var for st in loops} if gather else set())
+    free = _check_body(adj, s, {st.var for st in loops} if gather else set())
+    values = tuple(_kept_value(adj, s, n, loc, env) for n, loc in free.items()
+                   if n not in carried)
     if loops:
         outer = [n for n in carried if n not in env.accumulating]
         if outer:
             raise adj.refuse(f"a grouping loop accumulating into local {outer[0]!r}, which the "
                              f"loops around it do not (start it before the outermost loop)",
                              s.loc)
-    kept = tuple((n, adj.a.locals.get(n), f"{adj.a.kernel_name}__l{s.loc.line}_{n}")
-                 for n in carried)
-    for n, t, _ in kept:
-        if not (t == f64 or isinstance(t, VecType) and t.elem == f64):
+    kept, counts = [], []
+    for n in carried:
+        t = adj.a.locals.get(n)
+        if t == f64 or isinstance(t, VecType) and t.elem == f64:
+            kept.append((n, t, f"{adj.a.kernel_name}__l{s.loc.line}_{n}"))
+        elif isinstance(t, ScalarType) and not t.is_float:  # (a count: no derivative)
+            counts.append(n)
+        else:
             raise adj.refuse(f"a grouping loop accumulating into local {n!r} of type {t!r} "
-                             f"(f64 scalars and vectors are transposed)", s.loc)
-    return Transposition(s, tuple(path), kept, g.source, gather)
+                             f"(f64 scalars and vectors, and integers, are transposed)", s.loc)
+    return Transposition(s, tuple(path), tuple(kept), g.source, gather, values, tuple(counts))
+
+
+def _kept_value(adj, s, name, loc, env) -> tuple:
+    """(name, type, field, replay names) of local `name` from before loop `s`, which the
+    transposed kernel reads as the partner's: kept in a field of the row. Its value must be
+    the same throughout the loops around `s` (made before the outermost)."""
+    t = adj.a.locals.get(name)
+    ok = isinstance(t, ScalarType) or isinstance(t, (VecType, MatType)) and t.elem == f64
+    if not ok:
+        raise adj.refuse(f"local {name!r} of type {t!r}, from before the grouping loop, read in "
+                         f"it (the loop reads its rows' float fields and is run again from "
+                         f"the other row, which reads the row's value of it from a field: "
+                         f"scalars and f64 vectors and matrices only)", loc)
+    version = env.version[name]
+    parts = set(_names(version))
+    if adj.loop_blocks and not parts <= adj.loop_blocks[0][0]:
+        raise adj.refuse(f"local {name!r}, which changes in the loops around the grouping loop, "
+                         f"read in it (compute it before the outermost loop, or in the "
+                         f"grouping loop)", loc)
+    return name, t, f"{adj.a.kernel_name}__l{s.loc.line}_{name}__value", version
+
+
+def _names(version):
+    if isinstance(version, tuple):
+        return [n for v in version for n in _names(v)]
+    return [version]
 
 
 def _check_symmetric(adj, s, loops, offsets) -> None:
@@ -142,10 +180,10 @@ def _int_value(adj, e, env) -> int:
                      "not computed from the enclosing constant loops' variables alone", e.loc)
 
 
-def _check_body(adj, s, outer) -> None:
-    """The loop's body: no stores, reductions or nested grouping loops; every local it reads
-    assigned in it (its accumulators included) or in `outer`; no read of a field the kernel
-    writes."""
+def _check_body(adj, s, outer) -> dict:
+    """The loop's body: no stores, reductions or nested grouping loops; no read of a field the
+    kernel writes. The locals it reads that it does not assign (other than its variable and
+    `outer`'s), each with where it is first read."""
     for st in ir.walk_stmts(s.body):
         if isinstance(st, (ir.FieldStore, ir.FieldReduce, ir.GlobalReduce, ir.Reduce,
                            ir.ForGroup, ir.ForEach, ir.While)):
@@ -154,19 +192,18 @@ def _check_body(adj, s, outer) -> None:
     inside = set(assigned(s.body)) | {st.var for st in ir.walk_stmts(s.body)
                                       if isinstance(st, ir.ForRange)} | outer
     written = {a.target for a in adj.a.summary.accesses if a.mode != "read"}
+    free = {}
     for st in ir.walk_stmts(s.body):
         for e in stmt_exprs(st):
             for n in e.walk():
                 if isinstance(n, ir.Local) and n.name not in inside and n.name != s.var:
-                    raise adj.refuse(f"local {n.name!r}, from before the grouping loop, read "
-                                     f"in it (the loop reads its rows' float fields and is "
-                                     f"run again for other rows: compute it in the loop)",
-                                     n.loc)
+                    free.setdefault(n.name, n.loc)
                 if isinstance(n, ir.FieldRead) and isinstance(n.key, ir.Centred) and \
                         n.field in written:
                     raise adj.refuse(f"field {n.field.qualname}, which the kernel writes, read "
                                      f"in a grouping loop that reads its rows' float fields",
                                      n.loc)
+    return free
 
 
 # -- the transposed kernel's forward body (untyped IR) ---------------------------------------
@@ -183,6 +220,7 @@ def forward_body(analysed, t, seed) -> tuple:
 
     loop = untyped(t.loop)
     kept = {n: (field, typ) for n, typ, field in t.kept}
+    values = {n: field for n, _, field, _ in t.values}
     loc = loop.loc
     key_field = t.loop.group.grouping.key_field
     slot = ir.Local(loc, SLOT)
@@ -198,6 +236,10 @@ def forward_body(analysed, t, seed) -> tuple:
             return partner
         if isinstance(node, ir.Local) and node.name == loop.var:
             return ir.Centred(node.loc, param)
+        if isinstance(node, ir.Local) and node.name in values:  # the partner's value
+            return ir.Attr(node.loc, partner, values[node.name])
+        if isinstance(node, ir.Assign) and node.name in t.counts:
+            return ir.Pass(node.loc)
         if isinstance(node, ir.Assign) and node.name in kept:
             field, typ = kept[node.name]
             v = node.value  # acc = acc + e or acc - e (`loops.accumulators`)
