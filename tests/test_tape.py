@@ -148,7 +148,7 @@ def test_host_assignments_inside_the_tape_cut_the_derivative():
     assert not g.E.k.grad.numpy().any()
 
 
-def test_wrong_losses_and_calls_are_refused():
+def test_wrong_losses_and_calls_arerefused():
     g = Graph()
     other = rs.Global(rs.f64, 0.0)
     with rs.Tape() as tape:
@@ -163,11 +163,14 @@ def test_wrong_losses_and_calls_are_refused():
         _ = rs.Global(rs.f64, 1.0).grad
 
 
-def _refused(body_kernel, relation, match):
-    with rs.Tape() as tape:
-        relation.foreach(body_kernel)
-    with pytest.raises(rs.GradientError, match=match) as info:
-        tape.backward(LOSS)
+def refused(kernel, relation, match=None, loss=None):
+    """The GradientError `backward` raises (matching `match`) for a tape recording one launch
+    of `kernel` over `relation` (on interp) that reduces into `loss` (by default LOSS)."""
+    with configured(target="interp"):
+        with rs.Tape() as tape:
+            relation.foreach(kernel)
+        with pytest.raises(rs.GradientError, match=match) as info:
+            tape.backward(LOSS if loss is None else loss)
     return str(info.value)
 
 
@@ -188,7 +191,7 @@ def test_what_cannot_be_differentiated_is_refused_at_its_line():
                 break
         LOSS += s
 
-    msg = _refused(looping, V, "cannot differentiate a break")
+    msg = refused(looping, V, "cannot differentiate a break")
     assert "in looping\n    break\n    ^" in msg
 
     @rs.kernel
@@ -196,7 +199,7 @@ def test_what_cannot_be_differentiated_is_refused_at_its_line():
         LOSS = min(LOSS, v.x)  # noqa: F841
         LOSS = min(LOSS, 2.0 * v.x)  # noqa: F841
 
-    assert "'min' reduction" in _refused(smallest, V, "a second 'min' reduction into Global")
+    assert "'min' reduction" in refused(smallest, V, "a second 'min' reduction into Global")
 
     V.new_field("m", rs.mat(2, 2))
 
@@ -205,7 +208,7 @@ def test_what_cannot_be_differentiated_is_refused_at_its_line():
         i = int(v.x) % 2
         LOSS += v.m[i, 0] + v.x
 
-    assert "v.m[i, 0]" in _refused(matrix, V, "entry at a run-time index")
+    assert "v.m[i, 0]" in refused(matrix, V, "entry at a run-time index")
     P = rs.Relation("P", 3, elastic=True)
     P.new_field("x", rs.f64)
 
@@ -292,7 +295,7 @@ def test_loops_accumulating_into_locals_are_differentiated():
     assert len(answers) == 1
 
 
-def test_a_grouping_loop_reading_another_rows_group_is_refused():
+def test_a_grouping_loop_reading_another_rows_group_isrefused():
     """A loop over the group of a row the kernel's row names (not its own group, nor a cell
     near its own): its reads' adjoints cannot be transposed, so it is refused at its line."""
     V = rs.Relation("U", 3)
@@ -310,7 +313,7 @@ def test_a_grouping_loop_reading_another_rows_group_is_refused():
             s += e.k * v.T
         LOSS += s
 
-    msg = _refused(gather, V, "from a group other than the row's own")
+    msg = refused(gather, V, "from a group other than the row's own")
     assert "for e in v.next.ins:" in msg
 
 
@@ -519,7 +522,7 @@ def test_random_draws_are_constants_of_the_program():
         assert abs(V.a.grad.numpy()[i] - fd) <= 1e-6 * max(1.0, abs(fd))
 
 
-def test_host_changes_a_tape_cannot_replay_are_refused():
+def test_host_changes_a_tape_cannot_replay_arerefused():
     g = Graph()
     P = rs.Relation("grows", 3, elastic=True)
     with rs.Tape():

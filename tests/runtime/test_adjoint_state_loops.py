@@ -5,11 +5,10 @@ differences, the same bits on every target, and what is refused at its line."""
 import contextlib
 
 import numpy as np
-import pytest
 
 import relsim as rs
 from tests.conftest import configured
-from tests.test_tape import CONFIGS, agrees_with_central
+from tests.test_tape import CONFIGS, agrees_with_central, refused
 
 
 def iterations():
@@ -80,16 +79,6 @@ def test_state_loops_are_the_same_bits_on_every_target():
     assert all(a == first for a in answers.values()), list(answers)
 
 
-def _refused(kernel, R, loss):
-    with configured(target="interp"):
-        with rs.Tape() as tape:
-            loss.value = 0.0
-            R.foreach(kernel)
-        with pytest.raises(rs.GradientError) as info:
-            tape.backward(loss)
-    return str(info.value)
-
-
 def test_state_loops_that_cannot_be_reversed_are_refused_at_their_line():
     R = rs.Relation("R", 4)
     R.new_field("f", rs.f64).load(np.arange(4.0))
@@ -104,7 +93,7 @@ def test_state_loops_that_cannot_be_reversed_are_refused_at_their_line():
             i += 1
         loss += x * x
 
-    msg = _refused(walk, R, loss)
+    msg = refused(walk, R, loss=loss)
     assert "carrying state that reads float fields through keys" in msg and "while i < 3" in msg
 
     @rs.kernel
@@ -118,5 +107,5 @@ def test_state_loops_that_cannot_be_reversed_are_refused_at_their_line():
             s += x
         loss += s * s
 
-    msg = _refused(mixed, R, loss)
+    msg = refused(mixed, R, loss=loss)
     assert "carrying local 's'" in msg and "inside a loop accumulating into it" in msg

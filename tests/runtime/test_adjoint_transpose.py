@@ -11,7 +11,7 @@ import pytest
 import relsim as rs
 from relsim.domains import grid, particles
 from tests.conftest import configured
-from tests.test_tape import CONFIGS, agrees_with_central
+from tests.test_tape import CONFIGS, agrees_with_central, refused
 
 SIDE = 3.0  # a periodic box of 3 x 3 x 3 cells of width 1
 
@@ -189,16 +189,6 @@ def test_gathers_over_the_rows_own_groups():
     assert len(answers) == 1
 
 
-def _refused(kernel, P, loss):
-    with configured(target="interp"):
-        with rs.Tape() as tape:
-            loss.value = 0.0
-            P.foreach(kernel)
-        with pytest.raises(rs.GradientError) as info:
-            tape.backward(loss)
-    return str(info.value)
-
-
 def test_loops_that_cannot_be_transposed_are_refused_at_their_line():
     g = grid.Grid((3, 3, 3), spacing=1.0, periodic=True)
     parts = particles.Particles(g, np.random.default_rng(0).uniform(0.0, 3.0, (8, 3)),
@@ -215,7 +205,7 @@ def test_loops_that_cannot_be_transposed_are_refused_at_their_line():
                 s += q.m
         loss += s * s
 
-    msg = _refused(one_sided, P, loss)
+    msg = refused(one_sided, P, loss=loss)
     assert "offsets that are not symmetric" in msg and "p.cell(k - 1, 0, k % 2)" in msg
 
     @rs.kernel
@@ -227,7 +217,7 @@ def test_loops_that_cannot_be_transposed_are_refused_at_their_line():
                 s += q.m * w
         loss += s * s
 
-    msg = _refused(changing, P, loss)
+    msg = refused(changing, P, loss=loss)
     assert "local 'w', which changes in the loops around" in msg and "s += q.m * w" in msg
 
     @rs.kernel
@@ -239,7 +229,7 @@ def test_loops_that_cannot_be_transposed_are_refused_at_their_line():
                 s += q.m
         loss += s * s
 
-    msg = _refused(tested, P, loss)
+    msg = refused(tested, P, loss=loss)
     assert "branch testing local 'big'" in msg and "if big:" in msg
 
     @rs.kernel
@@ -252,5 +242,5 @@ def test_loops_that_cannot_be_transposed_are_refused_at_their_line():
             t += s * s
         loss += t
 
-    msg = _refused(restarted, P, loss)
+    msg = refused(restarted, P, loss=loss)
     assert "accumulating into local 's', which the loops around it do not" in msg

@@ -72,19 +72,8 @@ class Loops:
                          for i, c in enumerate(before)) if isinstance(before, tuple) else \
                 self.accumulator(name, before, s.loc, out)
             inner.version[name] = inner.accumulating[name] = accs
-        pre = Block()
-        self.loop_blocks.append((set(self.types), pre))
-        self.loops += 1
-        var = self.fresh(s.var, var_type, s.loc, declare=False)
-        inner.version[s.var] = var
-        blk = Block()
-        self.path.append((s, None))
-        try:
-            self.block(s.body, inner, blk)
-        finally:
-            self.path.pop()
-            self.loops -= 1
-            self.loop_blocks.pop()
+        pre, blk = self.loop_body(s, inner, var_type)
+        var = inner.version[s.var]
         if dynamic and isinstance(s, ir.ForGroup) and reads_through_keys(blk.records):
             # its rows' reads go to the transposed kernel (`transpose.py`), the rest stays
             t = transpose.plan(self, s, self.path, carried, env)
@@ -110,11 +99,35 @@ class Loops:
         out.stmts.append(header(var, tuple(blk.stmts) or (ir.Pass(s.loc),)))
         out.records.append(Loop(lambda body: header(var, body), blk.stmts, blk.records, own,
                                  s.loc))
-        if not self.loops:  # the outermost loop: its accumulators' adjoints are final here
-            out.records.extend(self.pending_keeps)
-            self.pending_keeps = []
+        self.flush_keeps(out)
         for name in carried:
             env.version[name] = inner.accumulating[name]
+
+    def loop_body(self, s, inner, var_type, state=frozenset()):
+        """(hoisted reads, the replay of one iteration) of loop `s` in `inner`, its variable
+        (of `var_type`; None: a while loop has none) a new local there. Reads that depend
+        neither on the iteration nor on the `state` locals (`state_loops`) are hoisted."""
+        pre = Block()
+        self.loop_blocks.append((set(self.types) - state, pre))
+        self.loops += 1
+        if var_type is not None:
+            inner.version[s.var] = self.fresh(s.var, var_type, s.loc, declare=False)
+        blk = Block()
+        self.path.append((s, None))
+        try:
+            self.block(s.body, inner, blk)
+        finally:
+            self.path.pop()
+            self.loops -= 1
+            self.loop_blocks.pop()
+        return pre, blk
+
+    def flush_keeps(self, out) -> None:
+        """After the outermost loop (its accumulators' adjoints are final there): the
+        transposed loops' `Keep` records."""
+        if not self.loops:
+            out.records.extend(self.pending_keeps)
+            self.pending_keeps = []
 
     def carries_state(self, s, env) -> bool:
         """Whether range loop `s` assigns a local from before it other than by accumulating

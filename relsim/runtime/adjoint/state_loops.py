@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ...types import i64
 from .. import ir
-from .records import Block, Def, adj_name, assigned, is_float, reads_through_keys
+from .records import Def, adj_name, assigned, is_float, reads_through_keys
 
 
 @dataclass
@@ -35,7 +35,8 @@ class StateLoop:  # a loop carrying state (`StateLoops.state_loop`), for the rev
 
 
 class StateLoops:
-    """A mixin of `Adjoint`: `s_While`, `state_loop` and its reverse, `state_loop_adjoint`."""
+    """A mixin of `Adjoint` (with `Loops`): `s_While`, `state_loop` and its reverse,
+    `state_loop_adjoint`."""
 
     def s_While(self, s, env, out):
         self.state_loop(s, env, out, None)
@@ -72,8 +73,8 @@ class StateLoops:
         for name, (_, fresh) in state.items():
             inner.version[name] = fresh if isinstance(env.version[name], tuple) else fresh[0]
         test = self.rewrite(s.test, inner) if bounds is None else None
-        pre, blk = self.loop_body(s, inner, {f for _, fresh in state.values() for f in fresh},
-                                  bounds)
+        pre, blk = self.loop_body(s, inner, None if bounds is None else i64,
+                                  {f for _, fresh in state.values() for f in fresh})
         if (bounds is None or not all(isinstance(b, ir.Const) for b in bounds)) and \
                 reads_through_keys(blk.records):
             raise self.refuse("a loop of run-time length carrying state that reads float fields "
@@ -97,27 +98,7 @@ class StateLoops:
                                      loc))
         for name, (_, fresh) in state.items():
             env.version[name] = fresh if isinstance(env.version[name], tuple) else fresh[0]
-        if not self.loops:  # (as `Loops.loop`: the transposed loops' kept values, if any)
-            out.records.extend(self.pending_keeps)
-            self.pending_keeps = []
-
-    def loop_body(self, s, inner, state, bounds):
-        """(hoisted reads, the replay of one iteration) of loop `s`; reads that depend on
-        neither the iteration nor the `state` locals are hoisted."""
-        pre = Block()
-        self.loop_blocks.append((set(self.types) - state, pre))
-        self.loops += 1
-        if bounds is not None:
-            inner.version[s.var] = self.fresh(s.var, i64, s.loc, declare=False)
-        blk = Block()
-        self.path.append((s, None))
-        try:
-            self.block(s.body, inner, blk)
-        finally:
-            self.path.pop()
-            self.loops -= 1
-            self.loop_blocks.pop()
-        return pre, blk
+        self.flush_keeps(out)
 
     def state_loop_adjoint(self, r) -> list:
         """The reverse of StateLoop `r`: for k = n-1 .. 0, the state at iteration k's start
