@@ -244,3 +244,13 @@ def test_loops_that_cannot_be_transposed_are_refused_at_their_line():
 
     msg = refused(restarted, P, loss=loss)
     assert "accumulating into local 's', which the loops around it do not" in msg
+
+
+def test_checkpointed_tapes_give_the_same_bits_through_transposed_loops():
+    answers = set()
+    with configured(target="cpu", threads=1):
+        for every in (None, 1, 4):
+            run = cells(seed=5, n=30, fluid_only=True)
+            tape = rs.Tape(checkpoint_every=every)
+            answers.add(b"".join(a.tobytes() for a in run(run.x0, tape)))
+    assert len(answers) == 1
