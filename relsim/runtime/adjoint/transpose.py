@@ -21,7 +21,10 @@ time they do. So the reverse of such a launch is two kernels over the relation:
 
 Both are ordinary kernels (reductions at the row's own key only): deterministic on every target
 and thread count, and under MPI the kept fields are exchanged like any field read through keys.
-What does not fit is refused at its line (`plan`).
+The transposed kernel runs the loop's header from every row, also from rows a branch keeps out
+of the loop in the forward kernel: on a bounded grid, their shifted cells must lie in it too
+(else relsim's error for a neighbour outside the grid, at the loop's line). What does not fit
+is refused at its line (`plan`).
 """
 from __future__ import annotations
 
