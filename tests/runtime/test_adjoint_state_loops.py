@@ -107,3 +107,25 @@ def test_state_loops_that_cannot_be_reversed_are_refused_at_their_line():
 
     msg = refused(mixed, R, loss=loss)
     assert "carrying local 's'" in msg and "inside a loop accumulating into it" in msg
+
+    R.new_key_field("next", R, values=[1, 2, 3, 0])
+
+    @rs.kernel
+    def hop(r):
+        k = r
+        for _ in range(2):
+            k = k.next
+        loss += k.f * r.f
+
+    msg = refused(hop, R, loss=loss)
+    assert "carrying key local 'k'" in msg and "for _ in range(2):" in msg
+
+    @rs.kernel
+    def chosen(r):
+        k = r.next
+        if r.f > 1.5:
+            k = r
+        loss += k.f * k.f
+
+    msg = refused(chosen, R, loss=loss)
+    assert "key local 'k', which the branches of this if set" in msg and "if r.f > 1.5:" in msg

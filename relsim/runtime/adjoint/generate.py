@@ -459,9 +459,16 @@ class Adjoint(Untype, Sweep, Vectors, Matrices, Decompositions, FieldPicks, Loop
         if vb == vo:
             return vb
         t = self.types[vb]
+        if isinstance(t, (KeyType, KeyVecType)):  # (only another name for one key gets here)
+            a, b = self.local(vb, loc), self.local(vo, loc)
+            if type(a) is type(b) and getattr(a, "name", None) == getattr(b, "name", None):
+                return vb
+            raise self.refuse(f"key local {hint!r}, which the branches of this if set to "
+                              f"different keys (a read through it would need a reduction "
+                              f"through a key a branch chooses)", loc)
         m = self.fresh(hint, t, loc)
         out.stmts.append(ir.Assign(loc, m, ir.IfExp(loc, ir.Local(loc, cond),
-                                                    ir.Local(loc, vb), ir.Local(loc, vo))))
+                                                    self.local(vb, loc), self.local(vo, loc))))
         if is_float(t):
             merges.append((m, vb, vo))
         return m

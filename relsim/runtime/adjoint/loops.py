@@ -142,7 +142,7 @@ class Loops:
         """A new local for an accumulator (a vector's: one per component), starting from the
         value `before` holds."""
         acc = self.fresh(hint, self.types[before], loc)
-        out.stmts.append(ir.Assign(loc, acc, ir.Local(loc, before)))
+        out.stmts.append(ir.Assign(loc, acc, self.local(before, loc)))
         if is_float(self.types[acc]):
             out.records.append(Def(acc, "copy", (("local", before),), loc))
         return acc

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...types import i64
+from ...types import KeyType, KeyVecType, i64
 from .. import ir
 from .records import Def, adj_name, assigned, is_float, reads_through_keys
 
@@ -58,10 +58,14 @@ class StateLoops:
                 raise self.refuse(f"a loop carrying matrix local {name!r} from one iteration "
                                   f"to the next (not differentiated yet)", loc)
             parts = before if isinstance(before, tuple) else (before,)
+            if any(isinstance(self.types[b], (KeyType, KeyVecType)) for b in parts):
+                raise self.refuse(f"a loop carrying key local {name!r} from one iteration to "
+                                  f"the next (a read through it would need a reduction through "
+                                  f"a key the loop computes)", loc)
             fresh = tuple(self.fresh(f"{name}{i}" if isinstance(before, tuple) else name,
                                      self.types[b], loc) for i, b in enumerate(parts))
             for f, b in zip(fresh, parts):
-                out.stmts.append(ir.Assign(loc, f, ir.Local(loc, b)))
+                out.stmts.append(ir.Assign(loc, f, self.local(b, loc)))
                 if is_float(self.types[f]):
                     out.records.append(Def(f, "copy", (("local", b),), loc))
             state[name] = (parts, fresh)
@@ -84,7 +88,7 @@ class StateLoops:
         for name, (parts, fresh) in state.items():
             end = inner.version[name]
             pairs += zip(fresh, parts, end if isinstance(end, tuple) else (end,))
-        back = [ir.Assign(loc, c, ir.Local(loc, e)) for c, _, e in pairs if c != e]
+        back = [ir.Assign(loc, c, self.local(e, loc)) for c, _, e in pairs if c != e]
         tick = ir.Assign(loc, count, ir.BinOp(loc, "+", ir.Local(loc, count), ir.Const(loc, 1)))
         body = tuple(blk.stmts + back + [tick])
         out.stmts.extend(pre.stmts)
@@ -113,8 +117,8 @@ class StateLoops:
             return [ir.Assign(loc, var, ir.BinOp(loc, "+", start,
                                                  ir.BinOp(loc, "*", ir.Local(loc, i), step)))]
 
-        back = [ir.Assign(loc, c, ir.Local(loc, e)) for c, _, e in r.pairs if c != e]
-        stmts = [ir.Assign(loc, c, ir.Local(loc, b)) for c, b, _ in r.pairs]
+        back = [ir.Assign(loc, c, self.local(e, loc)) for c, _, e in r.pairs if c != e]
+        stmts = [ir.Assign(loc, c, self.local(b, loc)) for c, b, _ in r.pairs]
         stmts.append(ir.ForRange(loc, j, ir.Const(loc, 0), ir.Local(loc, k), ir.Const(loc, 1),
                                  tuple(at(j) + list(r.body) + back) or (ir.Pass(loc),)))
         stmts += at(k) + list(r.body)

@@ -30,8 +30,13 @@ class Untype:
 
     def r_Local(self, e, env):
         name = env.version[e.name]
-        alias = self.key_alias.get(name) if isinstance(name, str) else None
-        return alias if alias is not None else self.replayed(name, e)
+        return self.local(name, e.loc) if isinstance(name, str) else self.replayed(name, e)
+
+    def local(self, name, loc):
+        """Replay local `name` as an expression: the key it names, for another name of a key
+        (`key_alias`: never assigned), else the local."""
+        alias = self.key_alias.get(name)
+        return alias if alias is not None else ir.Local(loc, name)
 
     def replayed(self, name, e):
         """The replay's local `name`, or a vector built from the component locals `name`."""
