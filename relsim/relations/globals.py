@@ -13,18 +13,44 @@ from ..errors import DataError
 from ..types import as_value_type
 from . import launch as _launch
 
+# how a float Global adds the contributions of a launch (`Global(sum=...)`)
+SUMS = ("exact", "ordered")
+
 
 class Global:
     """A scalar / vector / matrix value. Kernels read it, or reduce into it (+ * min max and
-    or, arg-min/arg-max). After an arg reduction, ``g.row`` is the row that attained it."""
+    or, arg-min/arg-max). After an arg reduction, ``g.row`` is the row that attained it.
 
-    def __init__(self, dtype, init=0, name: str | None = None):
+    `sum`, for a float Global: how a launch's ``+=`` / ``-=`` contributions are added.
+    ``"exact"`` (default): their exact sum with the value before, rounded once (`math.fsum`'s
+    value): it depends on no order, so not on the rows' order either. ``"ordered"``: added one
+    by one, each addition rounded, in the serial order (ascending row, program order within a
+    row), starting from the value: what a serial C loop computes, e.g. to follow a reference
+    code's history bit for bit. Both give the same bits on every target, thread count and rank
+    count; "ordered" folds the contributions serially after the loop (slower)."""
+
+    SUMS = SUMS
+
+    def __init__(self, dtype, init=0, name: str | None = None, *, sum: str = "exact"):
         self.type = as_value_type(dtype)
         self.name = name  # for messages; kernels name it after the variable they capture
+        if sum not in SUMS:
+            raise ValueError(f"Global sum must be one of {', '.join(map(repr, SUMS))}, got "
+                             f"{sum!r}")
+        if sum != "exact" and not self.type.elem.is_float:
+            raise ValueError(f"sum={sum!r} is for float Globals (an integer sum is the same in "
+                             f"any order), got dtype {self.type!r}")
+        self._sum = sum
         self._data = np.zeros((1,) + self.type.shape, dtype=self.type.dtype)
         self._row_data = np.full(1, -1, dtype=np.int64)
         self.residency = None  # set by the runtime while the host array is not current
         self.value = init
+
+    @property
+    def sum(self) -> str:
+        """How a launch adds its float contributions: "exact" or "ordered" (fixed at creation:
+        compiled kernels depend on it)."""
+        return self._sum
 
     @property
     def data(self) -> np.ndarray:

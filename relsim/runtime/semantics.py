@@ -200,13 +200,22 @@ def global_step(alg, op, cur, x, et):
     """One step of a Global reduction's fold, `cur op x`, taken in ascending row order. As
     `reduce_step`, except that a float min/max is NaN as soon as any input is (the lowest row's
     NaN wins, and stays), so the result depends on no order but the rows' (ties too go to the
-    lowest row). Float sums do not fold step by step: they are exact (`exact_sum`); float
-    products are refused by the type checker."""
+    lowest row). Float sums fold step by step only into a Global made with sum="ordered"; the
+    others are exact (`exact_sum`, `sums_exactly`); float products are refused by the type
+    checker."""
     if op in ("min", "max") and et.is_float:
         pick = _pick(alg, op, cur, x, et)
         return alg.select(alg.math("isnan", [cur], et), cur,
                           alg.select(alg.math("isnan", [x], et), x, pick, et), et)
     return reduce_step(alg, op, cur, x, et)
+
+
+def sums_exactly(target, op) -> bool:
+    """Whether the Global reduction `op` into `target` is an exact float sum (`exact_sum`: the
+    contributions summed exactly with the value, rounded once, in no particular order): a float
+    `+` into a Global with sum="exact" (the default). Every other Global reduction, a float sum
+    into a Global with sum="ordered" too, folds by `global_step` in ascending row order."""
+    return op == "+" and elem_of(target.type).is_float and target.sum == "exact"
 
 
 def arg_better(alg, op, best, x, et):
@@ -222,6 +231,6 @@ def arg_better(alg, op, best, x, et):
 
 
 __all__ = ["binop", "unop", "call", "random_draw", "cast", "reduce_step", "global_step",
-           "arg_better",
+           "sums_exactly", "arg_better",
            "FOLD_OPS",
            "ScalarType"]

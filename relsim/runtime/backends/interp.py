@@ -59,8 +59,8 @@ class InterpExecutable(Launch):
         # Global, also one no row reaches: the exact sum of its value alone may differ, -0.0)
         self.sums = {lay.target: [[] for _ in range(lay.target.type.ncomp)]
                      for lay in self.a.layouts
-                     if lay.op == "+" and isinstance(lay.target, Global)
-                     and elem_of(lay.target.type).is_float}
+                     if isinstance(lay.target, Global)
+                     and semantics.sums_exactly(lay.target, lay.op)}
         self.given = None if self.partials is None else {
             lay.target: ([], []) for lay in self.a.layouts if isinstance(lay.target, Global)}
         self.printed = []  # (row, print site, line): written after the launch, in row order

@@ -7,6 +7,9 @@ Global contributions are their owner's). Then, with the other ranks (`finish`, c
 
 * float sums: each rank's exact accumulator (`exact_sum`) is gathered and merged with the
   Global's value before the launch, and rounded once: `math.fsum`'s value, as on one process;
+* float sums into a Global with sum="ordered": every rank's contributions and their rows are
+  gathered and folded in ascending row from the value before the launch, as on one process (all
+  contributions travel: for reproducing a serial code's order, not for speed);
 * min/max and arg-min/arg-max: each rank's first best contribution in row order, with its row;
   the candidates, in ascending row after the Global's own value, are folded by the arg rule
   (`host_folds.fold_arg`: strictly better or the first NaN): the lowest row wins ties, the lowest
@@ -19,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...types import elem_of
+from .. import semantics
 from ..analysis.slots import identity
 from ..folds import exact_sum, host_folds
 
@@ -43,7 +47,8 @@ class GlobalMerge:
         row of each position (None: position i is row i)."""
         p = self.plan
         positions = np.arange(len(vals) // per_row if per_row else 0) if rows is None else rows
-        arg = op in ("min", "max", "argmin", "argmax")  # (the others need no rows)
+        # (the others need no rows)
+        arg = op in ("min", "max", "argmin", "argmax") or _ordered(g, op)
         if len(p.halo) == 0:  # every executed row is this rank's: every slot counts
             self.items[id(g)] = (vals, np.repeat(positions, per_row) if arg else None)
             return
@@ -64,11 +69,16 @@ class GlobalMerge:
             _merge(self.world, g, lay.op, vals, rows)
 
 
+def _ordered(g, op) -> bool:
+    """A float sum into a Global with sum="ordered": folded in ascending row over all ranks."""
+    return op == "+" and elem_of(g.type).is_float and not semantics.sums_exactly(g, op)
+
+
 def _merge(world, g, op, vals, rows) -> None:
     et = elem_of(g.type)
     flat = g.data.reshape(-1)
     comm = world.comm
-    if op == "+" and et.is_float:
+    if semantics.sums_exactly(g, op):
         accs = exact_sum.new_many(flat.shape[0])
         if len(vals):
             exact_sum.sum_slots(vals, accs)
@@ -80,6 +90,15 @@ def _merge(world, g, op, vals, rows) -> None:
             for acc in everyone:
                 exact_sum.merge(total[c], acc[c])
             flat[c] = rnd(total[c])
+        return
+    if _ordered(g, op):
+        # every rank's contributions with their rows; each rank folds all of them, in ascending
+        # row (program order within a row: the sort is stable), from the value before the launch
+        everyone = comm.allgather((vals, rows))
+        all_rows = np.concatenate([r for _, r in everyone])
+        all_vals = np.concatenate([v for v, _ in everyone]).astype(flat.dtype, copy=False)
+        order = np.argsort(all_rows, kind="stable")
+        host_folds.fold_num(flat, np.ascontiguousarray(all_vals[order]), host_folds.OPS["+"])
         return
     if op in ("min", "max", "argmin", "argmax"):
         is_min = op in ("min", "argmin")

@@ -27,7 +27,7 @@ from ....errors import ConfigError
 from ....relations.field import Field
 from ....relations.globals import Global
 from ....types import elem_of
-from ... import epoch
+from ... import epoch, semantics
 from ...analysis import affine
 from ...analysis.slots import identity
 from ...caches import lowered, modules
@@ -649,9 +649,9 @@ class CpuExecutable(Launch):
             rows, has_rows, per_row, is_min = b.rows, b.has_rows, lay.per_row, lay.op == "argmin"
             return lambda: host_folds.fold_arg(flat, g._row_data, vals, per_row, rows, has_rows,
                                               is_min)
-        et = elem_of(g.type)
-        if lay.op == "+" and et.is_float:  # exact: independent of the order of the slots
+        if semantics.sums_exactly(g, lay.op):  # independent of the order of the slots
             return exact_sum.fold_of(flat, vals)
+        et = elem_of(g.type)
         op = host_folds.OPS[lay.op]
         fn = host_folds.fold_bool if et.is_bool else host_folds.fold_num
         return lambda: fn(flat, vals, op)

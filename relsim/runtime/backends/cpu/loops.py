@@ -401,11 +401,12 @@ class CpuLowerer(BodyLowerer):
 
 
 def lane_layouts(analysed) -> dict:
-    """{layout index: first lane component} of the kernel's float64 Global sums, in layout
-    order (each Global's components consecutive)."""
+    """{layout index: first lane component} of the kernel's exact float64 Global sums, in
+    layout order (each Global's components consecutive). An ordered sum stays in slots."""
     out, q = {}, 0
     for k, lay in enumerate(analysed.layouts):
-        if not lay.on_field and lay.op == "+" and elem_of(lay.target.type) == f64:
+        if not lay.on_field and semantics.sums_exactly(lay.target, lay.op) and \
+                elem_of(lay.target.type) == f64:
             out[k] = q
             q += lay.target.type.ncomp
     return out

@@ -22,6 +22,11 @@ that does not depend on the order of its inputs:
   (`semantics.global_step`, `semantics.arg_better`); the host then folds that one candidate
   into the Global's value;
 * integer + and *, bool and / or: exact and order-free (integers wrap, as on the cpu).
+
+A float sum into a Global made with sum="ordered" is the exception: its slots are added one at a
+time, in slot order, from the Global's value, by one thread (`_ordered_sum`): the cpu's serial
+fold, bit for bit (additions only: nothing to contract), and slow on a GPU (it is there to
+follow a serial code's rounding, not for speed).
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ from numba import config, cuda
 
 from .... import types as rt
 from ....types import elem_of
+from ... import semantics
 from ...folds import exact_sum, host_folds
 from . import memory
 
@@ -330,6 +336,18 @@ def _finish_num(v, g, c, op, from_host, host_value):
 
 
 @cuda.jit(**_JIT)
+def _ordered_sum(vals, c, n, g, from_host, host_value):
+    """g[c] (or host_value) + vals[0, c] + vals[1, c] + ... + vals[n - 1, c], each addition
+    rounded, in that order (a float sum into a Global with sum="ordered"; one thread)."""
+    if cuda.grid(1) != 0:
+        return
+    acc = host_value if from_host else g[c]
+    for s in range(n):
+        acc = acc + vals[s, c]
+    g[c] = acc
+
+
+@cuda.jit(**_JIT)
 def _finish_bool(v, g, c, op, from_host, host_value):
     """g[c] (or host_value) and (op 4) / or (op 5) v[0, 0]."""
     if cuda.grid(1) != 0:
@@ -402,12 +420,16 @@ class DeviceFold:
         self.has_rows = has_rows
         self.et = elem_of(self.glob.type)
         n = dev.shape[0]
-        self.sum = self.op == "+" and self.et.is_float
+        self.sum = semantics.sums_exactly(self.glob, self.op)
+        self.ordered = self.op == "+" and self.et.is_float and not self.sum
         self.select = self.op in ("min", "max", "argmin", "argmax")
         self.arg = self.op in ("argmin", "argmax")
-        self.counts = _passes(n, SUM_CHUNK if self.sum else CHUNK) if n else []
+        self.counts = ([1] if self.ordered else
+                       _passes(n, SUM_CHUNK if self.sum else CHUNK)) if n else []
         what = f"the reduction of kernel slots into Global {self.glob.name or ''}".rstrip()
-        if self.sum:
+        if self.ordered:
+            self.outs = []  # (folded straight from the slots)
+        elif self.sum:
             self.outs = [memory.empty((nt, ACC_LEN), np.int64, what)
                          for nt in self.counts] or [memory.empty((1, ACC_LEN), np.int64, what)]
         else:
@@ -443,6 +465,9 @@ class DeviceFold:
             for c in range(host.shape[0]):
                 acc = self._reduce_sum(c) if self.counts else self.outs[0]
                 finish[1, 1](acc, bool(self.counts), bits, c, from_host, hbits[c])
+        elif self.ordered:
+            for c in range(host.shape[0]):
+                _ordered_sum[1, 1](self.dev, c, self.dev.shape[0], flat, from_host, host[c])
         elif self.arg:
             v, ids = self._reduce_select(0)
             _finish_arg[1, 1](v, ids, flat, r.row, self.per_row, self.rows_dev, self.has_rows,
