@@ -59,7 +59,8 @@ class Operator:
 
 
 def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = None,
-       M=None, callback=None, config=None, timers: dict | None = None) -> SolveInfo:
+       M=None, callback=None, config=None, timers: dict | None = None,
+       dots: str = "exact") -> SolveInfo:
     """Solve ``A x = b`` by conjugate gradients (A symmetric positive definite: an `Operator` or a
     `SparseMatrix`). `b` and `x` are scalar f64 fields of A's relation; `x` holds the
     initial guess and receives the solution. `M`: None, or a field holding A's diagonal
@@ -67,11 +68,15 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
     after `maxiter` iterations (default 10 * the rows); `callback(iteration, residual_norm)`
     is called after each; `timers`, a dict, receives the seconds spent in each part of the
     iterations: "operator" (A p), "dot" (p.Ap), "update" (x, r and their fused sums r.r,
-    r.z), "direction" (p). A non-positive or non-finite curvature p.Ap (an operator that is
-    not positive definite), a NaN or infinite residual, or a residual that stops changing
-    raises a `SolverError`."""
+    r.z), "direction" (p). `dots`: how the dot products add their terms, the `sum` of their
+    Globals: "exact" (default: the exact sum rounded once, independent of the rows' order) or
+    "ordered" (term by term in row order, as a serial loop does: to follow another code's
+    rounding; slower). Either way every target, thread count and rank count gives the same
+    bits. A non-positive or non-finite curvature p.Ap (an operator that is not positive
+    definite), a NaN or infinite residual, or a residual that stops changing raises a
+    `SolverError`."""
     A = _operator(A)
-    ws = _workspace("cg", A, b, x, M)
+    ws = _workspace("cg", A, b, x, M, dots)
     g, k = ws.globals, ws.kernels
     info = _start(ws, A, b, config, ("rr", "rz", "bb"), rtol, atol)
     rz_sum = g["rz"] if M is not None else g["rr"]  # r.z (without M: r.r)
@@ -117,12 +122,13 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
 
 
 def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,
-             maxiter: int | None = None, callback=None, config=None) -> SolveInfo:
-    """Solve ``A x = b`` by BiCGSTAB (any nonsingular A), with the arguments and stopping rule
-    of `cg`. A breakdown (rho, r^.v or t.t zero, or a NaN) raises a `SolverError` naming the
-    iteration and the quantity."""
+             maxiter: int | None = None, callback=None, config=None,
+             dots: str = "exact") -> SolveInfo:
+    """Solve ``A x = b`` by BiCGSTAB (any nonsingular A), with the arguments, stopping rule and
+    `dots` of `cg`. A breakdown (rho, r^.v or t.t zero, or a NaN) raises a `SolverError`
+    naming the iteration and the quantity."""
     A = _operator(A)
-    ws = _workspace("bicgstab", A, b, x, None)
+    ws = _workspace("bicgstab", A, b, x, None, dots)
     g, k = ws.globals, ws.kernels
     info = _start(ws, A, b, config, ("rr", "rho", "bb"), rtol, atol)
     rho_old, alpha, omega = 1.0, 1.0, 1.0
@@ -196,7 +202,10 @@ _GLOBALS = {"cg": ("alpha", "beta", "rr", "rz", "pq", "bb"),
             "bicgstab": ("alpha", "beta", "omega", "rr", "rho", "bb", "rv", "ss", "ts", "tt")}
 
 
-def _workspace(solver: str, A, b, x, M) -> _Workspace:
+def _workspace(solver: str, A, b, x, M, dots: str) -> _Workspace:
+    if dots not in rs.Global.SUMS:
+        raise ValueError(f"{solver}: dots must be one of "
+                         f"{', '.join(map(repr, rs.Global.SUMS))}, got {dots!r}")
     if not isinstance(A, Operator):
         raise TypeError(f"{solver}: A must be a relsim.linalg.Operator (the kernels computing "
                         f"y = A x, and its fields x and y) or a SparseMatrix, got {A!r}")
@@ -211,7 +220,7 @@ def _workspace(solver: str, A, b, x, M) -> _Workspace:
     if len({id(f) for f in named}) < len(named):
         raise rs.DataError(f"{solver}: b, x, M and the operator's x and y must be different "
                            f"fields, got {', '.join(f.qualname for f in named)}")
-    key = (solver, A.x.name, A.y.name, b.name, x.name, None if M is None else M.name)
+    key = (solver, A.x.name, A.y.name, b.name, x.name, None if M is None else M.name, dots)
     per_relation = _workspaces.setdefault(R, {})
     ws = per_relation.get(key)
     if ws is None:
@@ -230,7 +239,8 @@ def _workspace(solver: str, A, b, x, M) -> _Workspace:
         templates = _kernels.CG if solver == "cg" else _kernels.BICGSTAB
         text = _kernels.module_text(templates, names, list(_GLOBALS[solver]))
         module = _kernels.load(text, rs.config.current().cache_path())
-        globals_ = {n: rs.Global(rs.f64, 0.0, name=f"{solver}_{n}") for n in _GLOBALS[solver]}
+        globals_ = {n: rs.Global(rs.f64, 0.0, name=f"{solver}_{n}", sum=dots)
+                    for n in _GLOBALS[solver]}
         ws = per_relation[key] = _Workspace(module.make(**globals_), globals_)
     return ws
 

@@ -114,6 +114,8 @@ def heat(outdir):
     nedges = rs.Global(rs.i64, 0)
     any_hot = rs.Global(rs.bool_, False)
     top = rs.Global(rs.vec(2, rs.f64), 0.0)
+    drift = rs.Global(rs.f64, 0.0, sum="ordered")  # (added in row order over every rank)
+    reach = rs.Global(rs.f64, 0.0, sum="ordered")
 
     @rs.kernel
     def conduct(e):
@@ -126,6 +128,8 @@ def heat(outdir):
     @rs.kernel
     def update(v):
         v.T += dt * v.flux
+        drift += v.T * 1e8
+        drift -= v.flux
         v.flux = 0.0
         total += v.T
         rs.reduce_argmax(hottest, v.T)
@@ -143,6 +147,7 @@ def heat(outdir):
     @rs.kernel
     def count_edges(e):
         nedges += 1
+        reach += e.k * 1e-3 + e.head.T
 
     history = []
     left = E.subset("left", E.tail.numpy() < 150)
@@ -153,7 +158,7 @@ def heat(outdir):
         V.foreach(fan_out)
         left.foreach(count_edges)
         history.append((total.value, hottest.value, hottest.row, coldest.value,
-                        nedges.value, any_hot.value, *top.value))
+                        nedges.value, any_hot.value, *top.value, drift.value, reach.value))
     return {"T": digest(V.T.numpy()), "flux": digest(V.flux.numpy()),
             "count": digest(V.count.numpy()), "history": repr(history)}
 
@@ -430,8 +435,11 @@ def krylov(outdir):
             V.diag.load(systems.matrix(V, E, c=0.5).diagonal())
         A = systems.operator(V, E, c=0.5, w=w)
         solve = linalg.bicgstab if name == "bicgstab" else linalg.cg
-        info = solve(A, V.b, V.x, rtol=1e-12, **({"M": V.diag} if M else {}))
-        out[name] = [info.iterations, [r.hex() for r in info.residuals], digest(V.x.numpy())]
+        for dots in ("exact", "ordered"):
+            info = solve(A, V.b, V.x, rtol=1e-12, dots=dots, **({"M": V.diag} if M else {}))
+            out[f"{name}-{dots}"] = [info.iterations, [r.hex() for r in info.residuals],
+                               digest(V.x.numpy())]
+            V.x.fill(0.0)
     # an assembled matrix: P1 Poisson on a tet mesh (element kernel, Dirichlet sides, CG)
     from tests.linalg import fem
     mesh, K, V, sides = fem.poisson(3, lambda P: np.sin(3.0 * P).sum(axis=1))
