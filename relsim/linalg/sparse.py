@@ -97,8 +97,10 @@ class SparseMatrix:
     def dirichlet(self, rows, b=None, values=0.0) -> None:
         """Impose ``x[rows] = values`` (one value, or one per row of `rows`) on ``A x = b``,
         keeping A symmetric: each such row becomes the identity row and ``b`` there the value;
-        in every other row the columns of `rows` move to the right-hand side (``b -= a *
-        value``) and are zeroed. `rows`: row numbers or a Subset of the rows' relation."""
+        in every other row the columns of `rows` move to the right-hand side and are zeroed:
+        ``b -= s``, s the sum of ``a * value`` over those columns, added in column order from 0
+        (as miniFE's impose_dirichlet, so its right-hand side bit for bit). `rows`: row numbers
+        or a Subset of the rows' relation."""
         rows = np.asarray(rows.rows if isinstance(rows, rs.Subset) else rows, dtype=np.int64)
         vals = np.broadcast_to(np.asarray(values, dtype=np.float64), rows.shape)
         fixed = np.full(self.n, np.nan)
@@ -109,7 +111,9 @@ class SparseMatrix:
         if b is not None:
             bv = b.numpy(copy=True)
             moved = ~in_row & in_col
-            np.subtract.at(bv, r[moved], a[moved] * fixed[c[moved]])
+            s = np.zeros(self.n)
+            np.add.at(s, r[moved], a[moved] * fixed[c[moved]])  # (in entry order: column order)
+            bv -= s  # (b - 0.0 is b, bit for bit, in rows without such columns)
             bv[rows] = vals
             b.load(bv)
         a[in_row | in_col] = 0.0
