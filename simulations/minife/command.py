@@ -33,6 +33,9 @@ def parse(argv):
                         "reference does")
     p.add_argument("--target", default=None, help="backend (default $RELSIM_TARGET or cpu)")
     p.add_argument("--threads", type=int, default=None, help="threads (default all)")
+    p.add_argument("--dots", default="exact", choices=("exact", "ordered"),
+                   help="CG's dot products: exact sums (default: independent of the row order), "
+                        "or summed in row order as the serial reference does (its history)")
     p.add_argument("--yaml", default=None, metavar="PATH", help="also write the summary here")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     a = p.parse_args(argv)
@@ -68,12 +71,13 @@ def main(argv=None) -> int:
     timed("assembling FE data", lambda: fe.elems.foreach(fe.element, cfg))
     timed("imposing Dirichlet BC", lambda: (fe.A.dirichlet(fe.bc0, fe.nodes.b, 0.0),
                                             fe.A.dirichlet(fe.bc1, fe.nodes.b, 1.0)))
-    timed("relsim warm-up", lambda: fe.solve(max_iter=1))
+    timed("relsim warm-up", lambda: fe.solve(max_iter=1, dots=a.dots))
     say("Starting CG solver ... ")
     timers: dict = {}
     t0 = time.perf_counter()
     with Progress(MAX_ITER, "iterations") as bar:
-        info = fe.solve(MAX_ITER, timers=timers, callback=lambda k, *_: bar.update(k))
+        info = fe.solve(MAX_ITER, timers=timers, callback=lambda k, *_: bar.update(k),
+                        dots=a.dots)
     total = time.perf_counter() - t0
     # the reference's loop: iteration k starts while the residual norm before it (residuals[k-1])
     # is above the tolerance, and prints it every print_freq iterations and at max_iter
@@ -124,6 +128,7 @@ def summary(a, fe, cfg, info, iters, final, times, timers, total) -> str:
              f"  number of processors: {rs.ranks().size}", "  ScalarType: double",
              "  GlobalOrdinalType: int", "  LocalOrdinalType: int",
              f"  relsim target: {cfg.target}", f"  relsim threads: {cfg.thread_count()}",
+             f"  relsim dots: {a.dots}",
              f"Run Date/Time: {datetime.datetime.now():%Y-%m-%d, %H-%M-%S}",
              "Matrix structure generation: ",
              f"  Mat-struc-gen Time: {_g(times['creating/filling mesh'])}",

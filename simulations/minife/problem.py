@@ -143,13 +143,15 @@ class MiniFE:
         self.A.dirichlet(self.bc0, b=self.nodes.b, values=0.0)
         self.A.dirichlet(self.bc1, b=self.nodes.b, values=1.0)
 
-    def solve(self, max_iter: int = 200, callback=None, timers=None):
+    def solve(self, max_iter: int = 200, callback=None, timers=None, dots: str = "exact"):
         """The reference's CG: from x = 0 until the residual norm is <= machine epsilon or
-        after max_iter iterations."""
+        after max_iter iterations. `dots` (`linalg.cg`): "exact" dot products, or "ordered",
+        summed in row order as the serial reference does (then the iterates are the serial
+        reference's, bit for bit where the matrix is)."""
         self.nodes.x.fill(0.0)
         return linalg.cg(self.A, self.nodes.b, self.nodes.x, rtol=0.0,
                          atol=float(np.finfo(np.float64).eps), maxiter=max_iter,
-                         callback=callback, config=self.config, timers=timers)
+                         callback=callback, config=self.config, timers=timers, dots=dots)
 
 
 def _element_kernel(h):

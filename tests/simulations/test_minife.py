@@ -45,6 +45,63 @@ def test_matches_the_reference(size, capsys):
     assert float(key["Final Resid Norm"]) <= np.finfo(float).eps
 
 
+# the serial reference's printed lines for 30 x 20 x 10 (a size where exact dot products part
+# from its row-order sums: relsim's exact history prints 0.032322 at iteration 20)
+ORDERED_30_20_10 = ("Initial Residual = 15.3104", "Iteration = 20   Residual = 0.0384404",
+                    "Iteration = 40   Residual = 0.000143255",
+                    "Iteration = 60   Residual = 1.9831e-07",
+                    "Iteration = 80   Residual = 8.09427e-11",
+                    "Iteration = 100   Residual = 1.87241e-14", "Final Resid Norm: 1.85258e-16")
+
+
+def test_ordered_dots_print_the_serial_references_lines(capsys):
+    """With --dots ordered (row-order sums, as the reference's dot), every line the reference
+    prints is printed digit for digit; the iteration count is the reference's 110 less the
+    update the reference makes after its last residual was already below the tolerance."""
+    status, out = _run(capsys, "-nx", "30", "-ny", "20", "-nz", "10", "--dots", "ordered",
+                       "--threads", "2")
+    assert status == 0, out
+    lines = {line.strip() for line in out.splitlines()}
+    for line in ORDERED_30_20_10:
+        assert line in lines, (line, out)
+    assert "  Iterations: 109" in out
+
+
+def _serial_cg(A, b, max_iter):
+    """The reference's cg_solve on a SciPy CSR matrix (row-order sums, sequential dots through
+    cumsum): the residual norms it computes, from the initial one."""
+    x, p = np.zeros_like(b), np.zeros_like(b)
+    r = b - A @ p
+    rtrans = np.cumsum(r * r)[-1]
+    out = [np.sqrt(rtrans)]
+    for k in range(1, max_iter + 1):
+        if k == 1:
+            p = r.copy()
+        else:
+            old, rtrans = rtrans, np.cumsum(r * r)[-1]
+            p = r + (rtrans / old) * p
+            out.append(np.sqrt(rtrans))
+        Ap = A @ p
+        alpha = rtrans / np.cumsum(Ap * p)[-1]
+        x = x + alpha * p
+        r = r + (-alpha) * Ap
+    out.append(np.sqrt(np.cumsum(r * r)[-1]))
+    return out
+
+
+def test_ordered_dots_give_the_serial_algorithms_bits_on_every_target(target):
+    """A non-cubic brick: relsim's CG with dots="ordered" computes every residual norm of the
+    serial algorithm on relsim's matrix bit for bit (NumPy: SciPy's CSR product, sums in
+    order), on every target; exact dots do not."""
+    fe = MiniFE(6, 5, 4, target)
+    fe.assemble()
+    want = _serial_cg(fe.A.to_scipy(), fe.nodes.b.numpy(copy=True), 25)
+    info = fe.solve(25, dots="ordered")  # (converged, below machine epsilon, before 25)
+    assert len(info.residuals) > 15
+    assert info.residuals == [float(w) for w in want[:len(info.residuals)]]
+    assert fe.solve(25).residuals != info.residuals
+
+
 def test_the_linear_system_is_the_same_on_every_target(target):
     """Assembly (element kernel through keys) and CG: identical bits everywhere."""
     want = MiniFE(3, 2, 2, rs.Config(target="interp"))
