@@ -1,7 +1,7 @@
 """`relsim bench minife`: relsim's port against the miniFE 2.0 reference, side by side.
 
     relsim bench minife --reference PATH [--reference-omp PATH] [-nx 100] [-ny N] [-nz N]
-                        [--threads 1,2] [--repeat 1] [--markdown PATH]
+                        [--threads 1,2] [--repeat 1] [--dots exact|ordered] [--markdown PATH]
 
 The reference is built outside this repository from Mantevo/miniFE (``ref/src``:
 ``make -f Makefile.gnu.serial``; ``openmp/src``: ``make -f Makefile.gnu.openmp``). For each
@@ -9,7 +9,9 @@ thread count t, relsim runs ``relsim run minife ... --threads t`` (a fresh proce
 and the reference runs with OMP_NUM_THREADS=t (its OpenMP build, given with --reference-omp, for
 t > 1; else the serial build), interleaved, `--repeat` times (best Total CG Mflops kept). Printed:
 Nrows, NNZ, iterations, final residual of both, the Mflops of WAXPY / DOT / MATVEC / Total, the
-ratio relsim / reference, and the printed residual lines side by side.
+ratio relsim / reference, and the printed residual lines side by side. ``--dots ordered``
+runs relsim's CG with row-order dot products (`relsim run minife --dots ordered`): then its
+residual lines are the serial reference's.
 """
 from __future__ import annotations
 
@@ -52,9 +54,9 @@ def run_reference(binary: str, size, threads: int) -> dict:
     return parse_report(p.stdout + yaml)
 
 
-def run_relsim(size, threads: int) -> dict:
+def run_relsim(size, threads: int, dots: str = "exact") -> dict:
     cmd = [sys.executable, "-m", "relsim.cli", "run", "minife", "-nx", str(size[0]),
-           "-ny", str(size[1]), "-nz", str(size[2]), "--threads", str(threads)]
+           "-ny", str(size[1]), "-nz", str(size[2]), "--threads", str(threads), "--dots", dots]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
         raise SystemExit(f"relsim run minife failed ({p.returncode}): {p.stderr[-2000:]}")
@@ -70,6 +72,8 @@ def main(argv=None) -> int:
     p.add_argument("-nz", type=int, default=None)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--dots", default="exact", choices=("exact", "ordered"),
+                   help="relsim's CG dot products (relsim run minife --dots)")
     p.add_argument("--markdown", default=None, help="write the table as the 'miniFE' section of "
                    "this Markdown file (other sections are kept)")
     a = p.parse_args(argv)
@@ -81,15 +85,16 @@ def main(argv=None) -> int:
         for t in threads:
             binary = a.reference_omp if (t > 1 and a.reference_omp) else a.reference
             for who in ("relsim", "reference"):
-                r = run_relsim(size, t) if who == "relsim" else run_reference(binary, size, t)
+                r = run_relsim(size, t, a.dots) if who == "relsim" else \
+                    run_reference(binary, size, t)
                 print(f"[{rep + 1}/{a.repeat}] {t} thread(s): {who} Total CG Mflops "
                       f"{r.get('Total CG Mflops')}", flush=True)
                 old = best.get((who, t))
                 if old is None or float(r["Total CG Mflops"]) > float(old["Total CG Mflops"]):
                     best[(who, t)] = r
     rows = [f"Command: `relsim bench minife --reference ... -nx {size[0]} -ny {size[1]} -nz "
-            f"{size[2]} --threads {a.threads} --repeat {a.repeat}` (best Total CG Mflops of "
-            f"the repeats; the reference's OpenMP build for t > 1 where given).", "",
+            f"{size[2]} --threads {a.threads} --repeat {a.repeat} --dots {a.dots}` (best Total CG "
+            f"Mflops of the repeats; the reference's OpenMP build for t > 1 where given).", "",
             "| threads | code | Nrows | NNZ | iterations | final resid | WAXPY Mflops | "
             "DOT Mflops | MATVEC Mflops | Total CG Mflops | relsim / reference |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -109,5 +114,7 @@ def main(argv=None) -> int:
     print(text)
     if a.markdown:
         from relsim.report import update_markdown
-        update_markdown(a.markdown, f"miniFE 2.0 ({size[0]}x{size[1]}x{size[2]})", text)
+        title = f"miniFE 2.0 ({size[0]}x{size[1]}x{size[2]})" + \
+            (", ordered dots" if a.dots == "ordered" else "")
+        update_markdown(a.markdown, title, text)
     return 0

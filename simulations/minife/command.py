@@ -6,7 +6,11 @@ the reference counts). relsim's CG fuses each update of x and r with the sum r.r
 reference computes apart, so its "WAXPY" time includes that dot and its "DOT" time is p.Ap's.
 The first solve of a process compiles the solver's kernels: a one-iteration solve runs first,
 reported as "relsim warm-up Time", so that the CG times are those of the iterations ("FE
-assembly Time" includes compiling the element kernel when the cache is cold).
+assembly Time" includes compiling the element kernel when the cache is cold). "Iterations" is
+the updates made until the residual norm reached the tolerance: the reference reports one more
+(it makes one more update after the residual it prints last is below the tolerance).
+`--dots ordered` sums CG's dot products in row order as the serial reference does: every
+residual line is then the serial reference's (docs/benchmarks.md).
 """
 from __future__ import annotations
 
