@@ -45,8 +45,52 @@ def test_bicgstab_solves_a_nonsymmetric_system(target):
                                           atol=1e-8 * np.abs(ref).max())
 
 
-@pytest.mark.parametrize("solver,w", [(linalg.cg, 0.0), (linalg.bicgstab, 0.7)])
-def test_the_same_iterates_on_every_target(solver, w):
+@pytest.mark.parametrize("restart", [5, 10, 12])  # (10 and 12 share a basis of 16 columns)
+def test_gmres_solves_a_nonsymmetric_system_in_scipys_iterations(target, restart):
+    """Restarted GMRES: SciPy's answer, in as many iterations as scipy.sparse.linalg.gmres
+    takes with the same restart, and the last residual the solver reports is the true one."""
+    V, E, info = _solve(linalg.gmres, target, w=0.7, rtol=1e-10, restart=restart)
+    Am = systems.matrix(V, E, c=0.5, w=0.7)
+    seen = []
+    _, code = spla.gmres(Am, V.b.numpy(), rtol=1e-10, restart=restart, maxiter=1000,
+                         callback=seen.append, callback_type="pr_norm")
+    assert code == 0 and info.converged and info.iterations == len(seen)
+    ref = spla.spsolve(Am, V.b.numpy())
+    assert np.allclose(V.x.numpy(), ref, rtol=0, atol=1e-8 * np.abs(ref).max())
+    true = np.linalg.norm(V.b.numpy() - Am @ V.x.numpy())
+    assert info.residuals[-1] == pytest.approx(true, rel=1e-5) and true <= 1.01 * info.tolerance
+
+
+def test_gmres_stagnation_and_breakdown_are_solver_errors():
+    R = rs.Relation("R", 2)
+    for name in ("u", "Au", "b", "x", "sign"):
+        R.new_field(name, rs.f64)
+    R.new_key_field("other", R, values=np.array([1, 0]))
+    R.sign.load(np.array([1.0, -1.0]))
+    R.b.load(np.array([1.0, 0.0]))
+
+    @rs.kernel
+    def rotate(r):  # A = [[0, 1], [-1, 0]]: GMRES(1) never leaves x = 0 (Au is u turned)
+        r.Au = r.sign * r.other.u
+
+    @rs.kernel
+    def zero(r):
+        r.Au = 0.0
+
+    with pytest.raises(linalg.SolverError, match=r"did not fall in the cycle ending at "
+                                                 r"iteration 1 \(stagnation"):
+        linalg.gmres(linalg.Operator(rotate, x=R.u, y=R.Au), R.b, R.x, restart=1)
+    R.x.fill(0.0)
+    assert linalg.gmres(linalg.Operator(rotate, x=R.u, y=R.Au), R.b, R.x, restart=2).converged
+    with pytest.raises(linalg.SolverError, match="breakdown at iteration 1: A v = 0"):
+        linalg.gmres(linalg.Operator(zero, x=R.u, y=R.Au), R.b, R.x)
+    with pytest.raises(ValueError, match="restart must be an int >= 1"):
+        linalg.gmres(linalg.Operator(zero, x=R.u, y=R.Au), R.b, R.x, restart=0)
+
+
+@pytest.mark.parametrize("solver,w,kw", [(linalg.cg, 0.0, {}), (linalg.bicgstab, 0.7, {}),
+                                         (linalg.gmres, 0.7, {"restart": 10})])
+def test_the_same_iterates_on_every_target(solver, w, kw):
     """interp, cpu at 1 and 2 threads (parallel launches) and cpu-serial: identical residual
     histories and solutions, bit for bit (the dot products are exact sums); every registered
     target, cuda included, below."""
@@ -56,7 +100,7 @@ def test_the_same_iterates_on_every_target(solver, w):
                "cpu-2": rs.Config(target="cpu", parallel_threshold=1, threads=2),
                "cpu-serial": rs.Config(target="cpu-serial")}
     for name, cfg in configs.items():
-        V, _, info = _solve(solver, cfg, w=w, rtol=1e-12)
+        V, _, info = _solve(solver, cfg, w=w, rtol=1e-12, **kw)
         out[name] = (info.iterations, [x.hex() for x in info.residuals], V.x.numpy().tobytes())
     first = out["interp"]
     assert first[0] > 10

@@ -423,22 +423,25 @@ def tiered(outdir):
 
 
 def krylov(outdir):
-    """relsim.linalg's CG (with and without Jacobi) and BiCGSTAB on a random graph: the
-    residual histories and solutions of one process, on any rank count."""
+    """relsim.linalg's CG (with and without Jacobi), BiCGSTAB and GMRES on a random graph, with
+    exact and ordered dots: the residual histories and solutions of one process, on any rank
+    count."""
     from relsim import linalg
     from tests.linalg import systems
     out = {}
-    for name, w, M in (("cg", 0.0, False), ("pcg", 0.0, True), ("bicgstab", 0.7, False)):
+    for name, w, M in (("cg", 0.0, False), ("pcg", 0.0, True), ("bicgstab", 0.7, False),
+                       ("gmres", 0.7, False)):
         V, E = systems.graph(300, 900)
         V.b.load(np.random.default_rng(1).standard_normal(V.size))
         if M:
             V.diag.load(systems.matrix(V, E, c=0.5).diagonal())
         A = systems.operator(V, E, c=0.5, w=w)
-        solve = linalg.bicgstab if name == "bicgstab" else linalg.cg
+        solve = {"bicgstab": linalg.bicgstab, "gmres": linalg.gmres}.get(name, linalg.cg)
         for dots in ("exact", "ordered"):
-            info = solve(A, V.b, V.x, rtol=1e-12, dots=dots, **({"M": V.diag} if M else {}))
+            kw = {"M": V.diag} if M else {"restart": 10} if name == "gmres" else {}
+            info = solve(A, V.b, V.x, rtol=1e-12, dots=dots, **kw)
             out[f"{name}-{dots}"] = [info.iterations, [r.hex() for r in info.residuals],
-                               digest(V.x.numpy())]
+                                     digest(V.x.numpy())]
             V.x.fill(0.0)
     # an assembled matrix: P1 Poisson on a tet mesh (element kernel, Dirichlet sides, CG)
     from tests.linalg import fem
