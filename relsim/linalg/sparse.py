@@ -82,15 +82,10 @@ class SparseMatrix:
         if not isinstance(connectivity, rs.KeyField) or connectivity.type.shape == ():
             raise rs.DataError(f"from_elements needs an element relation's key vector (such as "
                                f"tets.v), got {getattr(connectivity, 'qualname', connectivity)}")
-        conn = connectivity.numpy().astype(np.int64)
+        conn = connectivity.numpy().astype(np.int64)  # (in range: key fields check their loads)
         k, n = conn.shape[1], connectivity.target.size
         if not name.isidentifier():
             raise rs.DataError(f"a SparseMatrix name must be an identifier, got {name!r}")
-        bad = (conn < 0) | (conn >= n)
-        if bad.any():
-            e, i = (int(v) for v in np.argwhere(bad)[0])
-            raise rs.DataError(f"SparseMatrix {name}: {connectivity.qualname}[{e}][{i}] = "
-                               f"{conn[e, i]} is not a row of {connectivity.target.name}")
         # element e's entry (i, j): code conn[e, i] * n + conn[e, j]
         codes = (conn[:, :, None] * n + conn[:, None, :]).reshape(-1)
         m = cls.__new__(cls)
