@@ -218,6 +218,13 @@ def sums_exactly(target, op) -> bool:
     return op == "+" and elem_of(target.type).is_float and target.sum == "exact"
 
 
+def sums_in_row_order(target, op) -> bool:
+    """Whether the Global reduction `op` into `target` is a float sum into a Global with
+    sum="ordered": its contributions are added one at a time, in ascending row and program
+    order, from the value (`global_step`), like an integer sum but not in any other order."""
+    return op == "+" and elem_of(target.type).is_float and target.sum == "ordered"
+
+
 def arg_better(alg, op, best, x, et):
     """Whether an arg-min/arg-max reduction takes x (and its row) over `best`, rows taken in
     ascending order: when strictly better, or when x is the first NaN (then the result is NaN,
@@ -231,6 +238,6 @@ def arg_better(alg, op, best, x, et):
 
 
 __all__ = ["binop", "unop", "call", "random_draw", "cast", "reduce_step", "global_step",
-           "sums_exactly", "arg_better",
+           "sums_exactly", "sums_in_row_order", "arg_better",
            "FOLD_OPS",
            "ScalarType"]

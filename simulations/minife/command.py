@@ -37,7 +37,7 @@ def parse(argv):
                         "reference does")
     p.add_argument("--target", default=None, help="backend (default $RELSIM_TARGET or cpu)")
     p.add_argument("--threads", type=int, default=None, help="threads (default all)")
-    p.add_argument("--dots", default="exact", choices=("exact", "ordered"),
+    p.add_argument("--dots", default="exact", choices=rs.Global.SUMS,
                    help="CG's dot products: exact sums (default: independent of the row order), "
                         "or summed in row order as the serial reference does (its history)")
     p.add_argument("--yaml", default=None, metavar="PATH", help="also write the summary here")

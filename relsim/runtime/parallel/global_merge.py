@@ -47,8 +47,8 @@ class GlobalMerge:
         row of each position (None: position i is row i)."""
         p = self.plan
         positions = np.arange(len(vals) // per_row if per_row else 0) if rows is None else rows
-        # (the others need no rows)
-        arg = op in ("min", "max", "argmin", "argmax") or _ordered(g, op)
+        # min/max/arg and sums in row order need each slot's row; the others none
+        arg = op in ("min", "max", "argmin", "argmax") or semantics.sums_in_row_order(g, op)
         if len(p.halo) == 0:  # every executed row is this rank's: every slot counts
             self.items[id(g)] = (vals, np.repeat(positions, per_row) if arg else None)
             return
@@ -69,11 +69,6 @@ class GlobalMerge:
             _merge(self.world, g, lay.op, vals, rows)
 
 
-def _ordered(g, op) -> bool:
-    """A float sum into a Global with sum="ordered": folded in ascending row over all ranks."""
-    return op == "+" and elem_of(g.type).is_float and not semantics.sums_exactly(g, op)
-
-
 def _merge(world, g, op, vals, rows) -> None:
     et = elem_of(g.type)
     flat = g.data.reshape(-1)
@@ -91,7 +86,7 @@ def _merge(world, g, op, vals, rows) -> None:
                 exact_sum.merge(total[c], acc[c])
             flat[c] = rnd(total[c])
         return
-    if _ordered(g, op):
+    if semantics.sums_in_row_order(g, op):
         # every rank's contributions with their rows; each rank folds all of them, in ascending
         # row (program order within a row: the sort is stable), from the value before the launch
         everyone = comm.allgather((vals, rows))

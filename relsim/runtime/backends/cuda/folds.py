@@ -421,7 +421,7 @@ class DeviceFold:
         self.et = elem_of(self.glob.type)
         n = dev.shape[0]
         self.sum = semantics.sums_exactly(self.glob, self.op)
-        self.ordered = self.op == "+" and self.et.is_float and not self.sum
+        self.ordered = semantics.sums_in_row_order(self.glob, self.op)
         self.select = self.op in ("min", "max", "argmin", "argmax")
         self.arg = self.op in ("argmin", "argmax")
         self.counts = ([1] if self.ordered else
