@@ -1,13 +1,16 @@
 """Restarted GMRES as a relsim program: a Python loop of kernel launches, like `krylov.py`.
 
-The Krylov basis of a cycle is one vector field of the relation (column i of each row's vector
-the basis vector v_i; padded with zero columns to a multiple of `CHUNK`), so the kernels are the
-same for every basis vector: a new direction is orthogonalised against all earlier ones by
-classical Gram-Schmidt applied twice (CGS2: the projections summed, CHUNK basis vectors per
-launch, into a vector Global; one launch subtracting them; the second projections; one launch
-subtracting those and summing the norm), as stable as modified Gram-Schmidt for this use, with
-a few launches per iteration instead of two per basis vector. (A sum into a vector Global of
-restart + 1 components at once compiled 10x slower: 13-19 s per kernel at restart 30.) The
+A cycle's Krylov basis is restart + 1 scalar fields of the relation (`_linalg_gmres_b<i>`), and
+a new direction w = A v_j is orthogonalised by modified Gram-Schmidt, as SciPy's gmres does:
+for each basis vector in turn, h_i = w.v_i (an exact sum), then w -= h_i v_i. A kernel names
+fields by name, so the kernels read the basis vector of the moment from one stand-in field
+(`_linalg_gmres_vi`) that the basis vector is copied into (`Field.copy_from`): six small
+kernels serve every basis vector. Measured: a copy and two launches per basis vector (the
+sum's kernel writes nothing, so it keeps no slots for its exact path) cost less than one
+fused launch reading the basis vector in place, and much less than the alternatives (one
+vector field for the basis: a vec(31) exact sum compiled in 13-19 s per kernel and every launch
+read each row's whole vector, 11x SciPy's time per iteration; swapping the basis fields into
+the stand-ins made every kernel on the relation bind its arrays again at each launch). The
 small least-squares problem (Givens rotations of the Hessenberg matrix, the back substitution)
 runs on the host in Python floats, the same on every process. The sums are exact (or
 `dots="ordered"`), so every iterate is the same, bit for bit, on every target, thread count
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import dataclass
 
 import relsim as rs
 
@@ -48,42 +52,38 @@ TEMPLATES = {
     "first": """
     @rs.kernel
     def first(v):
-        v.{V} = rs.vec({M1})(0.0)
-        v.{V}[0] = inv * v.{R}
-        v.{OPX} = v.{V}[0]
+        v.{VI} = inv * v.{R}
+        v.{OPX} = v.{VI}
 """,
-    "project": """
+    "dot": """
     @rs.kernel
-    def project(v):
-        V = v.{V}
-        hc += v.{OPY} * rs.vec({CHUNK})({COLUMNS})
+    def dot(v):
+        hw += v.{OPY} * v.{VI}
 """,
-    "subtract": """
+    "axpy": """
     @rs.kernel
-    def subtract(v):
-        v.{OPY} -= rs.dot(h, v.{V})
+    def axpy(v):
+        v.{OPY} -= h * v.{VI}
 """,
     "norm": """
     @rs.kernel
     def norm(v):
-        v.{OPY} -= rs.dot(h, v.{V})
         ww += v.{OPY} * v.{OPY}
 """,
     "advance": """
     @rs.kernel
     def advance(v):
-        v.{V}[j] = inv * v.{OPY}
-        v.{OPX} = v.{V}[j]
+        v.{VI} = inv * v.{OPY}
+        v.{OPX} = v.{VI}
 """,
     "update": """
     @rs.kernel
     def update(v):
-        v.{X} += rs.dot(y, v.{V})
+        v.{X} += h * v.{VI}
 """,
 }
 
-_SUMMED = ("rr", "bb", "hc", "ww")
-CHUNK = 8  # basis vectors projected on per launch
+_SUMMED = ("rr", "bb", "hw", "ww")
 _workspaces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -101,26 +101,32 @@ def gmres(A, b, x, rtol: float = 1e-8, atol: float = 0.0, restart: int = 30,
     A = _operator(A)
     ws = _workspace(A, b, x, restart, dots)
     g, k = ws.globals, ws.kernels
+    basis, vi = ws.fields["basis"], ws.fields["vi"]
+    R = A.relation
+
     info = _start(ws, A, b, config, ("rr", "bb"), rtol, atol)
     maxiter = _maxiter(maxiter, A)
     beta = info.residuals[0]
-    width = ws.globals["h"].type.n  # (restart + 1, padded to a multiple of CHUNK)
     while not info.converged and info.iterations < maxiter:
         g["inv"].value = 1.0 / beta
-        A.relation.foreach(k["first"], config)
+        R.foreach(k["first"], config)
+        basis[0].copy_from(vi)
         cols, cs, sn = [], [], []  # R's columns (after the rotations), the rotations
         gv = [beta] + [0.0] * restart  # the rotated right-hand side beta e_1
         for j in range(restart):
             it = info.iterations + 1
-            A(config)
-            first = _project(g, k, A.relation, j + 1, width, config)
-            g["h"].value = first
-            A.relation.foreach(k["subtract"], config)
-            second = _project(g, k, A.relation, j + 1, width, config)
-            g["h"].value = second
+            A(config)  # w = A v_j, in the operator's y
+            col = []
+            for i in range(j + 1):  # modified Gram-Schmidt
+                if j > 0:  # (v_0 is in the stand-in already at j = 0)
+                    vi.copy_from(basis[i])
+                g["hw"].value = 0.0
+                R.foreach(k["dot"], config)
+                col.append(g["hw"].value)
+                g["h"].value = col[i]
+                R.foreach(k["axpy"], config)
             g["ww"].value = 0.0
-            A.relation.foreach(k["norm"], config)
-            col = [first[i] + second[i] for i in range(j + 1)]
+            R.foreach(k["norm"], config)
             h_next = math.sqrt(g["ww"].value)
             if not all(math.isfinite(c) for c in col + [h_next]):
                 raise SolverError(f"gmres: the Hessenberg column of iteration {it} holds NaN or "
@@ -141,15 +147,16 @@ def gmres(A, b, x, rtol: float = 1e-8, atol: float = 0.0, restart: int = 30,
             if info.converged or info.iterations >= maxiter or h_next == 0.0:
                 break  # (h_next = 0: the solution lies in this basis)
             g["inv"].value = 1.0 / h_next
-            g["j"].value = j + 1
-            A.relation.foreach(k["advance"], config)
-        y = _back_substitute(cols, gv)
-        g["y"].value = y + [0.0] * (width - len(y))
-        A.relation.foreach(k["update"], config)
-        A.relation.foreach(k["start"], config)  # the true residual r = b - A x
+            R.foreach(k["advance"], config)  # v_{j+1} = w / h_next
+            basis[j + 1].copy_from(vi)
+        for i, y_i in enumerate(_back_substitute(cols, gv)):  # x += y_i v_i
+            vi.copy_from(basis[i])
+            g["h"].value = y_i
+            R.foreach(k["update"], config)
+        R.foreach(k["start"], config)  # the true residual r = b - A x
         A(config)
         g["rr"].value = g["bb"].value = 0.0
-        A.relation.foreach(k["init"], config)
+        R.foreach(k["init"], config)
         true = math.sqrt(g["rr"].value)
         if not math.isfinite(true):
             raise SolverError(f"gmres: the residual norm is {true!r} at iteration "
@@ -162,18 +169,6 @@ def gmres(A, b, x, rtol: float = 1e-8, atol: float = 0.0, restart: int = 30,
                               f"tolerance {info.tolerance!r}; a larger restart may help)")
         beta = true
     return info
-
-
-def _project(g, k, relation, n, width, config) -> list:
-    """The projections w.v_i of the operator's output w on the first n basis vectors (and
-    zeros up to `width`), CHUNK per launch."""
-    out = [0.0] * width
-    for c in range(0, n, CHUNK):
-        g["c"].value = c
-        g["hc"].value = 0.0
-        relation.foreach(k["project"], config)
-        out[c:c + CHUNK] = [float(h) for h in g["hc"].value]
-    return out[:n] + [0.0] * (width - n)
 
 
 def _progress(info, it, norm, callback) -> None:
@@ -217,24 +212,23 @@ def _workspace(A, b, x, restart, dots) -> _Workspace:
     per_relation = _workspaces.setdefault(R, {})
     ws = per_relation.get(key)
     if ws is None:
-        width = -(-(restart + 1) // CHUNK) * CHUNK
-        r = _work_field(R, "_linalg_gmres_r", rs.f64)
-        basis = _work_field(R, f"_linalg_gmres_v{width}", rs.vec(width))
-        names = {"OPX": A.x.name, "OPY": A.y.name, "B": b.name, "X": x.name, "R": r.name,
-                 "V": basis.name, "M1": str(width), "CHUNK": str(CHUNK),
-                 "COLUMNS": ", ".join(f"V[c + {i}]" for i in range(CHUNK))}
+        fields = {w: _work_field(R, f"_linalg_gmres_{w}") for w in ("r", "vi")}
+        fields["basis"] = [_work_field(R, f"_linalg_gmres_b{i}") for i in range(restart + 1)]
+        names = {"OPX": A.x.name, "OPY": A.y.name, "B": b.name, "X": x.name,
+                 "R": fields["r"].name, "VI": fields["vi"].name}
         globals_ = {n: rs.Global(rs.f64, 0.0, name=f"gmres_{n}",
                                  **({"sum": dots} if n in _SUMMED else {}))
-                    for n in ("rr", "bb", "ww", "inv")}
-        globals_["hc"] = rs.Global(rs.vec(CHUNK), 0.0, name="gmres_hc", sum=dots)
-        globals_.update({n: rs.Global(rs.vec(width), 0.0, name=f"gmres_{n}")
-                         for n in ("h", "y")})
-        globals_.update({n: rs.Global(rs.i64, 0, name=f"gmres_{n}") for n in ("j", "c")})
+                    for n in ("rr", "bb", "hw", "ww", "h", "inv")}
         text = _kernels.module_text(TEMPLATES, names, list(globals_))
         module = _kernels.load(text, rs.config.current().cache_path())
-        ws = per_relation[key] = _Workspace(module.make(**globals_), globals_)
+        ws = per_relation[key] = _GmresWorkspace(module.make(**globals_), globals_, fields)
     return ws
 
 
-def _work_field(R, name, type_):
-    return R.field(name) if R.has_field(name) else R.new_field(name, type_)
+@dataclass
+class _GmresWorkspace(_Workspace):
+    fields: dict  # the work fields: r, the stand-in vi, and the basis (a list)
+
+
+def _work_field(R, name):
+    return R.field(name) if R.has_field(name) else R.new_field(name, rs.f64)
