@@ -17,7 +17,7 @@ two solutions after one cycle agree to 1e-9 relative.
 Usage::
 
     python bench/gmres_iteration.py [--n 30] [--threads 1 2] [--restart 30] [--cycles 1 3]
-                                    [--repeats 5] [--markdown docs/benchmarks.md]
+                                    [--repeats 5] [--markdown docs/benchmarks.md] [--chart PATH]
 """
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def main(argv=None) -> None:
     ap.add_argument("--cycles", type=int, nargs=2, default=[1, 3], metavar=("C1", "C2"))
     ap.add_argument("--repeats", type=int, default=5, help="timed repeats per variant")
     ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
+    C.add_chart_argument(ap, "gmres_iteration")
     args = ap.parse_args(argv)
     c1, c2 = args.cycles
     if not 0 < c1 < c2:
@@ -73,7 +74,7 @@ def main(argv=None) -> None:
         x, info = spla.gmres(A, b, x0=zeros, rtol=0.0, atol=0.0, restart=r, maxiter=m // r)
         return x
 
-    rows = []
+    rows, medians = [], {"relsim": [], "scipy (1 BLAS thread)": []}
     for t in args.threads:
         rs.configure(target="cpu", threads=t)
         cfg = rs.Config(target="cpu", threads=t)
@@ -97,6 +98,8 @@ def main(argv=None) -> None:
         it = {k: per_iteration(res[f"{k} {m1}"], res[f"{k} {m2}"], m2 - m1)
               for k in ("relsim", "scipy")}
         ratio = statistics.median(a / c for a, c in zip(it["relsim"], it["scipy"]))
+        medians["relsim"].append(statistics.median(it["relsim"]) * 1e3)
+        medians["scipy (1 BLAS thread)"].append(statistics.median(it["scipy"]) * 1e3)
         rows.append([t, f"{ms3(statistics.median(it['relsim']))} ({ms3(min(it['relsim']))})",
                      f"{ms3(statistics.median(it['scipy']))} ({ms3(min(it['scipy']))})",
                      f"{ratio:.2f}", f"{first:.1f}", f"{err:.1e}"])
@@ -112,6 +115,9 @@ def main(argv=None) -> None:
         C.table(["threads", "relsim ms/iter", "scipy ms/iter (1 BLAS thread)", "relsim / scipy",
                  "relsim first solve s", "relsim vs scipy x (rel. diff)"], rows)])
     print(text)
+    C.chart(args.chart, f"One GMRES({r}) iteration ({K.n:,} rows)",
+            [f"{t} thread{'s' if t > 1 else ''}" for t in args.threads], medians,
+            "ms per iteration (median)")
     if args.markdown:
         C.update_markdown(args.markdown, TITLE, text)
 
