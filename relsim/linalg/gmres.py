@@ -26,22 +26,17 @@ import relsim as rs
 
 from . import kernels as _kernels
 from .krylov import (
-    Operator,
     SolveInfo,
     SolverError,
+    _check_arguments,
     _maxiter,
     _operator,
-    _scalar_f64,
     _start,
     _Workspace,
 )
 
 TEMPLATES = {
-    "start": """
-    @rs.kernel
-    def start(v):
-        v.{OPX} = v.{X}
-""",
+    "start": _kernels.CG["start"],
     "init": """
     @rs.kernel
     def init(v):
@@ -192,22 +187,8 @@ def _back_substitute(cols, gv) -> list:
 
 
 def _workspace(A, b, x, restart, dots) -> _Workspace:
-    if dots not in rs.Global.SUMS:
-        raise ValueError(f"gmres: dots must be one of {', '.join(map(repr, rs.Global.SUMS))}, "
-                         f"got {dots!r}")
-    if not isinstance(A, Operator):
-        raise TypeError(f"gmres: A must be a relsim.linalg.Operator (the kernels computing "
-                        f"y = A x, and its fields x and y) or a SparseMatrix, got {A!r}")
+    _check_arguments("gmres", A, b, x, None, dots)
     R = A.relation
-    for f, what in ((b, "b"), (x, "x")):
-        _scalar_f64(f, f"gmres: {what}")
-        if f.relation is not R:
-            raise rs.DataError(f"gmres: {what} ({f.qualname}) is not a field of the operator's "
-                               f"relation {R.name}")
-    named = [b, x, A.x, A.y]
-    if len({id(f) for f in named}) < len(named):
-        raise rs.DataError(f"gmres: b, x and the operator's x and y must be different fields, "
-                           f"got {', '.join(f.qualname for f in named)}")
     key = (A.x.name, A.y.name, b.name, x.name, restart, dots)
     per_relation = _workspaces.setdefault(R, {})
     ws = per_relation.get(key)

@@ -203,23 +203,8 @@ _GLOBALS = {"cg": ("alpha", "beta", "rr", "rz", "pq", "bb"),
 
 
 def _workspace(solver: str, A, b, x, M, dots: str) -> _Workspace:
-    if dots not in rs.Global.SUMS:
-        raise ValueError(f"{solver}: dots must be one of "
-                         f"{', '.join(map(repr, rs.Global.SUMS))}, got {dots!r}")
-    if not isinstance(A, Operator):
-        raise TypeError(f"{solver}: A must be a relsim.linalg.Operator (the kernels computing "
-                        f"y = A x, and its fields x and y) or a SparseMatrix, got {A!r}")
+    _check_arguments(solver, A, b, x, M, dots)
     R = A.relation
-    for f, what in ((b, "b"), (x, "x")) + (((M, "M (the diagonal of A)"),) if M is not None
-                                           else ()):
-        _scalar_f64(f, f"{solver}: {what}")
-        if f.relation is not R:
-            raise rs.DataError(f"{solver}: {what} ({f.qualname}) is not a field of the "
-                               f"operator's relation {R.name}")
-    named = [b, x, A.x, A.y] + ([M] if M is not None else [])
-    if len({id(f) for f in named}) < len(named):
-        raise rs.DataError(f"{solver}: b, x, M and the operator's x and y must be different "
-                           f"fields, got {', '.join(f.qualname for f in named)}")
     key = (solver, A.x.name, A.y.name, b.name, x.name, None if M is None else M.name, dots)
     per_relation = _workspaces.setdefault(R, {})
     ws = per_relation.get(key)
@@ -243,6 +228,27 @@ def _workspace(solver: str, A, b, x, M, dots: str) -> _Workspace:
                     for n in _GLOBALS[solver]}
         ws = per_relation[key] = _Workspace(module.make(**globals_), globals_)
     return ws
+
+
+def _check_arguments(solver: str, A, b, x, M, dots: str) -> None:
+    """Refuse a solve's bad arguments, naming the solver and the fields."""
+    if dots not in rs.Global.SUMS:
+        raise ValueError(f"{solver}: dots must be one of "
+                         f"{', '.join(map(repr, rs.Global.SUMS))}, got {dots!r}")
+    if not isinstance(A, Operator):
+        raise TypeError(f"{solver}: A must be a relsim.linalg.Operator (the kernels computing "
+                        f"y = A x, and its fields x and y) or a SparseMatrix, got {A!r}")
+    R = A.relation
+    for f, what in ((b, "b"), (x, "x")) + (((M, "M (the diagonal of A)"),) if M is not None
+                                           else ()):
+        _scalar_f64(f, f"{solver}: {what}")
+        if f.relation is not R:
+            raise rs.DataError(f"{solver}: {what} ({f.qualname}) is not a field of the "
+                               f"operator's relation {R.name}")
+    named = [b, x, A.x, A.y] + ([M] if M is not None else [])
+    if len({id(f) for f in named}) < len(named):
+        raise rs.DataError(f"{solver}: b, x, M and the operator's x and y must be different "
+                           f"fields, got {', '.join(f.qualname for f in named)}")
 
 
 def _operator(A):
