@@ -708,14 +708,25 @@ _FORMATS = {
 # `sum_slots`, whose first compilation (once per installation, then cached) takes ~7 s, which
 # small and medium problems so never pay.
 SERIAL_SLOTS = 1 << 17
+FEW_SLOTS = 256  # fewer are added one at a time (`_column`)
 
 
 @njit(inline="always")
 def _column(g, vals, c):
+    """The exact accumulator of g[c] and vals[:, c]: a few slots one at a time (the integer
+    path, ~2.5 ns a value), more block by block (`_add_rows`: the slice path where the values
+    allow, ~0.5 ns a value after ~0.5 us of set-up; 29,791 slots: 72 -> 16 us)."""
     acc = np.zeros(ACC_LEN, np.int64)
     add(acc, np.float64(g[c]))
-    for s in range(vals.shape[0]):
-        add(acc, np.float64(vals[s, c]))
+    if vals.shape[0] < FEW_SLOTS:
+        for s in range(vals.shape[0]):
+            add(acc, np.float64(vals[s, c]))
+        return acc
+    ok, flat = _contiguous_f64(vals)
+    if not ok or vals.shape[1] != 1:
+        flat = flat[:0]
+    scratch = np.empty(0 if flat.shape[0] > 0 else min(BLOCK, vals.shape[0]), np.float64)
+    _add_rows(acc, vals, c, 0, vals.shape[0], flat, scratch)
     return acc
 
 
