@@ -96,6 +96,14 @@ def poisson(n: int):
     return V, K, sides
 
 
+def system(n: int):
+    """(V, K, sides, A, b): `poisson(n)` (compiled into a fresh cache directory unless
+    RELSIM_CACHE_DIR names one), SciPy's copy of K and of the right-hand side."""
+    os.environ.setdefault("RELSIM_CACHE_DIR", tempfile.mkdtemp(prefix="relsim-bench-"))
+    V, K, sides = poisson(n)
+    return V, K, sides, K.to_scipy(), V.b.numpy(copy=True)
+
+
 def scipy_cg():
     """scipy.sparse.linalg.cg as f(A, b, maxiter) from x0 = 0 with zero tolerances."""
     tol = "rtol" if "rtol" in inspect.signature(spla.cg).parameters else "tol"
@@ -133,11 +141,8 @@ def main(argv=None) -> None:
     if not 0 <= m1 < m2:
         raise SystemExit("--iters M1 M2 needs 0 <= M1 < M2")
 
-    os.environ.setdefault("RELSIM_CACHE_DIR", tempfile.mkdtemp(prefix="relsim-bench-"))
     t0 = time.perf_counter()
-    V, K, sides = poisson(args.n)
-    A = K.to_scipy()
-    b = V.b.numpy(copy=True)
+    V, K, sides, A, b = system(args.n)
     zeros = np.zeros(V.size)
     sp_run, tol_name = scipy_cg()
     op = K.operator()

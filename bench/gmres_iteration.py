@@ -22,16 +22,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import tempfile
 import time
 
 import _blas
 import _common as C
 import numpy as np
 import scipy.sparse.linalg as spla
-from cg_iteration import ms3, per_iteration, poisson
+from cg_iteration import ms3, per_iteration, system
 
 import relsim as rs
 from relsim import linalg
@@ -55,11 +53,8 @@ def main(argv=None) -> None:
     r = args.restart
     m1, m2 = c1 * r, c2 * r
 
-    os.environ.setdefault("RELSIM_CACHE_DIR", tempfile.mkdtemp(prefix="relsim-bench-"))
     t0 = time.perf_counter()
-    V, K, sides = poisson(args.n)
-    A = K.to_scipy()
-    b = V.b.numpy(copy=True)
+    V, K, _, A, b = system(args.n)
     zeros = np.zeros(V.size)
     print(f"set-up {time.perf_counter() - t0:.1f} s: {K.n:,} rows, {A.nnz:,} nonzeros",
           flush=True)

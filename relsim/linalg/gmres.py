@@ -4,8 +4,8 @@ A cycle's Krylov basis is restart + 1 scalar fields of the relation (`_linalg_gm
 a new direction w = A v_j is orthogonalised by modified Gram-Schmidt, as SciPy's gmres does:
 for each basis vector in turn, h_i = w.v_i (an exact sum), then w -= h_i v_i. A kernel names
 fields by name, so the kernels read the basis vector of the moment from one stand-in field
-(`_linalg_gmres_vi`) that the basis vector is copied into (`Field.copy_from`): six small
-kernels serve every basis vector. Measured: a copy and two launches per basis vector (the
+(`_linalg_gmres_vi`) that the basis vector is copied into (`Field.copy_from`): the same
+five kernels serve every basis vector. Measured: a copy and two launches per basis vector (the
 sum's kernel writes nothing, so it keeps no slots for its exact path) cost less than one
 fused launch reading the basis vector in place, and much less than the alternatives (one
 vector field for the basis: a vec(31) exact sum compiled in 13-19 s per kernel and every launch

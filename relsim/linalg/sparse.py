@@ -27,6 +27,11 @@ MATVEC = """
 """
 
 
+def _check_name(name) -> None:
+    if not name.isidentifier():
+        raise rs.DataError(f"a SparseMatrix name must be an identifier, got {name!r}")
+
+
 def _distinct(codes: np.ndarray) -> np.ndarray:
     """The distinct values of `codes`, ascending (changed in place). np.unique's hash table
     took 59 s for miniFE's 66M pair codes at 100^3; a sort and a mask take ~3 s."""
@@ -44,8 +49,7 @@ class SparseMatrix:
     def __init__(self, vertices, rows, cols, name: str = "A"):
         if not isinstance(vertices, rs.Relation):
             raise TypeError(f"SparseMatrix needs the relation of its rows, got {vertices!r}")
-        if not name.isidentifier():
-            raise rs.DataError(f"a SparseMatrix name must be an identifier, got {name!r}")
+        _check_name(name)
         n = vertices.size
         rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
         if rows.shape != cols.shape or rows.ndim != 1:
@@ -84,8 +88,7 @@ class SparseMatrix:
                                f"tets.v), got {getattr(connectivity, 'qualname', connectivity)}")
         conn = connectivity.numpy().astype(np.int64)  # (in range: key fields check their loads)
         k, n = conn.shape[1], connectivity.target.size
-        if not name.isidentifier():
-            raise rs.DataError(f"a SparseMatrix name must be an identifier, got {name!r}")
+        _check_name(name)
         # element e's entry (i, j): code conn[e, i] * n + conn[e, j]
         codes = (conn[:, :, None] * n + conn[:, None, :]).reshape(-1)
         m = cls.__new__(cls)

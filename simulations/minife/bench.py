@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from relsim.relations.globals import SUMS
+import relsim as rs
 
 KEYS = ("Global Nrows", "Global NNZ", "Iterations", "Final Resid Norm", "WAXPY Mflops",
         "DOT Mflops", "MATVEC Mflops", "Total CG Mflops", "Total CG Time")
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     p.add_argument("-nz", type=int, default=None)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--dots", default="exact", choices=SUMS,
+    p.add_argument("--dots", default="exact", choices=rs.Global.SUMS,
                    help="relsim's CG dot products (relsim run minife --dots)")
     p.add_argument("--markdown", default=None, help="write the table as the 'miniFE' section of "
                    "this Markdown file (other sections are kept)")
