@@ -56,7 +56,7 @@ from ...lowering import (
 from ...lowering.emit import unparse
 from .. import base
 from ..base import Backend, Launch, variant_note
-from . import lanes, pending, row_work, threading_layer
+from . import fused, lanes, pending, row_work, threading_layer
 from . import scatter as cpu_scatter
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
@@ -105,13 +105,15 @@ class CpuBackend(Backend):
         sites = debug_checks.Sites() if options.debug else None
         note = variant_note(options, sites is not None)
 
+        fma = fused.available()  # (the lowering differs: so does the cache's entry)
+
         def lower():
-            lowerer = CpuLowerer(analysed, debug=sites)
+            lowerer = CpuLowerer(analysed, debug=sites, fused=fma)
             module_ast = lowerer.module()
             return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
                 note + "\n" + unparse(module_ast) + "\n", lowerer.params.items
 
-        source, params = lowered.lowered(analysed, options, "cpu" + note, lower,
+        source, params = lowered.lowered(analysed, options, "cpu" + note + " fma" * fma, lower,
                                                debug=sites is not None)
         mod = modules.module_for(source, options.cache_path(), modules.stem(analysed.kernel_name))
         return CpuExecutable(analysed, params, mod, source, options, self.serial, sites)

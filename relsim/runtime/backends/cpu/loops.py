@@ -47,28 +47,37 @@ from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
-from . import row_work
+from . import fused, row_work, stack
 from .grid_loops import GridPlan
 
 MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
 LANE = "_j"  # lanes variants: the row's lane
 CHUNK_LANES = "_ln"  # lanes variants: the chunk's lanes, (components, STATE, LANES)
+ONE = "_one"  # lanes variants: 1.0 the optimiser cannot see (`fused.one`)
+
+def _inlined_sources() -> str:
+    h = hashlib.sha256()
+    for module in (philox, stack, fused):
+        h.update(Path(module.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
 
 _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.backends.cpu import libm as _libm\n"
            "from relsim.runtime.backends.cpu import stack as _stack\n"
+           "from relsim.runtime.backends.cpu import fused as _fused\n"
            "from relsim import philox as _philox\n"
            "_u64 = np.uint64\n"
            "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
            "np.bool_\n_INF = float('inf')\n_NAN = float('nan')\n"
-           # Numba compiles relsim.philox into a kernel's machine code and caches it by the
-           # generated module's text: naming the generator's source there recompiles on a change
-           f"_PHILOX_SOURCE = "
-           f"'{hashlib.sha256(Path(philox.__file__).read_bytes()).hexdigest()[:16]}'\n")
+           # Numba compiles relsim.philox and the intrinsics into a kernel's machine code and
+           # caches it by the generated module's text: naming their sources there recompiles on
+           # a change
+           f"_INLINED_SOURCES = '{_inlined_sources()}'\n")
 
 
 class CpuLowerer(BodyLowerer):
-    def __init__(self, analysed, absorb=(), debug=None):
+    def __init__(self, analysed, absorb=(), debug=None, fused=False):
         super().__init__(analysed, debug)
         # (field, operator, has slot ids) of each pending key reduction this variant folds at
         # the start of each row; their arrays are extra arguments (offsets, slot ids or None
@@ -89,6 +98,7 @@ class CpuLowerer(BodyLowerer):
             else {}
         self.lane_store = not pure_reduction(analysed)  # the lanes variants also write slots
         self.lanes = False  # set while the lanes variants' body is lowered
+        self.fused = fused  # the TwoSum lanes add partly with fused multiply-adds (`fused`)
 
     # -- the seam (body.BodyLowerer) ------------------------------------------------------
     def slot_place(self, k, lay, slot):
@@ -166,12 +176,19 @@ class CpuLowerer(BodyLowerer):
         def op(a, o, b):
             return ast.BinOp(a, o(), b)
 
+        def add(a, b):  # a + b on the fused multiply-add pipes (`fused`), else plainly
+            return call("_fused.fma", a, name(ONE), b) if self.fused else op(a, ast.Add, b)
+
+        def neg(a):
+            return ast.UnaryOp(ast.USub(), a)
+
         x = bind(call("_f64", v))
         a = bind(lane(0))
         t = bind(op(a, ast.Add, x))
         z = bind(op(t, ast.Sub, a))
-        err = bind(op(op(a, ast.Sub, op(t, ast.Sub, z)), ast.Add, op(x, ast.Sub, z)))
-        for part, value in ((0, t), (1, op(lane(1), ast.Add, err)),
+        # err = (a - (t - z)) + (x - z); its first two subtractions and e + err on fma pipes
+        err = bind(op(add(neg(add(neg(z), t)), a), ast.Add, op(x, ast.Sub, z)))
+        for part, value in ((0, t), (1, add(err, lane(1))),
                             (2, op(lane(2), ast.Add, call("abs", err)))):
             target = lane(part)
             target.ctx = ast.Store()
@@ -348,7 +365,8 @@ class CpuLowerer(BodyLowerer):
         else:
             start, copy_out = [], []
         nch = name("_nch")
-        fn.body = [
+        one = [assign(ONE, call("_fused.one"))] if ncomp and self.fused else []
+        fn.body = one + [
             assign("_nch", ast.Subscript(ast.Attribute(name("_lanes"), "shape", ast.Load()),
                                          ast.Constant(0), ast.Load())),
             loop("_c", call(range_fn, nch), [
