@@ -48,6 +48,12 @@ def sites(r):
     small += 0.5 * r.y
 
 
+@rs.kernel
+def picks(r):
+    v = rs.vec(3, rs.f64)(1.0, 2.0, 3.0)
+    total += v[r.runs]  # an index out of range in a row fails the launch
+
+
 def _run(kernel, x, init, cfg, over=R):
     R.x.load(x)
     R.y.load(np.zeros(N))
@@ -157,3 +163,18 @@ def test_chunks_and_depth_cover_every_row(n):
     nch = lane_sums.chunks(n)
     assert 1 <= nch <= lane_sums.MAX_CHUNKS
     assert lane_sums.depth_bound(n, 2, nch) >= 2 * n + nch * lane_sums.LANES + lane_sums.LANES
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_a_failed_launch_leaves_the_global_as_it_was(cfg):
+    runs = np.zeros(N, dtype=np.int64)
+    R.runs.load(runs)
+    total.value = 5.0
+    before = lanes.EXACT_PATH["count"]
+    R.foreach(picks, cfg)
+    assert total.value == 5.0 + N and lanes.EXACT_PATH["count"] == before  # (in the loop)
+    runs[N // 2] = 7
+    R.runs.load(runs)
+    with pytest.raises(rs.KernelRuntimeError, match="index out of range at line"):
+        R.foreach(picks, cfg)
+    assert total.value == 5.0 + N
