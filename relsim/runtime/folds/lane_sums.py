@@ -13,8 +13,7 @@ overlap, and LLVM vectorise, the additions), three float64 numbers:
 * ``p``: the float sum of ``|pi|``.
 
 `finish` merges the lanes of every chunk with TwoSum too (its errors join ``e`` and ``p``),
-starting from the Global's value, and ends with ``(h, l) = TwoSum(S, E)`` (`finish_all`, which
-ends the launch's compiled function, does so for each Global it sums). By construction::
+starting from the Global's value, and ends with ``(h, l) = TwoSum(S, E)``. By construction::
 
     exact sum == S + (sum of every pi)        exactly (TwoSum is error-free)
     |E - sum of every pi| <= gamma_D * sum |pi|    (E is a float sum of the pi, each pi
@@ -140,17 +139,4 @@ def finish(lanes, q0, q1, depth, old, out):
         if not ok:
             return False
         out[q - q0] = v
-    return True
-
-
-@njit(**_JIT)
-def finish_all(lanes, spans, depth, storage):
-    """`finish` for each Global summed in `lanes`: row k of `spans` holds its first and end
-    component, storage[2k] its values (read) and storage[2k + 1] where its new values go (the
-    same array for a lone scalar). The lanes variants end with it (one call less a launch).
-    False as soon as one is undecided."""
-    for k in range(spans.shape[0]):
-        if not finish(lanes, spans[k, 0], spans[k, 1], depth, storage[2 * k],
-                      storage[2 * k + 1]):
-            return False
     return True

@@ -253,10 +253,9 @@ class CpuExecutable(Launch):
         else:
             fn, args = b.fn, b.call_args
         if fn is b.fn and b.entry:
-            # the binding's arguments never change: no dispatch by their types
-            returned = b.entry(*args)
+            b.entry(*args)  # the binding's arguments never change: no dispatch by their types
         else:
-            returned = fn(*args)
+            fn(*args)
             if fn is b.fn:  # from its second call on (a binding used once, as when every
                 # launch re-binds, would pay the types' lookup for nothing)
                 b.entry = False if b.entry is None else jit_entry_point(fn, args)
@@ -265,8 +264,8 @@ class CpuExecutable(Launch):
         if self.err_view[0]:
             debug_checks.raise_flagged(self.analysed.kernel_name, self.err)
         if b.lanes is not None:  # Globals folded in the loop: their values now
-            if fn is b.fn:  # (the lanes variant returns whether it rounded them)
-                b.lanes.finish(returned)
+            if fn is b.fn:
+                b.lanes.finish()
             else:  # the variant folding pending reductions first (`settle`) parks them all
                 b.lanes.exact()
         for fn, args in b.post:
@@ -591,7 +590,7 @@ class CpuExecutable(Launch):
         b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun, chunk_folds,
                              least)
         b.fn, b.entry = self.lanes_fns[(b.parallel, b.has_rows)], None
-        b.call_args = b.row_args + b.lanes.args + \
+        b.call_args = b.row_args + (b.lanes.lanes,) + \
             tuple(a for c in b.lanes.chunks for a in c.arrays())
         folded = {id(layouts[k]) for k in (*self.lane_offsets, *self.chunk_ops)}
         b.folds = [f for f in b.folds if id(f[2]) not in folded]

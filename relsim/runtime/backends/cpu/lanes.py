@@ -2,12 +2,12 @@
 (`folds.lane_sums`), min/max, arg-min/arg-max and integer sums per chunk of rows.
 
 The lanes variant of a kernel (`loops.CpuLowerer.lanes_function`) leaves, per chunk of rows,
-TwoSum lanes for each such Global, and ends by rounding them once, from the Global's value, into
-its storage (`lane_sums.finish_all`). When that cannot decide (rarely: see `lane_sums`),
-`LaneSums.finish` sums the contributions exactly from their slots: written by the same run for a
-kernel with other effects, or by running a kernel whose only effects are its Global reductions
-again with its slots (`rerun`). Either way the Global ends with the correctly rounded exact
-sum, as the slot path gives it: the bits do not depend on the path.
+TwoSum lanes for each such Global; `LaneSums.finish` rounds them once, from the Global's value,
+and writes the result. When it cannot decide (rarely: see `lane_sums`), `exact` sums the
+contributions exactly from their slots: written by the same run for a kernel with other
+effects, or by running a kernel whose only effects are its Global reductions again with its
+slots (`rerun`). Either way the Global ends with the correctly rounded exact sum, as the slot
+path gives it: the bits do not depend on the path.
 
 A chunk-folded Global (`loops.chunk_layouts`) leaves, per lane of each chunk of rows, an
 integer sum, or the lane's first best value and its row (a min/max or an arg reduction);
@@ -21,13 +21,14 @@ import numpy as np
 from ....types import elem_of
 from ...analysis.slots import identity
 from ...folds import exact_sum, host_folds, lane_sums
+from ...host.jit import entry_point
 
 # how many launches took the exact path (tests check that it is taken, and where)
 EXACT_PATH = {"count": 0}
 
 
 class LaneSums:
-    __slots__ = ("lanes", "sums", "depth", "rerun", "chunks", "args")
+    __slots__ = ("lanes", "sums", "depth", "rerun", "chunks", "finish_fn")
 
     def __init__(self, lanes, sums, depth, rerun, chunks=()):
         self.lanes = lanes  # lane_sums.new_lanes(...), passed to the kernel as `_lanes`
@@ -37,30 +38,40 @@ class LaneSums:
         self.depth = depth  # lane_sums.depth_bound of the launch
         self.rerun = rerun  # (function, arguments) writing the slots again, or None
         self.chunks = chunks  # the chunk-folded Globals' `Chunks`
-        # the kernel's `_lanes, _lspans, _ldepth, _lstorage`: it ends by rounding each sum
-        # (`lane_sums.finish_all`) into its storage (a lone scalar) or its `out`
-        spans = np.array([(q0, q1) for _g, _flat, q0, q1, _out, _fold in sums],
-                         dtype=np.int64).reshape(-1, 2)
-        storage = tuple(a for _g, flat, _q0, _q1, out, _fold in sums for a in (flat, out))
-        self.args = (lanes, spans, depth, storage)
+        # per sum, lane_sums.finish; from the second launch on, its compiled entry for that
+        # sum's arguments (whose types never change: no dispatch by them, ~0.3 us a launch)
+        self.finish_fn = None
 
-    def finish(self, rounded: bool) -> None:
-        """After the lanes variant ran, `rounded` what it returned: every Global's new value,
-        rounded from its lanes, or else (rarely) from its slots; the chunk-folded ones from
-        their chunks."""
+    def finish(self) -> None:
+        """After the lanes variant ran: every Global's new value, from its lanes, or else
+        (rarely) from its slots; the chunk-folded ones from their chunks."""
         for c in self.chunks:
             c.fold()
-        if rounded:
-            for g, flat, _q0, _q1, out, _fold in self.sums:
-                if out is not flat:
-                    flat[:] = out
-                _host_written(g)
+        if self.rounded():
             return
         EXACT_PATH["count"] += 1
         if self.rerun is not None:  # a kernel with no other effect: its slots, written now
             fn, args = self.rerun
             fn(*args)
         self.exact_sums()
+
+    def rounded(self) -> bool:
+        """Round every Global from its lanes into its storage; False (nothing written) when
+        the check leaves any component undecided."""
+        sums = self.sums
+        finish = self.finish_fn or (lane_sums.finish,) * len(sums)
+        for fn, (_g, flat, q0, q1, out, _fold) in zip(finish, sums):
+            if not fn(self.lanes, q0, q1, self.depth, flat, out):
+                return False  # (a lone scalar's `out` is its storage: finish wrote nothing)
+        if self.finish_fn is None:
+            self.finish_fn = tuple(entry_point(lane_sums.finish,
+                                               (self.lanes, q0, q1, self.depth, flat, out))
+                                   for _g, flat, q0, q1, out, _fold in sums)
+        for g, flat, _q0, _q1, out, _fold in sums:
+            if out is not flat:
+                flat[:] = out
+            _host_written(g)
+        return True
 
     def exact(self) -> None:
         """Every Global's new value from its slots, after a launch of the slot variant (one
@@ -135,7 +146,7 @@ def make(layouts, offsets, slot_vals, n, rerun, chunk_folds=None, least=None):
         flat = g._data.reshape(-1)
         q1 = q0 + g.type.ncomp
         per_row = max(per_row, lay.per_row)
-        # (a scalar alone is rounded into its storage: written only once decided)
+        # (a scalar alone is rounded into its storage: `finish` writes it only once decided)
         out = flat if len(offsets) == 1 and q1 - q0 == 1 else np.empty(q1 - q0)
         sums.append((g, flat, q0, q1, out, exact_sum.fold_of(flat, slot_vals[k])))
     return LaneSums(lane_sums.new_lanes(nch, ncomp), tuple(sums),

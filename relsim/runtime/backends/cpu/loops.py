@@ -57,7 +57,7 @@ ONE = "_one"  # lanes variants: 1.0 the optimiser cannot see (`fused.one`)
 
 def _inlined_sources() -> str:
     h = hashlib.sha256()
-    for module in (philox, stack, fused, lane_sums):
+    for module in (philox, stack, fused):
         h.update(Path(module.__file__).read_bytes())
     return h.hexdigest()[:16]
 
@@ -66,7 +66,6 @@ _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.backends.cpu import libm as _libm\n"
            "from relsim.runtime.backends.cpu import stack as _stack\n"
            "from relsim.runtime.backends.cpu import fused as _fused\n"
-           "from relsim.runtime.folds import lane_sums as _lane_sums\n"
            "from relsim import philox as _philox\n"
            "_u64 = np.uint64\n"
            "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
@@ -315,15 +314,13 @@ class CpuLowerer(BodyLowerer):
         """The row loop cut into `_lanes.shape[0]` chunks (`range_fn` over them), each chunk's
         rows in blocks of LANES, row `_b + _j` into lane `_j`. The chunk's float lanes live on
         the stack (`stack.zeros`: in registers, not stored back each block) and are copied to
-        `_lanes[_ci]` after its rows; the function ends by rounding them into the Globals'
-        storage (`lane_sums.finish_all`) and returns whether it could. A small row body (no
-        grouping loops) runs the whole blocks without a bounds test and the last few rows in a
-        second copy of the body (measured: the test alone kept a dot product's loop 1.5x
-        slower); a large one is not copied (compile time)."""
+        `_lanes[_ci]` after its rows. A small row body (no grouping loops) runs the whole blocks
+        without a bounds test and the last few rows in a second copy of the body (measured: the
+        test alone kept a dot product's loop 1.5x slower); a large one is not copied (compile
+        time)."""
         chunks = [f"_{part}{k}" for k, op in self.chunk_ops.items()
                   for part in (("cv",) if op == "+" else ("cv", "cr"))]
-        fn = self.function(fname, lanes_loop, "range",
-                           extra=["_lanes", "_lspans", "_ldepth", "_lstorage"] + chunks, rows=rows)
+        fn = self.function(fname, lanes_loop, "range", extra=["_lanes"] + chunks, rows=rows)
         (row_loop,) = fn.body
         width = ast.Constant(lane_sums.LANES)
 
@@ -365,14 +362,8 @@ class CpuLowerer(BodyLowerer):
             copy_out = [loop("_q", call("range", ast.Constant(ncomp)), [
                 loop("_k", call("range", ast.Constant(lane_sums.STATE)), [
                     loop(LANE, call("range", width), [ast.Assign([out], lane)])])])]
-            # the launch's rounded sums, unless a check failed (the Globals stay as they were)
-            end = [ast.If(ast.Compare(ast.Subscript(name(ERR), ast.Constant(0), ast.Load()),
-                                      [ast.NotEq()], [ast.Constant(0)]),
-                          [ast.Return(ast.Constant(False))], []),
-                   ast.Return(call("_lane_sums.finish_all", name("_lanes"), name("_lspans"),
-                                   name("_ldepth"), name("_lstorage")))]
         else:
-            start, copy_out, end = [], [], [ast.Return(ast.Constant(True))]
+            start, copy_out = [], []
         nch = name("_nch")
         one = [assign(ONE, call("_fused.one"))] if ncomp and self.fused else []
         fn.body = one + [
@@ -384,7 +375,7 @@ class CpuLowerer(BodyLowerer):
                 assign("_hi", op(op(name("_n"), ast.Mult, op(chunk, ast.Add, ast.Constant(1))),
                                  ast.FloorDiv, nch)),
             ] + start + blocks + copy_out),
-        ] + end
+        ]
         return fn
 
     @staticmethod
