@@ -201,7 +201,10 @@ class Field:
             self.data, other.data = other.data, self.data
         self._values_changed()
         other._values_changed()
-        self.relation._storage_changed()
+        if self.is_key:  # (what keys are reaches further: groupings, scatter plans)
+            self.relation._storage_changed()
+        else:
+            self.relation._arrays_exchanged()
 
     def _check(self, arr) -> None:
         pass

@@ -34,6 +34,9 @@ class Relation:
         self._groupings: dict[str, Grouping] = {}
         # bumped whenever a field's storage array is replaced: compiled launches re-bind then
         self.storage_version = 0
+        # bumped with it, except when value fields only exchanged their arrays (`Field.swap`):
+        # a launch may then take up again a binding it made for the arrays it finds
+        self.structure_version = 0
         # bumped whenever the set of fields/groupings changes: kernels are re-analysed then
         self.schema_version = 0
 
@@ -190,6 +193,11 @@ class Relation:
 
     def _storage_changed(self) -> None:
         # every change of storage arrays or size must come through here (launches re-bind)
+        self.structure_version += 1
+        self._arrays_exchanged()
+
+    def _arrays_exchanged(self) -> None:
+        # value fields exchanged their arrays, nothing else changed (`Field.swap`)
         self.storage_version += 1
         launch.storage_changed()
 

@@ -129,7 +129,8 @@ class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
-                 "row_args", "debug", "device", "lanes", "prints", "entry", "threshold")
+                 "row_args", "debug", "device", "lanes", "prints", "entry", "threshold",
+                 "structure", "arrays")
 
 
 class _Variants(dict):
@@ -225,6 +226,12 @@ class CpuExecutable(Launch):
                 all(t is not g for g in self.gather_fields) and not elem_of(t.type).is_bool
             self.touched.append((t, absorbable))
         self.bindings: dict = {}
+        # per launch space, the binding before the last re-binding, while only value fields'
+        # arrays were exchanged since (`Field.swap`): taken up again when the fields hold its
+        # arrays again (a double buffer swapped each step re-binds twice, not every step)
+        self.kept: dict = {}
+        self.array_fields = tuple({id(f): f for f in (*self.host_fields,
+                                                      *self.gather_fields)}.values())
         self.print_stmts = prints.sites(analysed.body)  # the kernel's print sites, in order
         # tier 0 (`rs.precompile(..., background=True)`): launches run the serial variants
         # (same bits) until `tier_done()` says the parallel ones are in Numba's disk cache
@@ -296,6 +303,7 @@ class CpuExecutable(Launch):
         keep their own arrays)."""
         self.tier0, self.tier_done = on, None
         self.bindings.clear()
+        self.kept.clear()
 
     def settle(self, b):
         """Before a launch, with reductions pending somewhere: fold this kernel's own pending
@@ -388,11 +396,33 @@ class CpuExecutable(Launch):
         versions = tuple(r.storage_version for r in self.relations) + (relation.size,
                                                                        self.nthreads())
         if b is None or b.versions != versions:
-            b = self.bind(relation, subset, versions)
+            b = self.rebind(relation, subset, b, versions)
         b.epoch = epoch.value
         b.size = relation.size
         b.device = base.on_device(self.host_fields)  # (attaching a device copy moves the epoch)
         return b
+
+    def rebind(self, relation, subset, b, versions) -> _Binding:
+        """The binding for the arrays the fields hold now: the one kept from before, when
+        nothing but value fields' arrays changed since it was made and they hold its arrays
+        again, else a new one. The binding replaced is kept in turn."""
+        structure = tuple(r.structure_version for r in self.relations) + versions[-2:]
+        arrays = tuple(f._stored() for f in self.array_fields)
+        kept = self.kept.pop(subset, None)
+        for old in (b, kept):  # (swapped twice since b's last launch: b's own arrays again)
+            if old is not None and old.structure == structure and \
+                    all(a is k for a, k in zip(arrays, old.arrays)):
+                old.versions = versions
+                self.bindings[subset] = new = old
+                break
+        else:
+            new = self.bind(relation, subset, versions)
+            new.structure, new.arrays = structure, arrays
+        for old in (b, kept):
+            if old is not None and old is not new and old.structure == structure:
+                self.kept[subset] = old
+                break
+        return new
 
     def check_debug(self, b, relation, subset):
         """Debug mode, after the kernel: raise the lowest failed row's first failed check (the
@@ -400,6 +430,7 @@ class CpuExecutable(Launch):
         first, values = b.debug
         if first.any():
             self.bindings.pop(subset, None)
+            self.kept.pop(subset, None)
             debug_checks.raise_first_failure(self.sites, self.analysed.kernel_name, relation,
                                              first, values, b.rows if b.has_rows else None)
 

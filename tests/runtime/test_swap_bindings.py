@@ -1,0 +1,112 @@
+"""Double buffers: `Field.swap` each step gives what copying gives, on every target; on the cpu
+a launch takes up the binding it made for the arrays it finds again (`CpuExecutable.rebind`)
+instead of binding anew after every swap, and binds anew whenever anything else changed."""
+import numpy as np
+
+import relsim as rs
+from relsim.runtime import execute
+from tests.conftest import chain_mesh
+
+total = rs.Global(rs.f64, 0.0)
+
+
+@rs.kernel
+def copy_u(v):
+    v.un = v.u
+
+
+@rs.kernel
+def diffuse(e):
+    e.head.un += 0.25 * (e.tail.u - e.head.u)  # into the other buffer, through a key
+
+
+@rs.kernel
+def energy(v):
+    total += v.un * v.un
+
+
+def _mesh(n=9):
+    V, E = chain_mesh(n)
+    V.new_field("u", rs.f64).load(np.sin(np.arange(n) * 1.3))
+    V.new_field("un", rs.f64)
+    return V, E
+
+
+def _steps(V, E, cfg, steps, swap):
+    out = []
+    for _ in range(steps):
+        V.foreach(copy_u, cfg)
+        E.foreach(diffuse, cfg)
+        total.value = 0.0
+        V.foreach(energy, cfg)
+        out.append(total.value)
+        if swap:
+            V.u.swap(V.un)
+        else:
+            V.u.copy_from(V.un)
+    return out, V.u.numpy().copy()
+
+
+def test_swapping_gives_what_copying_gives(target):
+    V, E = _mesh()
+    swapped = _steps(V, E, target, 7, swap=True)
+    V, E = _mesh()
+    copied = _steps(V, E, target, 7, swap=False)
+    assert swapped[0] == copied[0]
+    assert swapped[1].tobytes() == copied[1].tobytes()
+    head, tail = E.head.numpy(), E.tail.numpy()  # and both what NumPy computes
+    u = np.sin(np.arange(9) * 1.3)
+    for _ in range(7):
+        un = u.copy()
+        np.add.at(un, head, 0.25 * (u[tail] - u[head]))
+        u = un
+    np.testing.assert_allclose(swapped[1], u, rtol=1e-14, atol=1e-15)
+
+
+def _count_binds(monkeypatch, kernels, relations, cfg):
+    calls = []
+    for k, R in zip(kernels, relations):
+        exe = execute.executable(k, R, cfg)
+        bind = exe.bind
+        monkeypatch.setattr(exe, "bind", lambda *a, bind=bind: calls.append(1) or bind(*a))
+    return calls
+
+
+def test_a_double_buffer_binds_twice_not_every_step(monkeypatch):
+    cfg = rs.Config(target="cpu", parallel_threshold=1)
+    V, E = _mesh()
+    _steps(V, E, cfg, 2, swap=True)  # each kernel bound for both states of the buffers
+    calls = _count_binds(monkeypatch, (copy_u, diffuse, energy), (V, E, V), cfg)
+    _steps(V, E, cfg, 6, swap=True)
+    assert calls == []
+    exe = execute.executable(diffuse, E, cfg)
+    bound = []
+    for _ in range(3):
+        E.foreach(diffuse, cfg)
+        bound.append(exe.bindings[None])
+        V.u.swap(V.un)
+    assert bound[0] is bound[2] and bound[1] is not bound[0]
+    V.u.swap(V.un)  # twice between launches: the arrays of the binding of the last launch
+    E.foreach(diffuse, cfg)
+    assert exe.bindings[None] is bound[2] and calls == []
+
+
+def test_anything_else_changed_binds_anew(monkeypatch):
+    cfg = rs.Config(target="cpu", parallel_threshold=1)
+    V, E = _mesh()
+    _steps(V, E, cfg, 2, swap=True)
+    calls = _count_binds(monkeypatch, (diffuse,), (E,), cfg)
+    head = E.head.numpy()[::-1].copy()  # other keys while the buffers are swapped
+    E.head.load(head)
+    V.u.swap(V.un)
+    V.foreach(copy_u, cfg)
+    E.foreach(diffuse, cfg)
+    assert len(calls) == 1  # the binding from before the keys changed is not taken up
+    u = V.u.numpy()
+    want = u.copy()
+    np.add.at(want, head, 0.25 * (u[E.tail.numpy()] - u[head]))
+    np.testing.assert_allclose(V.un.numpy(), want, rtol=1e-14, atol=1e-15)
+    other = V.new_field("w", rs.f64)  # a new field: the schema changed
+    other.swap(V.un)
+    V.foreach(copy_u, cfg)
+    assert (V.un.numpy() == V.u.numpy()).all() and not (other.numpy() == V.u.numpy()).all()
