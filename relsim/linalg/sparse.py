@@ -15,6 +15,7 @@ import numpy as np
 import relsim as rs
 
 from . import kernels as _kernels
+from . import pattern
 from .krylov import Operator
 
 MATVEC = """
@@ -34,7 +35,8 @@ def _check_name(name) -> None:
 
 def _distinct(codes: np.ndarray) -> np.ndarray:
     """The distinct values of `codes`, ascending (changed in place). np.unique's hash table
-    took 59 s for miniFE's 66M pair codes at 100^3; a sort and a mask take ~3 s."""
+    took 59 s for 66M pair codes; a sort and a mask take ~3-6 s (`from_elements` needs
+    neither: `pattern`)."""
     codes.sort()
     keep = np.ones(len(codes), dtype=bool)
     np.not_equal(codes[1:], codes[:-1], out=keep[1:])
@@ -60,21 +62,20 @@ class SparseMatrix:
             i = int(np.flatnonzero(bad)[0])
             raise rs.DataError(f"SparseMatrix {name}: entry ({rows[i]}, {cols[i]}) is outside "
                                f"the {n} rows of {vertices.name}")
-        self._build(vertices, rows * n + cols, name)
-
-    def _build(self, vertices, codes, name) -> None:
-        """The entries relation of the pattern given as codes row * n + col (in range)."""
-        n = vertices.size
         every = np.arange(n, dtype=np.int64)
-        code = _distinct(np.concatenate([codes, every * n + every]))
-        self.name, self.vertices, self.n = name, vertices, n
-        self.entries = E = rs.Relation(f"{name}_entries", len(code))
-        E.new_key_field("row", vertices, values=code // n)
-        E.new_key_field("col", vertices, values=code % n)
+        code = _distinct(np.concatenate([rows * n + cols, every * n + every]))
+        self._build(vertices, code // n, code % n, name)
+
+    def _build(self, vertices, rows, cols, name) -> None:
+        """The entries relation of the pattern: entry i is (rows[i], cols[i]), in CSR order,
+        distinct, the diagonal among them."""
+        self.name, self.vertices, self.n = name, vertices, vertices.size
+        self.entries = E = rs.Relation(f"{name}_entries", len(rows))
+        E.new_key_field("row", vertices, values=rows)
+        E.new_key_field("col", vertices, values=cols)
         E.new_field("a", rs.f64)
         self.rows = f"{name}_row"
         E.group_by(E.row, self.rows)
-        self._code = code
         self._operator = None
 
     @classmethod
@@ -89,11 +90,9 @@ class SparseMatrix:
         conn = connectivity.numpy().astype(np.int64)  # (in range: key fields check their loads)
         k, n = conn.shape[1], connectivity.target.size
         _check_name(name)
-        # element e's entry (i, j): code conn[e, i] * n + conn[e, j]
-        codes = (conn[:, :, None] * n + conn[:, None, :]).reshape(-1)
+        _offsets, rows, cols, index = pattern.element_pattern(conn, n)
         m = cls.__new__(cls)
-        m._build(connectivity.target, codes, name)  # (sorts a copy)
-        index = np.searchsorted(m._code, codes).reshape(len(conn), k * k)
+        m._build(connectivity.target, rows, cols, name)
         connectivity.relation.new_key_field(name, m.entries, k * k, values=index)
         return m
 
