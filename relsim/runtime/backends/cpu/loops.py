@@ -55,6 +55,7 @@ LANE = "_j"  # lanes variants: the row's lane
 CHUNK_LANES = "_ln"  # lanes variants: the chunk's lanes, (components, STATE, LANES)
 ONE = "_one"  # lanes variants: 1.0 the optimiser cannot see (`fused.one`)
 
+
 def _inlined_sources() -> str:
     h = hashlib.sha256()
     for module in (philox, stack, fused):
