@@ -47,22 +47,23 @@ def problem(n):
     return cells, step, back
 
 
+EXCHANGES = {  # how a step's new values become the current ones
+    "swap": lambda cells, back, cfg: cells.u.swap(cells.un),
+    "copy_from": lambda cells, back, cfg: cells.u.copy_from(cells.un),
+    "kernel": lambda cells, back, cfg: cells.foreach(back, cfg),
+}
+
+
 def variants(n, cfg):
+    """{name: (the grid's cells, one step then the exchange)}, each on a problem of its own."""
     out = {}
-    for name in ("swap", "copy_from", "kernel"):
+    for name, exchange in EXCHANGES.items():
         cells, step, back = problem(n)
-        if name == "swap":
-            def run(cells=cells, step=step):
-                cells.foreach(step, cfg)
-                cells.u.swap(cells.un)
-        elif name == "copy_from":
-            def run(cells=cells, step=step):
-                cells.foreach(step, cfg)
-                cells.u.copy_from(cells.un)
-        else:
-            def run(cells=cells, step=step, back=back):
-                cells.foreach(step, cfg)
-                cells.foreach(back, cfg)
+
+        def run(cells=cells, step=step, back=back, exchange=exchange):
+            cells.foreach(step, cfg)
+            exchange(cells, back, cfg)
+
         out[name] = (cells, run)
     return out
 
