@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import DataError, entry_point
 from ..types import KeyType, KeyVecType, MatType, ScalarType, VecType, as_value_type
+from . import host_values
 from . import launch as _launch
 from .views import ElasticView
 
@@ -130,20 +131,15 @@ class Field:
         owned_rows``, in that order): each rank loads its own, without communication."""
         if local and self.relation.partition is not None:
             return self._load_local(values)
+        label, dtype = f"field {self.qualname}", self._data.dtype
         if isinstance(values, (bool, int, float)):  # a Python number: exact conversion only
-            exact = self._data.dtype.type(values)
-            if exact != values:
-                raise DataError(f"{values!r} cannot be stored exactly in field {self.qualname} "
-                                f"of type {self.type!r}")
-            values = exact
+            values = host_values.python_number(values, dtype, label, repr(self.type))
         arr = np.asarray(values)
         want = (self.relation.size,) + self.type.shape
         if arr.shape not in (want, self.type.shape, ()):
             raise DataError(f"cannot load an array of shape {arr.shape} into field "
                             f"{self.qualname} of shape {want}")
-        if not np.can_cast(arr.dtype, self._data.dtype, "same_kind") and arr.dtype != object:
-            raise DataError(f"cannot load {arr.dtype} values into field {self.qualname} "
-                            f"of type {self.type!r} without losing information; cast first")
+        arr = host_values.array(arr, dtype, label, repr(self.type))
         self._check(arr)
         if _launch.recorders:  # a tape records what the load overwrites
             _launch.host_write(self, arr)
@@ -161,9 +157,8 @@ class Field:
         if arr.shape != want:
             raise DataError(f"cannot load an array of shape {arr.shape} into the {part.owned} "
                             f"rows of field {self.qualname} this rank owns (need {want})")
-        if not np.can_cast(arr.dtype, self._stored().dtype, "same_kind"):
-            raise DataError(f"cannot load {arr.dtype} values into field {self.qualname} "
-                            f"of type {self.type!r} without losing information; cast first")
+        arr = host_values.array(arr, self._stored().dtype, f"field {self.qualname}",
+                                repr(self.type))
         self._check(arr)
         r = self.residency
         if r is not None and not getattr(r, "follows_storage", False):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..types import as_value_type
+from . import host_values
 from . import launch as _launch
 
 # how a float Global adds the contributions of a launch (`Global(sum=...)`)
@@ -75,12 +76,11 @@ class Global:
 
     @value.setter
     def value(self, v) -> None:
+        if not (type(v) is float and self._data.dtype == np.float64 and not self.type.shape):
+            v = self._checked(v)  # (the common case skips it: a solver sets Globals often)
         if _launch.recorders:  # a tape records what the assignment overwrites
             _launch.host_write(self, v)
-        if type(v) is float and self._data.dtype == np.float64 and not self.type.shape:
-            self._data[0] = v  # (the common case, kept cheap: a solver sets Globals often)
-        else:
-            self._data[0] = self._checked(v)
+        self._data[0] = v
         self._row_data[0] = -1
         if self.residency is not None:
             self.residency.after_host_write(self)
@@ -99,14 +99,19 @@ class Global:
     def _checked(self, v) -> np.ndarray:
         """v as an array of this Global's type and shape (or a scalar to broadcast)."""
         label = f"Global {self.name!r}" if self.name else "Global"
+        dtype = self._data.dtype
+        if isinstance(v, (bool, int, float)):  # one rule with Field.load (host_values)
+            return host_values.python_number(v, dtype, label, repr(self.type))
         try:
-            arr = np.asarray(v, dtype=self.type.dtype)
+            arr = np.asarray(v)
         except (TypeError, ValueError, OverflowError) as exc:
             raise DataError(f"{label} of type {self.type!r} cannot hold {v!r} ({exc})") from None
         if arr.shape not in (self.type.shape, ()):
             raise DataError(f"{label} of type {self.type!r} cannot hold a value of shape "
                             f"{arr.shape}")
-        return arr
+        if arr.dtype == object or arr.dtype.kind not in "biuf":
+            raise DataError(f"{label} of type {self.type!r} cannot hold {v!r}")
+        return host_values.array(arr, dtype, label, repr(self.type))
 
     @property
     def row(self) -> int:
