@@ -14,6 +14,7 @@ import numpy as np
 
 import relsim as rs
 
+from . import dirichlet as _dirichlet
 from . import kernels as _kernels
 from . import pattern
 from .krylov import Operator
@@ -77,6 +78,7 @@ class SparseMatrix:
         self.rows = f"{name}_row"
         E.group_by(E.row, self.rows)
         self._operator = None
+        self._elimination = None  # the Dirichlet rows and their kept columns
 
     @classmethod
     def from_elements(cls, connectivity, name: str = "A") -> SparseMatrix:
@@ -114,30 +116,33 @@ class SparseMatrix:
         out.load(d)
 
     def dirichlet(self, rows, b=None, values=0.0) -> None:
-        """Impose ``x[rows] = values`` (one value, or one per row of `rows`) on ``A x = b``,
-        keeping A symmetric: each such row becomes the identity row and ``b`` there the value;
-        in every other row the columns of `rows` move to the right-hand side and are zeroed:
-        ``b -= s``, s the sum of ``a * value`` over those columns, added in column order from 0
-        (as miniFE's impose_dirichlet, so its right-hand side bit for bit). `rows`: row numbers
-        or a Subset of the rows' relation."""
-        rows = np.asarray(rows.rows if isinstance(rows, rs.Subset) else rows, dtype=np.int64)
-        vals = np.broadcast_to(np.asarray(values, dtype=np.float64), rows.shape)
-        fixed = np.full(self.n, np.nan)
-        fixed[rows] = vals
-        E = self.entries
-        r, c, a = E.row.numpy(), E.col.numpy(), E.a.numpy(copy=True)
-        in_row, in_col = ~np.isnan(fixed[r]), ~np.isnan(fixed[c])
+        """Impose ``x[rows] = values`` on ``A x = b``, keeping A symmetric: each such row
+        becomes the identity row and ``b`` there the value; in every other row the columns of
+        `rows` move to the right-hand side: ``b -= s``, s the sum of ``a * value`` over those
+        columns, added in column order from 0 (as miniFE's impose_dirichlet, so its right-hand
+        side bit for bit). `rows`: row numbers or a Subset of the rows' relation; `values`:
+        one number, one per row, or an f64 field of the rows' relation (read at `rows`).
+
+        Call it again each time ``b`` is computed anew (a time loop, new boundary values): A's
+        rows are eliminated once and the moved columns kept (`linalg/dirichlet.py`), so every
+        call lifts them into its ``b``. After A's entries are assembled again, the next call
+        eliminates afresh from the new entries."""
+        rows, vals = _dirichlet.rows_and_values(self, rows, values)
+        E, elim = self.entries, self._elimination
+        if elim is None or not elim.current(E):
+            if elim is not None and elim.columns_gone(E):
+                raise rs.DataError(
+                    f"{self.name}.dirichlet: the entries of {self.name} changed since it "
+                    f"eliminated its Dirichlet rows, but every column entry that elimination "
+                    f"moved to the right-hand side is still 0: the entries were changed in place "
+                    f"(not assembled again), so the columns are lost; assemble {self.name} again "
+                    f"(its full entries) before imposing Dirichlet rows on it")
+            elim = self._elimination = _dirichlet.Elimination(self.n)
+        new = np.unique(rows[~elim.fixed[rows]])
+        if new.size:
+            elim.eliminate(new, E)
         if b is not None:
-            bv = b.numpy(copy=True)
-            moved = ~in_row & in_col
-            s = np.zeros(self.n)
-            np.add.at(s, r[moved], a[moved] * fixed[c[moved]])  # (in entry order: column order)
-            bv -= s  # (b - 0.0 is b, bit for bit, in rows without such columns)
-            bv[rows] = vals
-            b.load(bv)
-        a[in_row | in_col] = 0.0
-        a[in_row & (r == c)] = 1.0
-        E.a.load(a)
+            elim.lift(rows, vals, E, b)
 
     # -- the product ----------------------------------------------------------------------
     def operator(self) -> Operator:

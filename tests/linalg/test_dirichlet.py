@@ -1,0 +1,123 @@
+"""SparseMatrix.dirichlet called again and again: a time loop recomputes b and imposes new
+boundary values each step; every call must move the eliminated columns into its b (the first
+call used to zero them, so later calls moved nothing: a silently wrong solve). Values from a
+field, entries assembled again, entries changed in place, and bad input."""
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim import linalg
+from tests.linalg import fem
+
+
+def _f(P):
+    return np.cos(P[:, 0]) + P[:, 1] * P[:, 2]
+
+
+def _imposed(b, values, sides, calls=1):
+    """(the entries, b) after `calls` calls of dirichlet with `values` on a fresh matrix whose
+    right-hand side is `b` before each call."""
+    mesh, K, V, _ = fem.poisson(2, _f)
+    for _ in range(calls):
+        V.b.load(b)
+        K.dirichlet(sides, b=V.b, values=values)
+    return K.entries.a.numpy(copy=True), V.b.numpy(copy=True)
+
+
+def test_every_call_moves_the_columns_into_its_b_as_the_first_call_does():
+    mesh, K, V, sides = fem.poisson(2, _f)
+    b0 = V.b.numpy(copy=True)
+    rng = np.random.default_rng(4)
+    for step in range(3):  # new b and new values each step, the same bits as a fresh matrix
+        b = b0 * (1.0 + step) + rng.standard_normal(V.size)
+        vals = rng.uniform(-1.0, 1.0, len(sides))
+        V.b.load(b)
+        K.dirichlet(sides, b=V.b, values=vals)
+        want_a, want_b = _imposed(b, vals, sides)
+        assert K.entries.a.numpy().tobytes() == want_a.tobytes(), step
+        assert V.b.numpy().tobytes() == want_b.tobytes(), step
+    assert np.array_equal(V.b.numpy()[sides], vals)
+
+
+def test_the_new_users_time_loop_solves_right_every_step():
+    """The issue's reproduction: u = x is harmonic, so each solve is exact to round-off."""
+    mesh, K, V, sides = fem.poisson(2, lambda P: 0.0 * P[:, 0])
+    x = V.pos.numpy()[:, 0]
+    for scale in (1.0, 2.0, -0.5):
+        V.b.fill(0.0)
+        K.dirichlet(sides, b=V.b, values=scale * x[sides])
+        linalg.cg(K, V.b, V.x, rtol=1e-13)
+        assert np.abs(V.x.numpy() - scale * x).max() < 1e-12, scale
+
+
+def test_values_from_a_field_are_the_fields_values_at_the_rows():
+    mesh, K, V, sides = fem.poisson(2, _f)
+    b0 = V.b.numpy(copy=True)
+    g = V.new_field("g", rs.f64).load(np.sin(V.pos.numpy()[:, 1]))
+    K.dirichlet(V.subset("sides", sides), b=V.b, values=g)
+    want_a, want_b = _imposed(b0, g.numpy()[sides], sides)
+    assert V.b.numpy().tobytes() == want_b.tobytes()
+    assert K.entries.a.numpy().tobytes() == want_a.tobytes()
+
+
+def test_rows_imposed_over_several_calls_lift_again_call_by_call():
+    """miniFE's way: one call for the 0-valued faces, one for the others; repeated."""
+    mesh, K, V, sides = fem.poisson(2, _f)
+    b0 = V.b.numpy(copy=True)
+    low, high = sides[: len(sides) // 2], sides[len(sides) // 2:]
+    results = []
+    for _ in range(2):
+        V.b.load(b0)
+        K.dirichlet(low, b=V.b, values=0.5)
+        K.dirichlet(high, b=V.b, values=np.linspace(1.0, 2.0, len(high)))
+        results.append((K.entries.a.numpy().tobytes(), V.b.numpy().tobytes()))
+    assert results[0] == results[1]
+    # and the same as imposing both at once (the columns of each call move in its call)
+    both = np.concatenate([np.full(len(low), 0.5), np.linspace(1.0, 2.0, len(high))])
+    want_a, want_b = _imposed(b0, both, np.concatenate([low, high]))
+    assert results[0][0] == want_a.tobytes()
+    assert np.allclose(np.frombuffer(results[0][1]), want_b, rtol=1e-15, atol=1e-15)
+
+
+def test_entries_assembled_again_are_eliminated_afresh():
+    mesh, K, V, sides = fem.poisson(2, _f)
+    a0, b0 = K.entries.a.numpy(copy=True), V.b.numpy(copy=True)
+    K.dirichlet(sides, b=V.b, values=1.0)
+    K.entries.a.load(2.0 * a0)  # assembled again, with another coefficient
+    V.b.load(b0)
+    K.dirichlet(sides, b=V.b, values=1.0)
+    mesh2, K2, V2, _ = fem.poisson(2, _f)
+    K2.entries.a.load(2.0 * a0)
+    K2.dirichlet(sides, b=V2.b, values=1.0)
+    assert K.entries.a.numpy().tobytes() == K2.entries.a.numpy().tobytes()
+    assert V.b.numpy().tobytes() == V2.b.numpy().tobytes()
+
+
+def test_entries_changed_in_place_after_elimination_are_an_error_not_a_silent_b():
+    mesh, K, V, sides = fem.poisson(2, _f)
+    K.dirichlet(sides, b=V.b, values=1.0)
+    K.entries.a.load(3.0 * K.entries.a.numpy())  # scaled in place: the moved columns stay 0
+    with pytest.raises(rs.DataError, match=r"K.dirichlet: the entries of K changed since it "
+                                           r"eliminated .* assemble K again"):
+        K.dirichlet(sides, b=V.b, values=1.0)
+
+
+def test_bad_rows_and_values_are_refused_with_names():
+    mesh, K, V, sides = fem.poisson(2, _f)
+    W = rs.Relation("W", 3)
+    with pytest.raises(rs.DataError, match=r"K.dirichlet: subset 'all' is of relation W, not "
+                                           r"of vertices"):
+        K.dirichlet(W.subset("all", [0, 1]), b=V.b)
+    with pytest.raises(rs.DataError, match=rf"row {V.size} is outside the {V.size} rows"):
+        K.dirichlet([0, V.size], b=V.b)
+    with pytest.raises(rs.DataError, match=r"row 3 is given twice with different values"):
+        K.dirichlet([3, 1, 3], b=V.b, values=[1.0, 2.0, 3.0])
+    with pytest.raises(rs.DataError, match=r"values from a field must be an f64 scalar field of "
+                                           r"vertices, got W.w"):
+        K.dirichlet([1], b=V.b, values=W.new_field("w", rs.f64))
+    with pytest.raises(rs.DataError, match=r"values must be one number, one per row \(2\)"):
+        K.dirichlet([1, 2], b=V.b, values=[1.0, 2.0, 3.0])
+    with pytest.raises(rs.DataError, match=r"rows must be a 1-D array of row numbers"):
+        K.dirichlet([0.5], b=V.b)
+    K.dirichlet([3, 1, 3], b=V.b, values=[1.0, 2.0, 1.0])  # the same value twice: fine
+    assert V.b.numpy()[[1, 3]].tolist() == [2.0, 1.0]
