@@ -28,7 +28,7 @@ from ..builtin_table import (
     VECTOR_FUNCTIONS,
     callables,
 )
-from . import captures, static
+from . import captures, static, unroll_hint
 from .source import Scope, Source, StaticObject, assigned_names, visible_names
 
 KNOWN = callables()
@@ -346,6 +346,7 @@ class Frontend:
         if isinstance(it, ast.Call) and self.resolve_static(it.func, scope) is range:
             if it.keywords or not 1 <= len(it.args) <= 3:
                 raise self.syntax("range() takes 1 to 3 positional arguments", loc)
+            unroll_hint.check(self, s, scope)
             args = [self.expr(a, scope, pre) for a in it.args]
             one, zero = ir.Const(loc, 1, weak=True), ir.Const(loc, 0, weak=True)
             start, stop, step = ((zero, args[0], one) if len(args) == 1 else
