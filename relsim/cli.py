@@ -100,7 +100,7 @@ def cmd_explain(args) -> int:
         return 2
     for name, kernel, relation in kernels:
         if args.kernel in (None, name):
-            print(rs.explain(kernel, relation))
+            print(rs.explain(kernel, relation, full=args.full))
     return 0
 
 
@@ -130,10 +130,13 @@ def main(argv=None) -> int:
     r.set_defaults(fn=cmd_run)
     sub.add_parser("list", help="list simulations, targets and domains").set_defaults(
         fn=cmd_list)
-    e = sub.add_parser("explain", help="print every pipeline stage of a simulation's kernels")
+    e = sub.add_parser("explain", help="say what a simulation's kernels do and how they run "
+                       "(--full: every pipeline stage)")
     e.add_argument("name")
     e.add_argument("--kernel", metavar="NAME", help="only this kernel (an unknown name lists "
                    "the simulation's kernels)")
+    e.add_argument("--full", action="store_true", help="also the typed IR, the locals and the "
+                   "generated code")
     e.set_defaults(fn=cmd_explain)
     b = sub.add_parser("bench", help="benchmark a simulation against its peers", add_help=False)
     b.add_argument("name")

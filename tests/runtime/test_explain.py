@@ -11,9 +11,30 @@ def test_explain_shows_every_stage():
         d = e.head.T - e.tail.T
         e.tail.flux += d
 
-    text = rs.explain(conduct, E, rs.Config(target="cpu"))
+    text = rs.explain(conduct, E, rs.Config(target="cpu"), full=True)
     assert "IR (typed)" in text and "FieldReduce" in text
     assert "V.flux: reduce(+); through keys; via e.tail.flux" in text
     assert "V.T: read; through keys" in text
     assert "1 slot(s) per row" in text
     assert "def kernel_parallel" in text and "prange" in text
+
+
+def test_explain_is_short_unless_asked_for_everything():
+    V, E = heat_graph.chain(4)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.head.T - e.tail.T
+        e.tail.flux += d
+        e.head.flux -= d
+
+    cfg = rs.Config(target="cpu", threads=2)
+    short, full = rs.explain(conduct, E, cfg), rs.explain(conduct, E, cfg, full=True)
+    assert len(short.splitlines()) < 25 < len(full.splitlines())
+    assert "V.flux: reduce(+); through keys" in short and "IR (typed)" not in short
+    assert "-- compiled variants (" in short and "kernel_serial" in short
+    assert "run a parallel variant on 2 thread(s), the others a serial one" in short
+    lines = len(full.split("-- generated Python")[1].splitlines()) - 1
+    assert short.endswith(f"adds the typed IR, the locals and the {lines} lines of generated "
+                          f"Python)")
+    assert "def kernel_serial" in full and "def kernel_serial" not in short
