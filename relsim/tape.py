@@ -34,6 +34,7 @@ goes unseen).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +45,7 @@ from .relations import launch as _launch
 from .relations.field import Field
 from .relations.globals import Global
 from .runtime import ir
-from .runtime.adjoint import ROW_FIELD, Adjoint, AdjointKernel, GivenKernel
+from .runtime.adjoint import ROW_FIELD, Adjoint, AdjointKernel, GivenKernel, blind_spots
 from .runtime.adjoint.field_picks import BEST, NONE, PICK, picked_fields
 from .runtime.adjoint.records import is_diff
 from .runtime.pipeline import analyse
@@ -194,6 +195,7 @@ class Tape:
             for name, t in adj.kept:
                 if not e.relation.has_field(name):
                     e.relation.new_field(name, t)
+        blind = self._blind_spots(fields | globals_)
         final = [(t, _value_of(t)) for t in _all_written(self.events)]
         for t, seed in seeds:
             if isinstance(t, Field):
@@ -209,6 +211,22 @@ class Tape:
                 self._reverse(self._recompute([self.events[i] for i in seg.events]))
         for t, v in final:
             _restore(t, v)
+        for t, why in blind.values():  # (after the reverse pass, which reads .grad itself)
+            t.no_gradient = why
+
+    def _blind_spots(self, differentiated) -> dict:
+        """Warn of the float targets whose gradient this tape cannot give (`blind_spots`);
+        those `backward` then marks, so that their ``.grad`` says why instead of answering 0
+        or nothing."""
+        events = [("host", e.target) if isinstance(e, _HostWrite) else
+                  ("launch", e.kernel.name, e.analysed.summary.accesses) for e in self.events]
+        for t in differentiated | {e[1] for e in events if e[0] == "host"}:
+            t.no_gradient = None
+        found = blind_spots.reasons(events)
+        w = blind_spots.warning(found)
+        if w is not None:
+            warnings.warn(w, stacklevel=3)
+        return found
 
     @staticmethod
     def _seeds(loss, launches) -> list:

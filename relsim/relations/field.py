@@ -25,6 +25,7 @@ class Field:
     is_key = False
     residency = None  # set by the runtime while the host array is not current
     exposed = False  # numpy() handed the storage out: it must be current after every launch
+    no_gradient = None  # why the last tape.backward could not give this field's gradient
 
     @property
     def data(self) -> np.ndarray:
@@ -77,6 +78,8 @@ class Field:
     def grad(self) -> Field:
         """After `tape.backward(L)`: the derivative of L with respect to this field's values
         when the tape started, as a field of the same type on the same relation."""
+        if self.no_gradient:
+            raise DataError(self.no_gradient)
         if not self.relation.has_field(self.grad_name):
             raise DataError(f"field {self.qualname} has no gradient: no tape.backward has "
                             f"differentiated a program reading it")

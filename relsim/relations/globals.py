@@ -31,6 +31,7 @@ class Global:
     count; "ordered" folds the contributions serially after the loop (slower)."""
 
     SUMS = SUMS
+    no_gradient = None  # why the last tape.backward could not give this Global's gradient
 
     def __init__(self, dtype, init=0, name: str | None = None, *, sum: str = "exact"):
         self.type = as_value_type(dtype)
@@ -89,6 +90,8 @@ class Global:
     def grad(self):
         """After `tape.backward(L)`: the derivative of L with respect to this Global's value
         when the tape started (a float, or an array for a vector Global)."""
+        if self.no_gradient:
+            raise DataError(self.no_gradient)
         adjoint = getattr(self, "_adjoint", None)
         if adjoint is None:
             label = f"Global {self.name!r}" if self.name else "this Global"
