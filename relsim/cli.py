@@ -60,8 +60,9 @@ def cmd_list(_args) -> int:
     print(f"cpu threading layer: {threading_layer.report()}")
     from relsim import domains
     print("domains:")
+    broken = domains.failures()
     for d in domains.available():
-        print(f"  {d}")
+        print(f"  {d}" + (f"  (broken: it fails to import: {broken[d]})" if d in broken else ""))
     return 0
 
 

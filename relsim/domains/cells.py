@@ -23,6 +23,8 @@ import numpy as np
 
 from relsim import DomainError
 
+from .sides import unique_sides
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -146,12 +148,8 @@ def check_shapes(kind: Kind, p: np.ndarray, c: np.ndarray, where: str) -> None:
 def unique_edges(kind: Kind, c: np.ndarray):
     """Unique edges as (tail, head) rows with tail < head, sorted; and each element's edges
     (m, len(kind.edges)) as rows of that table, in the local edge order."""
-    loc = np.array(kind.edges)
-    pairs = np.sort(c[:, loc].reshape(-1, 2), axis=1)
-    if not len(pairs):
-        return np.zeros((0, 2), np.int64), np.zeros((0, len(loc)), np.int64)
-    edges, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    return edges.astype(np.int64), inverse.reshape(len(c), len(loc)).astype(np.int64)
+    found = unique_sides(c, kind.edges)
+    return found.vertices, found.of_cell
 
 
 def _orientation(f: np.ndarray) -> np.ndarray:

@@ -13,6 +13,8 @@ import time
 import weakref
 from dataclasses import dataclass, field
 
+import numpy as np
+
 import relsim as rs
 
 from . import kernels as _kernels
@@ -306,7 +308,15 @@ def _maxiter(maxiter, A) -> int:
 
 
 def _scalar_f64(f, what) -> None:
-    if not isinstance(f, rs.Field) or f.type != rs.f64:
-        raise rs.DataError(f"{what} must be a scalar f64 field, got "
-                           f"{getattr(f, 'qualname', f)!r}"
-                           + (f" of type {f.type!r}" if isinstance(f, rs.Field) else ""))
+    if isinstance(f, rs.Field):
+        if f.type != rs.f64:
+            raise rs.DataError(f"{what} must be a scalar f64 field, got {f.qualname!r} of type "
+                               f"{f.type!r}")
+        return
+    if isinstance(f, np.ndarray):  # (never the whole array in the message)
+        got = (f"a NumPy array of shape {f.shape} (load it into a field of the operator's "
+               f"relation: R.new_field(name, rs.f64).load(array))")
+    else:
+        text = repr(f)
+        got = f"{type(f).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
+    raise rs.DataError(f"{what} must be a scalar f64 field, got {got}")

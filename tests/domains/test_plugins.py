@@ -63,7 +63,7 @@ def test_unknown_domain_lists_registered_ones():
         domains.get("nosuchdomain")
 
 
-def test_broken_plugin_warns_instead_of_crashing(tmp_path, monkeypatch):
+def test_broken_plugin_warns_instead_of_crashing(tmp_path, monkeypatch, capsys):
     _install(tmp_path, monkeypatch, "broken", "raise ImportError('missing dependency xyz')\n")
     assert "broken" in domains.available()
     with warnings.catch_warnings(record=True) as w:
@@ -72,6 +72,14 @@ def test_broken_plugin_warns_instead_of_crashing(tmp_path, monkeypatch):
             domains.get("broken")
     assert any("missing dependency xyz" in str(x.message) for x in w)
     assert "grid" in domains.available()  # the rest still works
+    # listed with a mark: domains.failures() and `relsim list` say it does not import
+    assert domains.failures() == {"broken": "ImportError: missing dependency xyz"}
+    from relsim import cli
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "  broken  (broken: it fails to import: ImportError: missing dependency xyz)" in out
+    assert "  grid\n" in out
+    domains._failed.pop("broken", None)
 
 
 def test_readme_plugin_is_written_by_rs_write(tmp_path, monkeypatch):

@@ -219,6 +219,13 @@ def test_bad_arguments_name_the_fields():
         linalg.cg(A, W.b, V.x)
     with pytest.raises(rs.DataError, match="x must be a scalar f64 field, got 'V.v3'"):
         linalg.cg(A, V.b, V.v3)
+    with pytest.raises(rs.DataError) as bad:  # an array: its shape, never its values
+        linalg.cg(A, np.arange(7434.0), V.x)
+    assert str(bad.value) == ("cg: b must be a scalar f64 field, got a NumPy array of shape "
+                              "(7434,) (load it into a field of the operator's relation: "
+                              "R.new_field(name, rs.f64).load(array))")
+    with pytest.raises(rs.DataError, match=r"got list \[0, 1, 2, .*\.\.\.$"):
+        linalg.cg(A, V.b, list(range(100)))
     with pytest.raises(rs.DataError, match="must be different fields"):
         linalg.cg(A, V.b, V.u)
     with pytest.raises(TypeError, match="A must be a relsim.linalg.Operator"):

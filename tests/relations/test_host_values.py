@@ -16,10 +16,12 @@ import relsim as rs
     (rs.f32, 1e50, "it overflows"),
     (rs.f32, -1e300, "it overflows"),
 ])
-def test_a_python_number_that_would_change_is_refused_by_globals_and_fields(dtype, value, why):
+def test_a_python_number_that_would_change_is_refused_by_globals_and_fields(dtype, value,
+                                                                             why):
     g = rs.Global(dtype, 1, name="g")
-    with pytest.raises(rs.DataError, match=rf"{re.escape(repr(value))} cannot be stored in Global 'g' of "
-                                           rf"type {dtype!r} \({why}\)"):
+    text = re.escape(repr(value))
+    with pytest.raises(rs.DataError, match=rf"{text} cannot be stored in Global 'g' of type "
+                                           rf"{dtype!r} \({why}\)"):
         g.value = value
     assert g.value == 1  # unchanged
     R = rs.Relation("R", 3)

@@ -289,11 +289,14 @@ def test_an_error_in_the_third_of_five_queued_launches_is_that_launchs():
     assert "in kernel 'third'" in str(info.value)
     assert f"line {marked_line(third)}" in str(info.value)
     # what the launches after the failed one wrote is never shown as if they had succeeded
-    for read in (lambda: total.value, lambda: V.z.numpy()):
-        with pytest.raises(rs.KernelRuntimeError, match="kernel 'third' failed"):
+    for read, what in ((lambda: total.value, "Global 'total'"), (lambda: V.z.numpy(),
+                                                                 "field V.z")):
+        with pytest.raises(rs.KernelRuntimeError, match=f"{what} is not valid: a cuda launch "
+                                                        f"of kernel 'third' failed"):
             read()
-    with pytest.raises(rs.KernelRuntimeError, match="kernel 'third' failed"):
-        V.foreach(summed, CUDA)  # nor used by a later launch
+    with pytest.raises(rs.KernelRuntimeError, match="field V.z is not valid: a cuda launch of "
+                                                    "kernel 'third' failed"):
+        V.foreach(summed, CUDA)  # nor used by a later launch (named: the re-run's input)
     V.y.numpy()  # stored by the failed launch: partial, as the cpu leaves it
     assert np.isfinite(V.x.numpy()).all()  # not written since
     total.value = 0.0  # set again by the host: valid

@@ -32,7 +32,7 @@ def no_table(c):
     s = 0.0
     for i in range(5):  # indexes the row's own vector only: nothing to say
         s += c.f[i]
-    for i in range(c.n):  # a trip count known only when the kernel runs
+    for _ in range(c.n):  # a trip count known only when the kernel runs
         s += W[0]
     c.fn[0] = s
 

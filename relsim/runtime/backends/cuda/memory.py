@@ -297,7 +297,9 @@ def _poison(objs, message: str) -> None:
     for obj in objs:
         r = obj.residency
         if isinstance(r, (DeviceCopy, GlobalCopy)) and r.device_newer:
-            r.failed = message
+            what = f"field {obj.qualname}" if hasattr(obj, "qualname") else \
+                f"Global {obj.name!r}" if obj.name else "a Global"
+            r.failed = message.format(what=what)
 
 
 class ErrorLog:
@@ -391,9 +393,9 @@ class ErrorLog:
         self.kernels, self.outputs, self.checked = [], [], 0
 
 
-_POISONED = ("a cuda launch of kernel {name!r} failed (reported when the host first read from "
-             "the device after it): this value comes from that launch's reductions or from a "
-             "launch queued after it, so it is not valid; set it again from the host (load, "
+_POISONED = ("{{what}} is not valid: a cuda launch of kernel {name!r} failed (reported when the "
+             "host first read from the device after it), and {{what}} comes from that launch's "
+             "reductions or from a launch queued after it; set it again from the host (load, "
              "fill, or value =) before using it")
 
 ERRORS = ErrorLog()
