@@ -55,9 +55,10 @@ def test_a_parameter_loaded_inside_the_tape_is_named_at_backward_and_by_its_grad
     assert "V.acc" not in said[0] and "loss" not in said[0].replace("tape.backward", "")
     with pytest.raises(rs.DataError, match=r"field V.p was assigned inside the tape.*so it is 0"):
         _ = V.p.grad
-    # a Global assigned inside the block and read: the same
+    # a Global assigned inside the block and read: its .grad says so (no warning: a time
+    # step the host computes in the block is a constant far more often than a parameter)
     V, scale, said = record(lambda V, scale: setattr(scale, "value", 3.0))
-    assert any("Global 'scale' was assigned inside the tape" in s for s in said)
+    assert not any("Global 'scale'" in s for s in said)
     with pytest.raises(rs.DataError, match="Global 'scale' was assigned inside the tape"):
         _ = scale.grad
 

@@ -1,5 +1,6 @@
-"""What a tape's gradients cannot see, found at `backward` and said there (a `RelsimWarning`)
-and again by `.grad` (a `DataError`) rather than handed out as a silent zero.
+"""What a tape's gradients cannot see, found at `backward` and said there (a `RelsimWarning`
+naming the fields) and by `.grad` (a `DataError`, fields and Globals) rather than handed out
+as a silent zero or a false "not differentiated".
 
 - *Replaced before read*: a float field or Global the host assigned inside the tape (``load``,
   ``fill``, ``.value = ...``) that no recorded launch had read before, and that the next launch
@@ -85,8 +86,10 @@ def reasons(events) -> dict:
 
 
 def warning(found: dict) -> RelsimWarning | None:
-    """One warning naming every target of `reasons`, or None."""
-    if not found:
+    """One warning naming the fields of `reasons`, or None. (Globals are left to their
+    ``.grad``: a host value assigned in the block, a time step computed from the state, is a
+    constant to the tape far more often than a parameter.)"""
+    fields = [why for t, why in found.values() if hasattr(t, "qualname")]
+    if not fields:
         return None
-    return RelsimWarning("tape.backward: no gradient for " + "; ".join(
-        why for _, why in found.values()))
+    return RelsimWarning("tape.backward: no gradient for " + "; ".join(fields))
