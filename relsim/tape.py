@@ -34,6 +34,7 @@ goes unseen).
 from __future__ import annotations
 
 import math
+import types
 import warnings
 from dataclasses import dataclass
 
@@ -69,6 +70,52 @@ class _HostWrite:
     new: object  # the value assigned (to assign it again when a segment is recomputed)
 
 
+class AdjointStep:
+    """A part of a program that a tape records whole and differentiates by its own `reverse`
+    (`linalg`'s solves: implicitly, by one more solve). Run it with `rs.record_step(step)`:
+    with no tape recording that is ``step.run()``; while one records, the tape keeps the values
+    of `writes` before the step and records the step as one event (the launches inside it are
+    not recorded). Subclasses set:
+
+    - `reads`: the float fields whose derivatives `reverse` adds to (their ``.grad``);
+    - `writes`: the fields the step overwrites;
+    - ``run()``: the forward computation (run again by a checkpointed tape's `backward`);
+    - ``reverse()``: called by `backward` with `writes` holding their values from before the
+      step and their ``.grad`` the derivatives of the loss with respect to their values after
+      it; it adds into the ``.grad`` of `reads` and sets the ``.grad`` of `writes` to the
+      derivatives with respect to their values before the step (0 for what it overwrote)."""
+
+    name = "step"
+    reads: tuple = ()
+    writes: tuple = ()
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def reverse(self) -> None:
+        raise NotImplementedError
+
+
+def record_step(step: AdjointStep) -> None:
+    """Run `step`; a recording tape records it whole (see `AdjointStep`)."""
+    if not isinstance(step, AdjointStep):
+        raise TypeError(f"record_step needs an rs.AdjointStep, got {step!r}")
+    recording = list(_launch.recorders)
+    for r in recording:
+        r.before_step(step)
+    _launch.recorders.clear()  # (its own launches and assignments are the step's business)
+    try:
+        step.run()
+    finally:
+        _launch.recorders[:] = recording
+
+
+@dataclass
+class _Step:
+    step: AdjointStep
+    saved: list  # (field, its value before the step)
+
+
 @dataclass
 class _Segment:
     """`checkpoint_every` launches (and the assignments among them): the values its writes
@@ -96,6 +143,11 @@ class Tape:
         self.segments: list = []
 
     # -- recording ----------------------------------------------------------------------------
+    @staticmethod
+    def recording() -> bool:
+        """Whether a tape records now (code with an `AdjointStep` of its own asks)."""
+        return bool(_launch.recorders)
+
     def __enter__(self) -> Tape:
         self.events = []  # a tape records afresh each time (its adjoint kernels stay compiled)
         self.segments = []
@@ -136,6 +188,16 @@ class Tape:
             saved = []
         self.events.append(_Launch(kernel, base, subset, cfg, a, saved))
 
+    def before_step(self, step) -> None:
+        if self.checkpoint_every is None:
+            saved = [(t, _value_of(t)) for t in step.writes]
+        else:
+            seg = self._segment(launch=True)
+            for t in step.writes:
+                seg.start.setdefault(id(t), (t, _value_of(t)))
+            saved = []
+        self.events.append(_Step(step, saved))
+
     def before_host_write(self, target, value) -> None:
         new = value.copy() if isinstance(value, np.ndarray) else value
         if self.checkpoint_every is None:
@@ -168,6 +230,8 @@ class Tape:
             raise GradientError("tape.backward inside `with tape:`; call it after the block")
         fields, globals_ = self._touched(launches)
         fields |= {t for t, _ in seeds if isinstance(t, Field)}
+        fields |= {t for e in self.events if isinstance(e, _Step)
+                   for t in e.step.reads + e.step.writes}
         for f in fields:  # adjoint fields: made once (a schema change), zeroed each time
             if not f.relation.has_field(f.grad_name):
                 f.relation.new_field(f.grad_name, f.type)
@@ -219,6 +283,7 @@ class Tape:
         those `backward` then marks, so that their ``.grad`` says why instead of answering 0
         or nothing."""
         events = [("host", e.target) if isinstance(e, _HostWrite) else
+                  ("launch", e.step.name, _step_accesses(e.step)) if isinstance(e, _Step) else
                   ("launch", e.kernel.name, e.analysed.summary.accesses) for e in self.events]
         for t in differentiated | {e[1] for e in events if e[0] == "host"}:
             t.no_gradient = None
@@ -266,6 +331,10 @@ class Tape:
         (as an unsegmented tape does); the events with those values."""
         again = []
         for e in events:
+            if isinstance(e, _Step):
+                again.append(_Step(e.step, [(t, _value_of(t)) for t in e.step.writes]))
+                e.step.run()
+                continue
             if isinstance(e, _HostWrite):
                 again.append(_HostWrite(e.target, _value_of(e.target), e.new))
                 _restore(e.target, e.new)
@@ -278,6 +347,11 @@ class Tape:
     def _reverse(self, events) -> None:
         """Each event's adjoint, last first, each launch's inputs put back first."""
         for e in reversed(events):
+            if isinstance(e, _Step):
+                for t, v in e.saved:
+                    _restore(t, v)
+                e.step.reverse()
+                continue
             if isinstance(e, _HostWrite):
                 _restore(e.target, e.saved)
                 if isinstance(e.target, Field) and e.target.relation.has_field(
@@ -308,7 +382,8 @@ class Tape:
         assignments overwrote)."""
         values = [v for seg in self.segments for _, v in seg.start.values()]
         for e in self.events:
-            values += [v for _, v in e.saved] if isinstance(e, _Launch) else [e.saved, e.new]
+            values += [v for _, v in e.saved] if isinstance(e, (_Launch, _Step)) else \
+                [e.saved, e.new]
         return sum(np.asarray(v.value if isinstance(v, _GlobalValue) else v).nbytes
                    for v in values if v is not None)
 
@@ -404,9 +479,16 @@ def _written(a) -> list:
 def _all_written(events) -> list:
     out = {}
     for e in events:
-        for t in (_written(e.analysed) if isinstance(e, _Launch) else [e.target]):
+        for t in (_written(e.analysed) if isinstance(e, _Launch) else
+                  e.step.writes if isinstance(e, _Step) else [e.target]):
             out[id(t)] = t
     return list(out.values())
+
+
+def _step_accesses(step) -> list:
+    """A step's reads and writes as the access records `blind_spots` reads."""
+    return [types.SimpleNamespace(target=t, mode="read") for t in step.reads] + \
+        [types.SimpleNamespace(target=t, mode="write") for t in step.writes]
 
 
 @dataclass

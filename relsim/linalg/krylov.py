@@ -17,6 +17,7 @@ import numpy as np
 
 import relsim as rs
 
+from . import adjoint as _adjoint
 from . import kernels as _kernels
 
 
@@ -76,7 +77,14 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
     rounding; slower). Either way every target, thread count and rank count gives the same
     bits. A non-positive or non-finite curvature p.Ap (an operator that is not positive
     definite), a NaN or infinite residual, or a residual that stops changing raises a
-    `SolverError`."""
+    `SolverError`.
+
+    On an `rs.Tape` a solve with a `SparseMatrix` is one step, differentiated implicitly with
+    respect to b and A's entries (one more solve, with A^T: `linalg/adjoint.py`)."""
+    if rs.Tape.recording():
+        return _adjoint.record(cg, "cg", A, b, x, dict(
+            rtol=rtol, atol=atol, maxiter=maxiter, M=M, callback=callback, config=config,
+            timers=timers, dots=dots))
     A = _operator(A)
     ws = _workspace("cg", A, b, x, M, dots)
     g, k = ws.globals, ws.kernels
@@ -128,7 +136,10 @@ def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,
              dots: str = "exact") -> SolveInfo:
     """Solve ``A x = b`` by BiCGSTAB (any nonsingular A), with the arguments, stopping rule and
     `dots` of `cg`. A breakdown (rho, r^.v or t.t zero, or a NaN) raises a `SolverError`
-    naming the iteration and the quantity."""
+    naming the iteration and the quantity. On an `rs.Tape`: as `cg`."""
+    if rs.Tape.recording():
+        return _adjoint.record(bicgstab, "bicgstab", A, b, x, dict(
+            rtol=rtol, atol=atol, maxiter=maxiter, callback=callback, config=config, dots=dots))
     A = _operator(A)
     ws = _workspace("bicgstab", A, b, x, None, dots)
     g, k = ws.globals, ws.kernels

@@ -19,6 +19,15 @@ from . import kernels as _kernels
 from . import pattern
 from .krylov import Operator
 
+MATVEC_T = """
+    @rs.kernel
+    def matvec_t(v):
+        s = 0.0
+        for e in v.{COLS}:
+            s += e.a * e.row.{X}
+        v.{Y} = s
+"""
+
 MATVEC = """
     @rs.kernel
     def matvec(v):
@@ -77,7 +86,7 @@ class SparseMatrix:
         E.new_field("a", rs.f64)
         self.rows = f"{name}_row"
         E.group_by(E.row, self.rows)
-        self._operator = None
+        self._operator = self._transposed = None
         self._elimination = None  # the Dirichlet rows and their kept columns
 
     @classmethod
@@ -153,6 +162,23 @@ class SparseMatrix:
                     for f in (f"_linalg_{self.name}_x", f"_linalg_{self.name}_y"))
             self._operator = Operator(self.matvec(x, y), x, y)
         return self._operator
+
+    def transposed(self) -> Operator:
+        """y = A^T x as a solver's operator (a gather over each column's entries, in ascending
+        row order), on two scratch fields of the rows' relation; the column grouping
+        ``<name>_col`` is made on first use."""
+        if self._transposed is None:
+            V, E = self.vertices, self.entries
+            cols = f"{self.name}_col"
+            if cols not in V.groupings:
+                E.group_by(E.col, cols)
+            x, y = (V.field(f) if V.has_field(f) else V.new_field(f, rs.f64)
+                    for f in (f"_linalg_{self.name}_tx", f"_linalg_{self.name}_ty"))
+            text = _kernels.module_text({"matvec_t": MATVEC_T},
+                                        {"COLS": cols, "X": x.name, "Y": y.name}, [])
+            k = _kernels.load(text, rs.config.current().cache_path()).make()["matvec_t"]
+            self._transposed = Operator(k, x, y)
+        return self._transposed
 
     def matvec(self, x, y):
         """The kernel over the rows' relation computing ``y = A x`` (fields x, y of it)."""
