@@ -8,7 +8,7 @@ derivative of the loss with respect to x, the adjoint is one more solve,
     A^T λ = x̄,    b̄ += λ,    ā_ij -= λ_i x_j,    x̄ (the initial guess) = 0,
 
 by the same solver to the same tolerance (cg: A^T = A; bicgstab and gmres: the transposed
-product, a gather over each column's entries). λ and the entries' derivatives are computed by
+product, a gather over each column's entries; `direct`: the transposed LU factors). λ and the entries' derivatives are computed by
 kernels, so the gradients are the same bits on every target, thread count and rank count, as
 the solves are. Only an assembled `SparseMatrix` is differentiated: a matrix-free `Operator`
 is the user's kernels, whose transpose and parameters relsim does not know (a `GradientError`
@@ -30,7 +30,7 @@ ADJOINT = {
     "entries": """
     @rs.kernel
     def entries(e):
-        e.{AG} -= e.row.{LAM} * e.col.{XS}
+        e.{AG} -= e.row.{ROWV} * e.col.{COLV}
 """,
 }
 
@@ -70,7 +70,12 @@ class SolveStep(rs.AdjointStep):
         lam.fill(0.0)
         xs.load(self.solution)
         opts = dict(self.options)
-        transposed = A if self.solver.__name__ == "cg" else A.transposed()
+        flipped = bool(opts.get("transpose", False))  # (direct's: the step solved A^T x = b)
+        if self.solver.__name__ == "direct":  # the other factors: A^T, or A if it was A^T
+            opts["transpose"] = not flipped
+            transposed = A
+        else:
+            transposed = A if self.solver.__name__ == "cg" else A.transposed()
         info = self.solver(transposed, self.x.grad, lam, **opts)
         if not info.converged:
             raise rs.GradientError(
@@ -78,11 +83,12 @@ class SolveStep(rs.AdjointStep):
                 f"{self.x.qualname}) did not converge in {info.iterations} iterations "
                 f"(residual {info.residuals[-1]:.3g}, tolerance {info.tolerance:.3g}): raise "
                 f"maxiter or loosen rtol")
+        rowv, colv = (xs, lam) if flipped else (lam, xs)  # d/da_ij: -lam_i x_j (A^T: -x_i lam_j)
         names = {"BG": self.b.grad.name, "XG": self.x.grad.name, "LAM": lam.name,
-                 "AG": A.entries.a.grad.name, "XS": xs.name}
+                 "AG": A.entries.a.grad.name, "ROWV": rowv.name, "COLV": colv.name}
         text = _kernels.module_text(ADJOINT, names, [])
         k = _kernels.load(text, rs.config.current().cache_path()).make()
-        config = self.options.get("config")
+        config = self.options.get("config")  # (direct has none: the current one)
         V.foreach(k["inputs"], config)
         A.entries.foreach(k["entries"], config)
 

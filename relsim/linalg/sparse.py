@@ -107,6 +107,34 @@ class SparseMatrix:
         connectivity.relation.new_key_field(name, m.entries, k * k, values=index)
         return m
 
+    @classmethod
+    def from_scipy(cls, vertices, matrix, name: str = "A") -> SparseMatrix:
+        """The SciPy sparse `matrix` (square, one row per row of relation `vertices`) as a
+        SparseMatrix: its stored entries' pattern (duplicates summed, the diagonal added) and
+        values."""
+        import scipy.sparse as sp
+        if not sp.issparse(matrix):
+            raise rs.DataError(f"from_scipy needs a SciPy sparse matrix, got "
+                               f"{type(matrix).__name__}")
+        n = getattr(vertices, "size", None)
+        if matrix.shape != (n, n):
+            raise rs.DataError(f"SparseMatrix {name}: a {matrix.shape[0]} x {matrix.shape[1]} "
+                               f"matrix for the {n} rows of "
+                               f"{getattr(vertices, 'name', vertices)} (it must be {n} x {n})")
+        if matrix.dtype.kind not in "biuf":
+            raise rs.DataError(f"SparseMatrix {name}: {matrix.dtype} entries; relsim's are f64")
+        coo = sp.csr_matrix(matrix, dtype=np.float64)
+        coo.sum_duplicates()
+        coo = coo.tocoo()
+        m = cls(vertices, coo.row, coo.col, name)
+        E = m.entries
+        a = np.zeros(E.size)
+        at = np.searchsorted(E.row.numpy().astype(np.int64) * n + E.col.numpy(),
+                             coo.row.astype(np.int64) * n + coo.col)
+        a[at] = coo.data
+        E.a.load(a)
+        return m
+
     # -- values ---------------------------------------------------------------------------
     def to_scipy(self):
         """The matrix as a SciPy CSR matrix (a copy of the values; needs scipy)."""
