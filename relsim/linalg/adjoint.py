@@ -37,8 +37,7 @@ ADJOINT = {
 
 def record(solver, name: str, A, b, x, options: dict):
     """Run ``solver(A, b, x, **options)`` as one step of the recording tape; its SolveInfo."""
-    from .sparse import SparseMatrix
-    if not isinstance(A, SparseMatrix):
+    if getattr(A, "entries", None) is None:  # (a SparseMatrix; sparse.py imports the solvers)
         raise rs.GradientError(
             f"linalg.{name} is recorded on an rs.Tape with a matrix-free Operator: a solve is "
             f"differentiated implicitly, through A^T and A's entries, which relsim knows for an "
