@@ -10,9 +10,9 @@ derivative of the loss with respect to x, the adjoint is one more solve,
 by the same solver to the same tolerance (cg: A^T = A; bicgstab and gmres: the transposed
 product, a gather over each column's entries; `direct`: the transposed LU factors). λ and the
 entries' derivatives are computed by kernels, so the gradients are the same bits on every
-target, thread count and rank count, as the solves are. Only an assembled `SparseMatrix` is differentiated: a matrix-free `Operator`
-is the user's kernels, whose transpose and parameters relsim does not know (a `GradientError`
-when such a solve is recorded).
+target, thread count and rank count, as the solves are. Only an assembled `SparseMatrix` is
+differentiated: a matrix-free `Operator` is the user's kernels, whose transpose and parameters
+relsim does not know (a `GradientError` when such a solve is recorded).
 """
 from __future__ import annotations
 
