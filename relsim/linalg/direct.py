@@ -16,7 +16,7 @@ import numpy as np
 import relsim as rs
 
 from . import adjoint as _adjoint
-from .krylov import SolveInfo, SolverError, _scalar_f64
+from .common import SolveInfo, SolverError, _scalar_f64
 
 
 def direct(A, b, x, transpose: bool = False) -> SolveInfo:

@@ -26,7 +26,7 @@ import relsim as rs
 
 from . import adjoint as _adjoint
 from . import kernels as _kernels
-from .krylov import (
+from .common import (
     SolveInfo,
     SolverError,
     _check_arguments,

@@ -17,7 +17,7 @@ import relsim as rs
 from . import dirichlet as _dirichlet
 from . import kernels as _kernels
 from . import pattern
-from .krylov import Operator
+from .common import Operator
 
 MATVEC_T = """
     @rs.kernel

@@ -1,0 +1,165 @@
+"""What every solver of `linalg` shares: the operator, the result and error types, the argument
+checks, the start (r = b - A x, ||b||), the residual record, and the timers."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import relsim as rs
+
+
+class SolverError(rs.RelsimError, ArithmeticError):
+    """A Krylov solver broke down: it names the solver, the iteration and the quantity."""
+
+
+@dataclass
+class SolveInfo:
+    """What a solve did: `iterations` done, `residuals` (the residual 2-norm before the first
+    iteration and after each), whether it `converged` (norm <= max(rtol * ||b||, atol)), and
+    the `tolerance` that meant."""
+    iterations: int = 0
+    residuals: list = field(default_factory=list)
+    converged: bool = False
+    tolerance: float = 0.0
+
+
+class Operator:
+    """A linear operator given by the user's kernels: ``apply`` computes ``y = A x`` for the
+    fields `x` and `y` (scalar f64 fields of one relation). `apply` is a kernel (launched over
+    `x`'s relation) or a function of the configuration that launches them.
+
+    A solver uses `x` as its search direction and `y` as A times it: both are the operator's
+    scratch fields, overwritten by every solve."""
+
+    def __init__(self, apply, x, y):
+        _scalar_f64(x, "the operator's input x")
+        _scalar_f64(y, "the operator's output y")
+        if x.relation is not y.relation or x is y:
+            raise rs.DataError(f"an Operator's x and y are two fields of one relation, got "
+                               f"{x.qualname} and {y.qualname}")
+        self.x, self.y, self.relation = x, y, x.relation
+        self._apply = apply
+
+    def __call__(self, config=None) -> None:
+        """Launch the operator's kernels: y = A x."""
+        if isinstance(self._apply, rs.Kernel):
+            self.relation.foreach(self._apply, config)
+        else:
+            self._apply(config)
+
+
+class _Clock:
+    """Seconds per part of an iteration, added to `timers` (nothing is timed without one)."""
+
+    def __init__(self, timers):
+        self.timers, self.t = timers, 0.0
+
+    def start(self) -> None:
+        if self.timers is not None:
+            self.t = time.perf_counter()
+
+    def stop(self, part: str) -> None:
+        if self.timers is not None:
+            now = time.perf_counter()
+            self.timers[part] = self.timers.get(part, 0.0) + now - self.t
+            self.t = now
+
+
+@dataclass
+class _Workspace:
+    kernels: dict
+    globals: dict
+
+
+# (solver, operator fields, b, x, M) -> _Workspace, per relation
+def _check_arguments(solver: str, A, b, x, M, dots: str) -> None:
+    """Refuse a solve's bad arguments, naming the solver and the fields."""
+    if dots not in rs.Global.SUMS:
+        raise ValueError(f"{solver}: dots must be one of "
+                         f"{', '.join(map(repr, rs.Global.SUMS))}, got {dots!r}")
+    if not isinstance(A, Operator):
+        raise TypeError(f"{solver}: A must be a relsim.linalg.Operator (the kernels computing "
+                        f"y = A x, and its fields x and y) or a SparseMatrix, got {A!r}")
+    R = A.relation
+    for f, what in ((b, "b"), (x, "x")) + (((M, "M (the diagonal of A)"),) if M is not None
+                                           else ()):
+        _scalar_f64(f, f"{solver}: {what}")
+        if f.relation is not R:
+            raise rs.DataError(f"{solver}: {what} ({f.qualname}) is not a field of the "
+                               f"operator's relation {R.name}")
+    named = [b, x, A.x, A.y] + ([M] if M is not None else [])
+    if len({id(f) for f in named}) < len(named):
+        raise rs.DataError(f"{solver}: b, x, M and the operator's x and y must be different "
+                           f"fields, got {', '.join(f.qualname for f in named)}")
+
+
+def _operator(A):
+    """`A` itself, or an assembled matrix's operator (`SparseMatrix.operator`)."""
+    as_operator = getattr(A, "operator", None)
+    return as_operator() if not isinstance(A, Operator) and callable(as_operator) else A
+
+
+def _start(ws, A, b, config, sums, rtol, atol) -> SolveInfo:
+    """r = b - A x and the first sums (`sums`, and ||b||^2 as "bb"); the SolveInfo."""
+    if not (rtol >= 0.0 and atol >= 0.0):
+        raise ValueError(f"rtol and atol must be >= 0, got {rtol!r}, {atol!r}")
+    g, k = ws.globals, ws.kernels
+    A.relation.foreach(k["start"], config)
+    A(config)
+    for name in sums:
+        g[name].value = 0.0
+    A.relation.foreach(k["init"], config)
+    bnorm = math.sqrt(g["bb"].value)
+    if not math.isfinite(bnorm):
+        raise SolverError(f"the right-hand side {b.qualname} holds NaN or infinity")
+    info = SolveInfo(tolerance=max(rtol * bnorm, atol))
+    norm = math.sqrt(g["rr"].value)
+    if not math.isfinite(norm):
+        raise SolverError(f"the initial residual norm is {norm!r}: the initial guess or A x "
+                          f"holds NaN or infinity")
+    info.residuals.append(norm)
+    info.converged = norm <= info.tolerance
+    return info
+
+
+def _record(info, solver, rr, it, callback) -> float:
+    norm = math.sqrt(rr)
+    if not math.isfinite(norm):
+        raise SolverError(f"{solver}: the residual norm is {norm!r} at iteration {it}")
+    info.iterations = it
+    info.residuals.append(norm)
+    info.converged = norm <= info.tolerance
+    if callback is not None:
+        callback(it, norm)
+    return norm
+
+
+def _nonzero(value, what, it) -> None:
+    if value == 0.0 or not math.isfinite(value):
+        raise SolverError(f"bicgstab: breakdown at iteration {it}: {what} = {value!r}")
+
+
+def _maxiter(maxiter, A) -> int:
+    if maxiter is None:
+        return 10 * A.relation.size
+    if not isinstance(maxiter, int) or maxiter < 0:
+        raise ValueError(f"maxiter must be an int >= 0, got {maxiter!r}")
+    return maxiter
+
+
+def _scalar_f64(f, what) -> None:
+    if isinstance(f, rs.Field):
+        if f.type != rs.f64:
+            raise rs.DataError(f"{what} must be a scalar f64 field, got {f.qualname!r} of type "
+                               f"{f.type!r}")
+        return
+    if isinstance(f, np.ndarray):  # (never the whole array in the message)
+        got = (f"a NumPy array of shape {f.shape} (load it into a field of the operator's "
+               f"relation: R.new_field(name, rs.f64).load(array))")
+    else:
+        text = repr(f)
+        got = f"{type(f).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
+    raise rs.DataError(f"{what} must be a scalar f64 field, got {got}")

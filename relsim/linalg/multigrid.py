@@ -1,0 +1,153 @@
+"""Smoothed-aggregation algebraic multigrid as a preconditioner: ``cg(A, b, x, M=Multigrid(A))``.
+
+The hierarchy is built on the host (`aggregation.py`); each coarse level is a relation of its
+own (``<name>_level<l>``) with the level's matrix as a `SparseMatrix` named as A (so the
+level's kernels are the same text as the finest level's, compiled once), and each prolongator
+is a relation of entries with key fields ``fine`` and ``coarse``, grouped on both sides. One
+application of the preconditioner, z = M r, is a V-cycle of kernels:
+
+    x = omega D^-1 b, then `sweeps - 1` damped Jacobi sweeps   (pre-smoothing)
+    r = b - A x;  b_coarse = P^T r                           (restriction: a gather per coarse row)
+    the same on the coarser level, with x_coarse = 0; the coarsest solved by LU on the host
+    x += P x_coarse                                         (prolongation: a gather per fine row)
+    `sweeps` damped Jacobi sweeps                            (post-smoothing)
+
+The same sweeps before and after and the exact coarsest solve make M symmetric positive
+definite, as cg needs. Every sum is a gather in ascending entry order and the host parts are
+deterministic, so z is the same bits on every target and thread count. (One process: the
+coarse relations are not partitioned over MPI ranks.)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import relsim as rs
+
+from . import aggregation
+from . import kernels as _kernels
+
+CYCLE = {
+    "first": """
+    @rs.kernel
+    def first(v):
+        v.{X} = v.{D} * v.{B}
+""",
+    "sweep": """
+    @rs.kernel
+    def sweep(v):
+        s = 0.0
+        for e in v.{ROWS}:
+            s += e.a * e.col.{X}
+        v.{XN} = v.{X} + v.{D} * (v.{B} - s)
+""",
+    "residual": """
+    @rs.kernel
+    def residual(v):
+        s = 0.0
+        for e in v.{ROWS}:
+            s += e.a * e.col.{X}
+        v.{R} = v.{B} - s
+""",
+    "restrict": """
+    @rs.kernel
+    def restrict(c):
+        s = 0.0
+        for e in c.{PCOL}:
+            s += e.p * e.fine.{R}
+        c.{B} = s
+""",
+    "prolong": """
+    @rs.kernel
+    def prolong(v):
+        s = 0.0
+        for e in v.{PROW}:
+            s += e.p * e.coarse.{X}
+        v.{X} += s
+""",
+}
+
+_FIELDS = ("b", "x", "xn", "r", "d")
+
+
+class Multigrid:
+    """A smoothed-aggregation multigrid V-cycle for the symmetric positive definite
+    `SparseMatrix` A (with its entries as they are now: build it again after they change), for
+    ``linalg.cg(..., M=mg)``. `sweeps`: damped Jacobi sweeps before and after each coarse
+    correction; the hierarchy coarsens until a level has at most `max_coarse` rows (solved by
+    LU) or has `max_levels` levels. ``mg.levels``: the rows of each level."""
+
+    def __init__(self, A, sweeps: int = 1, max_coarse: int = 300, max_levels: int = 10,
+                 name: str = "mg"):
+        if getattr(A, "entries", None) is None or not hasattr(A, "to_scipy"):
+            raise TypeError(f"Multigrid needs a linalg.SparseMatrix, got {A!r}")
+        if not isinstance(sweeps, int) or sweeps < 1:
+            raise ValueError(f"Multigrid: sweeps must be an int >= 1, got {sweeps!r}")
+        if not name.isidentifier():
+            raise rs.DataError(f"a Multigrid name must be an identifier, got {name!r}")
+        from .sparse import SparseMatrix
+        self.A, self.sweeps, self.name = A, sweeps, name
+        self.version = A.entries.a.version
+        hier = aggregation.hierarchy(A.to_scipy(), max_coarse, max_levels)
+        prefix = f"_{name}_"
+        self.names = {k.upper(): prefix + k for k in _FIELDS}
+        self.names.update(ROWS=A.rows, PROW=prefix + "prow", PCOL=prefix + "pcol")
+        rels = [A.vertices]
+        for lev in range(1, len(hier)):
+            C = rs.Relation(f"{name}_level{lev}", hier[lev].A.shape[0])
+            SparseMatrix.from_scipy(C, hier[lev].A, name=A.name)
+            rels.append(C)
+        for lev, R in enumerate(rels):
+            for k in _FIELDS:
+                f = R.field(prefix + k) if R.has_field(prefix + k) else \
+                    R.new_field(prefix + k, rs.f64)
+                if k == "d":
+                    d = hier[lev].A.diagonal()
+                    f.load(np.where(d != 0.0, hier[lev].omega / np.where(d != 0.0, d, 1.0),
+                                    0.0))
+        self._prolongators = []
+        for lev in range(len(hier) - 1):
+            P = hier[lev].P.tocoo()
+            E = rs.Relation(f"{name}_P{lev + 1}", P.nnz)
+            E.new_key_field("fine", rels[lev], values=P.row)
+            E.new_key_field("coarse", rels[lev + 1], values=P.col)
+            E.new_field("p", rs.f64).load(P.data)
+            E.group_by(E.fine, self.names["PROW"])
+            E.group_by(E.coarse, self.names["PCOL"])
+            self._prolongators.append(E)
+        self.relations = rels
+        self.levels = [R.size for R in rels]
+        import scipy.sparse.linalg as spla
+        self._coarsest = spla.splu(hier[-1].A.tocsc())
+        text = _kernels.module_text(CYCLE, self.names, [])
+        self.kernels = _kernels.load(text, rs.config.current().cache_path()).make()
+
+    def field(self, level: int, what: str):
+        return self.relations[level].field(self.names[what.upper()])
+
+    def apply(self, r, z, config=None) -> None:
+        """z = M r (scalar f64 fields of A's relation)."""
+        if self.A.entries.a.version != self.version:
+            raise rs.DataError(f"Multigrid {self.name}: the entries of {self.A.name} changed "
+                               f"since its hierarchy was built; build a Multigrid again")
+        self.field(0, "b").copy_from(r)
+        self._cycle(0, config)
+        z.copy_from(self.field(0, "x"))
+
+    def _cycle(self, lev: int, config) -> None:
+        R, k = self.relations[lev], self.kernels
+        if lev == len(self.relations) - 1:
+            self.field(lev, "x").load(self._coarsest.solve(self.field(lev, "b").numpy()))
+            return
+        R.foreach(k["first"], config)
+        for _ in range(self.sweeps - 1):
+            self._sweep(R, lev, config)
+        R.foreach(k["residual"], config)
+        self.relations[lev + 1].foreach(k["restrict"], config)
+        self._cycle(lev + 1, config)
+        R.foreach(k["prolong"], config)
+        for _ in range(self.sweeps):
+            self._sweep(R, lev, config)
+
+    def _sweep(self, R, lev, config) -> None:
+        R.foreach(self.kernels["sweep"], config)
+        self.field(lev, "x").swap(self.field(lev, "xn"))
