@@ -104,6 +104,8 @@ class Multigrid:
                     d = hier[lev].A.diagonal()
                     f.load(np.where(d != 0.0, hier[lev].omega / np.where(d != 0.0, d, 1.0),
                                     0.0))
+        if self.names["PROW"] in A.vertices.groupings:  # an earlier Multigrid's, replaced
+            A.vertices.drop_grouping(self.names["PROW"])
         self._prolongators = []
         for lev in range(len(hier) - 1):
             P = hier[lev].P.tocoo()
@@ -129,6 +131,10 @@ class Multigrid:
         if self.A.entries.a.version != self.version:
             raise rs.DataError(f"Multigrid {self.name}: the entries of {self.A.name} changed "
                                f"since its hierarchy was built; build a Multigrid again")
+        if self._prolongators and self.relations[0].grouping(self.names["PROW"]).source \
+                is not self._prolongators[0]:
+            raise rs.DataError(f"Multigrid {self.name}: a newer Multigrid of the same name on "
+                               f"{self.relations[0].name} replaced this one; use that one")
         self.field(0, "b").copy_from(r)
         self._cycle(0, config)
         z.copy_from(self.field(0, "x"))

@@ -135,6 +135,15 @@ class Relation:
     def grouping(self, name: str) -> Grouping:
         return self._groupings[name]
 
+    def drop_grouping(self, name: str) -> None:
+        """Remove grouping `name` of this relation (kernels that loop over it no longer
+        compile), e.g. to group the rows of a new relation under the same name."""
+        if name not in self._groupings:
+            raise SchemaError(f"{self.name} has no grouping named {name!r}; its groupings: "
+                              f"{', '.join(sorted(self._groupings)) or 'none'}")
+        del self._groupings[name]
+        self._schema_changed()
+
     @property
     def groupings(self) -> dict:
         return dict(self._groupings)

@@ -93,7 +93,12 @@ def test_bad_use_is_refused_with_names():
     with pytest.raises(ValueError, match="sweeps must be an int >= 1, got 0"):
         linalg.Multigrid(K, sweeps=0)
     mg = linalg.Multigrid(K, max_coarse=5)
+    again = linalg.Multigrid(K, max_coarse=5)  # built again (as after new entries): fine
+    assert linalg.cg(K, V.b, V.x, M=again).converged
+    with pytest.raises(rs.DataError, match=r"Multigrid mg: a newer Multigrid of the same name "
+                                           r"on vertices replaced this one"):
+        linalg.cg(K, V.b, V.x.fill(0.0), M=mg)
     K.entries.a.load(2.0 * K.entries.a.numpy())
     with pytest.raises(rs.DataError, match=r"Multigrid mg: the entries of K changed since its "
                                            r"hierarchy was built"):
-        linalg.cg(K, V.b, V.x, M=mg)
+        linalg.cg(K, V.b, V.x.fill(0.0), M=again)

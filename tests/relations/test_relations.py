@@ -137,3 +137,22 @@ def test_keys_are_stored_as_int32_and_widen_when_their_target_must(monkeypatch):
     P.insert(3)  # P: 6 rows, past the (lowered) bound
     assert k.numpy().dtype == np.int64 and k.numpy().tolist() == [2, 0, 0]
     assert Q.new_key_field("q", P, values=[5, 4, 0]).numpy().dtype == np.int64
+
+
+def test_a_dropped_grouping_can_be_made_again_over_other_rows():
+    V = rs.Relation("V", 3)
+    E = rs.Relation("E", 2)
+    E.new_key_field("to", V, values=[2, 0])
+    E.group_by(E.to, "ins")
+    F = rs.Relation("F", 3)
+    F.new_key_field("to", V, values=[1, 1, 0])
+    with pytest.raises(rs.SchemaError, match="already has a grouping named 'ins'"):
+        F.group_by(F.to, "ins")
+    before = V.schema_version
+    V.drop_grouping("ins")
+    assert "ins" not in V.groupings and V.schema_version > before
+    F.group_by(F.to, "ins")
+    assert V.grouping("ins").source is F
+    with pytest.raises(rs.SchemaError, match="V has no grouping named 'nope'; its groupings: "
+                                             "ins"):
+        V.drop_grouping("nope")
