@@ -53,6 +53,68 @@ def _pyamg():
     return pyamg
 
 
+def measure(n: int, args, pyamg, tol: str) -> list:
+    """The table rows of size n (and its lines printed)."""
+    rows = []
+    V, K, _, A, b = system(n)
+    want, _ = spla.cg(A, b, **{tol: RTOL, "atol": 0.0})
+    t0 = time.perf_counter()
+    mg = linalg.Multigrid(K)
+    mg_setup = time.perf_counter() - t0
+    ml, amg_setup = None, None
+    if pyamg is not None:
+        t0 = time.perf_counter()
+        ml = pyamg.smoothed_aggregation_solver(A)
+        amg_setup = time.perf_counter() - t0
+    iters = {}
+
+    def relsim_solve(cfg, M, label):
+        def run():
+            V.x.fill(0.0)
+            info = linalg.cg(K, V.b, V.x, rtol=RTOL, M=M, config=cfg)
+            iters[label] = info.iterations
+        return run
+
+    def scipy_solve():
+        count = []
+        spla.cg(A, b, callback=lambda xk: count.append(1), **{tol: RTOL, "atol": 0.0})
+        iters["scipy cg"] = len(count)
+
+    def pyamg_solve():
+        res = []
+        ml.solve(b, tol=RTOL, accel="cg", residuals=res)
+        iters["pyamg"] = len(res) - 1
+
+    variants = {"scipy cg": scipy_solve}
+    if ml is not None:
+        variants["pyamg"] = pyamg_solve
+    for t in args.threads:
+        cfg = rs.Config(target="cpu", threads=t)
+        variants[f"relsim cg, {t} thr"] = relsim_solve(cfg, None, f"relsim cg, {t} thr")
+        variants[f"relsim mg, {t} thr"] = relsim_solve(cfg, mg, f"relsim mg, {t} thr")
+    for name, fn in variants.items():  # (compiles; then the check)
+        fn()
+        x = V.x.numpy() if name.startswith("relsim") else None
+        if x is not None and not np.allclose(x, want, rtol=0, atol=1e-6 * abs(want).max()):
+            raise SystemExit(f"{name}: the solution differs from SciPy's")
+    times = C.interleaved(variants, args.repeats, 1)
+    print(f"n = {n}: {V.size} rows; relsim mg levels {mg.levels}, set-up "
+          f"{C.ms(mg_setup)} ms" + (f"; pyamg set-up {C.ms(amg_setup)} ms, levels "
+                                    f"{[lev.A.shape[0] for lev in ml.levels]}" if ml else ""))
+    for name, samples in times.items():
+        lo, med = C.summary(samples)
+        ratios = []
+        if name.startswith("relsim mg"):
+            for peer in ("scipy cg", "pyamg"):
+                if peer in times:
+                    ratios.append(f"{C.paired_ratio(samples, times[peer]):.2f}x {peer}")
+        rows.append([f"{V.size:,}", name, str(iters[name]), C.ms(lo), C.ms(med),
+                     ", ".join(ratios)])
+        print(f"  {name:18s} {iters[name]:4d} it  {C.ms(lo):>9s} ms (median "
+              f"{C.ms(med)})  {', '.join(ratios)}")
+    return rows
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, nargs="+", default=[28, 48], help="cubes per side")
@@ -65,62 +127,7 @@ def main(argv=None) -> None:
     tol = "rtol" if "rtol" in inspect.signature(spla.cg).parameters else "tol"
     rows = []
     for n in args.n:
-        V, K, _, A, b = system(n)
-        want, _ = spla.cg(A, b, **{tol: RTOL, "atol": 0.0})
-        t0 = time.perf_counter()
-        mg = linalg.Multigrid(K)
-        mg_setup = time.perf_counter() - t0
-        ml, amg_setup = None, None
-        if pyamg is not None:
-            t0 = time.perf_counter()
-            ml = pyamg.smoothed_aggregation_solver(A)
-            amg_setup = time.perf_counter() - t0
-        iters = {}
-
-        def relsim_solve(cfg, M, label):
-            def run():
-                V.x.fill(0.0)
-                info = linalg.cg(K, V.b, V.x, rtol=RTOL, M=M, config=cfg)
-                iters[label] = info.iterations
-            return run
-
-        def scipy_solve():
-            count = []
-            spla.cg(A, b, callback=lambda xk: count.append(1), **{tol: RTOL, "atol": 0.0})
-            iters["scipy cg"] = len(count)
-
-        def pyamg_solve():
-            res = []
-            ml.solve(b, tol=RTOL, accel="cg", residuals=res)
-            iters["pyamg"] = len(res) - 1
-
-        variants = {"scipy cg": scipy_solve}
-        if ml is not None:
-            variants["pyamg"] = pyamg_solve
-        for t in args.threads:
-            cfg = rs.Config(target="cpu", threads=t)
-            variants[f"relsim cg, {t} thr"] = relsim_solve(cfg, None, f"relsim cg, {t} thr")
-            variants[f"relsim mg, {t} thr"] = relsim_solve(cfg, mg, f"relsim mg, {t} thr")
-        for name, fn in variants.items():  # (compiles; then the check)
-            fn()
-            x = V.x.numpy() if name.startswith("relsim") else None
-            if x is not None and not np.allclose(x, want, rtol=0, atol=1e-6 * abs(want).max()):
-                raise SystemExit(f"{name}: the solution differs from SciPy's")
-        times = C.interleaved(variants, args.repeats, 1)
-        print(f"n = {n}: {V.size} rows; relsim mg levels {mg.levels}, set-up "
-              f"{C.ms(mg_setup)} ms" + (f"; pyamg set-up {C.ms(amg_setup)} ms, levels "
-                                        f"{[lev.A.shape[0] for lev in ml.levels]}" if ml else ""))
-        for name, samples in times.items():
-            lo, med = C.summary(samples)
-            ratios = []
-            if name.startswith("relsim mg"):
-                for peer in ("scipy cg", "pyamg"):
-                    if peer in times:
-                        ratios.append(f"{C.paired_ratio(samples, times[peer]):.2f}x {peer}")
-            rows.append([f"{V.size:,}", name, str(iters[name]), C.ms(lo), C.ms(med),
-                         ", ".join(ratios)])
-            print(f"  {name:18s} {iters[name]:4d} it  {C.ms(lo):>9s} ms (median "
-                  f"{C.ms(med)})  {', '.join(ratios)}")
+        rows += measure(n, args, pyamg, tol)
     headers = ["rows", "solver", "iterations", "min ms", "median ms", "relsim mg against"]
     text = C.table(headers, rows)
     print()
