@@ -232,6 +232,9 @@ class Tape:
         fields |= {t for t, _ in seeds if isinstance(t, Field)}
         fields |= {t for e in self.events if isinstance(e, _Step)
                    for t in e.step.reads + e.step.writes}
+        for t in fields | globals_ | {e.target for e in self.events
+                                      if isinstance(e, _HostWrite)}:
+            t.no_gradient = None  # (what the last backward said; this one says it anew)
         for f in fields:  # adjoint fields: made once (a schema change), zeroed each time
             if not f.relation.has_field(f.grad_name):
                 f.relation.new_field(f.grad_name, f.type)
@@ -259,7 +262,7 @@ class Tape:
             for name, t in adj.kept:
                 if not e.relation.has_field(name):
                     e.relation.new_field(name, t)
-        blind = self._blind_spots(fields | globals_)
+        blind = self._blind_spots()
         final = [(t, _value_of(t)) for t in _all_written(self.events)]
         for t, seed in seeds:
             if isinstance(t, Field):
@@ -278,17 +281,15 @@ class Tape:
         for t, why in blind.values():  # (after the reverse pass, which reads .grad itself)
             t.no_gradient = why
 
-    def _blind_spots(self, differentiated) -> dict:
+    def _blind_spots(self) -> dict:
         """Warn of the float targets whose gradient this tape cannot give (`blind_spots`);
         those `backward` then marks, so that their ``.grad`` says why instead of answering 0
         or nothing."""
         events = [("host", e.target) if isinstance(e, _HostWrite) else
                   ("launch", e.step.name, _step_accesses(e.step)) if isinstance(e, _Step) else
                   ("launch", e.kernel.name, e.analysed.summary.accesses) for e in self.events]
-        for t in differentiated | {e[1] for e in events if e[0] == "host"}:
-            t.no_gradient = None
         found = blind_spots.reasons(events)
-        w = blind_spots.warning(found)
+        w = blind_spots.warning(found, events)
         if w is not None:
             warnings.warn(w, stacklevel=3)
         return found

@@ -90,3 +90,48 @@ def test_an_f32_parameter_read_by_the_program_is_named_at_backward_and_by_its_gr
     with pytest.raises(rs.DataError, match=r"field V.q is f32 .*store parameters as f64"):
         _ = V.q.grad
     assert V.p.grad.numpy().tolist() == [5.0] * 4  # the f64 one is differentiated
+
+
+def test_state_and_data_loaded_in_the_block_are_said_by_grad_only():
+    """A simulation's initial state loaded inside the tape (then advanced by kernels) and
+    observations loaded again and again are not parameters: no warning, but their .grad
+    still says why it is not there."""
+    V = rs.Relation("V", 3)
+    V.new_field("T", rs.f64)
+    V.new_field("seen", rs.f64)
+    kappa = rs.Global(rs.f64, 0.5, name="kappa")
+    loss = rs.Global(rs.f64, 0.0, name="loss")
+
+    @rs.kernel
+    def advance(v):
+        v.T = v.T * kappa
+
+    @rs.kernel
+    def compare(v):
+        loss += (v.T - v.seen) ** 2
+
+    with configured(target="interp"), rs.Tape() as tape:
+        V.T.load(np.array([1.0, 2.0, 3.0]))  # the initial state
+        loss.value = 0.0
+        for step in range(2):
+            V.foreach(advance)
+            V.seen.load(np.full(3, 0.1 * step))  # an observation per step
+            V.foreach(compare)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with configured(target="interp"):
+            tape.backward(loss)
+    assert [w for w in caught if w.category is rs.RelsimWarning] == []
+    assert kappa.grad != 0.0
+    for field in (V.T, V.seen):
+        with pytest.raises(rs.DataError, match=f"field {field.qualname} was assigned inside "
+                                               f"the tape"):
+            _ = field.grad
+    # a second backward of another recording starts afresh
+    with configured(target="interp"), rs.Tape() as again:
+        loss.value = 0.0
+        V.foreach(advance)
+        V.foreach(compare)
+    with configured(target="interp"):
+        again.backward(loss)
+    assert V.T.grad.numpy().any()

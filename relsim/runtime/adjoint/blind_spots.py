@@ -85,11 +85,27 @@ def reasons(events) -> dict:
     return out
 
 
-def warning(found: dict) -> RelsimWarning | None:
-    """One warning naming the fields of `reasons`, or None. (Globals are left to their
-    ``.grad``: a host value assigned in the block, a time step computed from the state, is a
-    constant to the tape far more often than a parameter.)"""
-    fields = [why for t, why in found.values() if hasattr(t, "qualname")]
+def not_parameters(events) -> set:
+    """ids of the targets that do not look like parameters: written by a recorded launch
+    (state the program advances) or assigned by the host more than once (data it feeds in,
+    an observation per step)."""
+    assigned, out = {}, set()
+    for e in events:
+        if e[0] == "host":
+            assigned[id(e[1])] = assigned.get(id(e[1]), 0) + 1
+        else:
+            out |= {id(a.target) for a in e[2] if a.mode != "read"}
+    return out | {key for key, count in assigned.items() if count > 1}
+
+
+def warning(found: dict, events) -> RelsimWarning | None:
+    """One warning naming the fields of `reasons` that look like parameters, or None. The
+    others are left to their ``.grad``: a simulation's initial state or its observations
+    loaded in the block, or a time step the host computes (a Global), are constants to the
+    tape far more often than parameters."""
+    skip = not_parameters(events)
+    fields = [why for key, (t, why) in found.items()
+              if hasattr(t, "qualname") and key not in skip]
     if not fields:
         return None
     return RelsimWarning("tape.backward: no gradient for " + "; ".join(fields))
