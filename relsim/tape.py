@@ -391,9 +391,11 @@ class Tape:
     def zero(self) -> None:
         """Set every adjoint of the recorded program to zero."""
         fields, globals_ = self._touched([e for e in self.events if isinstance(e, _Launch)])
+        fields |= {t for e in self.events if isinstance(e, _Step)
+                   for t in e.step.reads + e.step.writes}
         for f in fields:
-            if f.relation.has_field(f.grad_name):
-                f.grad.load(0.0)
+            if f.relation.has_field(f.grad_name):  # (not .grad: it may say why there is none)
+                f.relation.field(f.grad_name).load(0.0)
         for g in globals_:
             if getattr(g, "_adjoint", None) is not None:
                 g._adjoint.value = 0.0
