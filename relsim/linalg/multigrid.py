@@ -84,6 +84,10 @@ class Multigrid:
             raise ValueError(f"Multigrid: sweeps must be an int >= 1, got {sweeps!r}")
         if not name.isidentifier():
             raise rs.DataError(f"a Multigrid name must be an identifier, got {name!r}")
+        if rs.ranks().size > 1:
+            raise rs.ConfigError(f"Multigrid runs in one process (its coarse levels are not "
+                                 f"partitioned), not on the {rs.ranks().size} MPI ranks here: "
+                                 f"precondition with M=the diagonal (Jacobi) under MPI")
         from .sparse import SparseMatrix
         self.A, self.sweeps, self.name = A, sweeps, name
         self.version = A.entries.a.version
