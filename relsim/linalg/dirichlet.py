@@ -10,7 +10,9 @@ belong to the matrix as it was assembled: after the entries change (``A.entries.
 by a kernel or loaded, which its field's version tells), the next call eliminates afresh from
 the new values; if the new values still have every moved entry at exactly 0 (the entries were
 changed in place, say scaled, rather than assembled again), the columns are gone from A and
-the call is an error rather than a right-hand side with nothing moved.
+the call is an error rather than a right-hand side with nothing moved. Calls on one
+right-hand side that name a row twice (miniFE's faces, whose edges are in two of them) move its
+column once, with the first call's value, and leave the last value in b, as miniFE does.
 """
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ class Elimination:
         self.kept = np.zeros(0, dtype=np.int64)
         self.kept_a = np.zeros(0)
         self.version = None  # the entries' version after the last elimination wrote them
+        # the columns already lifted into the right-hand side `b_state` names (the b field and
+        # its version after that lift): a later call on that same b lifts only the others
+        self.lifted = np.zeros(n, dtype=bool)
+        self.b_state = None
 
     def current(self, entries) -> bool:
         """Whether the entries are still the ones this elimination left."""
@@ -60,10 +66,17 @@ class Elimination:
     def lift(self, rows: np.ndarray, values: np.ndarray, entries, b) -> None:
         """``b -= s``, s per row the sum of kept ``a * value`` over the columns of `rows`,
         added in column order from 0 (as miniFE's impose_dirichlet: its right-hand side bit
-        for bit); then ``b[rows] = values``."""
+        for bit); then ``b[rows] = values``. A column already lifted into this same `b` (no
+        change to b since) is not lifted again: as if it were gone from A, which is what a
+        row imposed by two calls on one right-hand side gets in miniFE's reference (its
+        second value in b, the first moved out of the other rows)."""
+        if self.b_state != (id(b), b.version):
+            self.lifted[:] = False  # a new right-hand side: every column moves again
         value_of = np.zeros(len(self.fixed))
         mine = np.zeros(len(self.fixed), dtype=bool)
         value_of[rows], mine[rows] = values, True
+        mine &= ~self.lifted
+        self.lifted[rows] = True
         cols = entries.col.numpy()[self.kept]
         use = mine[cols]
         s = np.zeros(len(self.fixed))
@@ -72,6 +85,7 @@ class Elimination:
         bv -= s  # (b - 0.0 is b, bit for bit, in rows without such columns)
         bv[rows] = values
         b.load(bv)
+        self.b_state = (id(b), b.version)
 
 
 def rows_and_values(matrix, rows, values) -> tuple:

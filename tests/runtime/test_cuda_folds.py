@@ -78,7 +78,8 @@ def same(a, b):
 def test_float_sum_is_the_exact_sum(n, dtype, kind):
     rng = np.random.default_rng(n * 7 + len(kind))
     vals = hostile(rng, n, dtype, kind)
-    for init in (0.0, -0.0, 1e300, float(vals[0])):
+    big = 1e300 if dtype is np.float64 else float("inf")  # (1e300 is no f32: its inf)
+    for init in (0.0, -0.0, big, float(vals[0])):
         cpu, dev = run_both("+", dtype, vals, init)
         assert same(cpu, dev), (init, cpu.value, dev.value)
 
