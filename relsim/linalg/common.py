@@ -163,3 +163,41 @@ def _scalar_f64(f, what) -> None:
         text = repr(f)
         got = f"{type(f).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
     raise rs.DataError(f"{what} must be a scalar f64 field, got {got}")
+
+
+def _curvature(A, ws, config, it, clock) -> float:
+    """cg's q = A p and p.q (the operator's y and the curvature kernel), checked positive and
+    finite."""
+    g = ws.globals
+    clock.start()
+    A(config)
+    clock.stop("operator")
+    g["pq"].value = 0.0
+    A.relation.foreach(ws.kernels["curvature"], config)
+    pq = g["pq"].value
+    clock.stop("dot")
+    if not (pq > 0.0 and math.isfinite(pq)):
+        raise SolverError(f"cg: the curvature p.Ap = {pq!r} at iteration {it} is not "
+                          f"positive and finite: the operator is not positive definite"
+                          + ("" if math.isfinite(pq) else " (or produced NaN/inf)"))
+    return pq
+
+
+def _stalled(info, stuck: int, it: int) -> int:
+    """How many iterations in a row cg's residual norm has not changed; a SolverError at 2."""
+    stuck = stuck + 1 if info.residuals[-1] == info.residuals[-2] else 0
+    if stuck >= 2:
+        raise SolverError(f"cg: the residual norm {info.residuals[-1]!r} stopped changing at "
+                          f"iteration {it} (stagnation above the tolerance "
+                          f"{info.tolerance!r})")
+    return stuck
+
+
+def _positive_rz(rz: float, it: int) -> float:
+    """cg's r.z after an update, checked positive and finite (M positive definite)."""
+    if not (rz > 0.0 and math.isfinite(rz)):
+        raise SolverError(f"cg: the preconditioned residual r.z = {rz!r} at iteration {it} is "
+                          f"not positive and finite: the preconditioner M is not positive "
+                          f"definite")
+    return rz
+

@@ -38,13 +38,7 @@ from .common import (
 
 TEMPLATES = {
     "start": _kernels.CG["start"],
-    "init": """
-    @rs.kernel
-    def init(v):
-        v.{R} = v.{B} - v.{OPY}
-        rr += v.{R} * v.{R}
-        bb += v.{B} * v.{B}
-""",
+    "init": _kernels.RESIDUAL,
     "first": """
     @rs.kernel
     def first(v):

@@ -26,6 +26,16 @@ from pathlib import Path
 
 import relsim as rs
 
+# r = b - A x and the first sums, for the solvers that sum nothing else at the start (gmres,
+# cg with a preconditioner object)
+RESIDUAL = """
+    @rs.kernel
+    def init(v):
+        v.{R} = v.{B} - v.{OPY}
+        rr += v.{R} * v.{R}
+        bb += v.{B} * v.{B}
+"""
+
 # the kernels of CG (M: the Jacobi preconditioner's diagonal, or None)
 CG = {
     "start": """

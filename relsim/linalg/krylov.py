@@ -17,13 +17,15 @@ from . import adjoint as _adjoint
 from . import kernels as _kernels
 from .common import (
     SolveInfo,
-    SolverError,
     _check_arguments,
     _Clock,
+    _curvature,
     _maxiter,
     _nonzero,
     _operator,
+    _positive_rz,
     _record,
+    _stalled,
     _start,
     _Workspace,
 )
@@ -69,33 +71,17 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
     clock = _Clock(timers)
     while not info.converged and info.iterations < maxiter:
         it = info.iterations + 1
-        clock.start()
-        A(config)
-        clock.stop("operator")
-        g["pq"].value = 0.0
-        A.relation.foreach(k["curvature"], config)
-        pq = g["pq"].value
-        clock.stop("dot")
-        if not (pq > 0.0 and math.isfinite(pq)):
-            raise SolverError(f"cg: the curvature p.Ap = {pq!r} at iteration {it} is not "
-                              f"positive and finite: the operator is not positive definite"
-                              + ("" if math.isfinite(pq) else " (or produced NaN/inf)"))
+        pq = _curvature(A, ws, config, it, clock)
         g["alpha"].value = rz / pq
         g["rr"].value = g["rz"].value = 0.0
         A.relation.foreach(k["update"], config)
         rz_new, rr = rz_sum.value, g["rr"].value
         clock.stop("update")
-        norm = _record(info, "cg", rr, it, callback)
-        stuck = stuck + 1 if info.residuals[-1] == info.residuals[-2] else 0
-        if stuck >= 2:
-            raise SolverError(f"cg: the residual norm {norm!r} stopped changing at iteration "
-                              f"{it} (stagnation above the tolerance {info.tolerance!r})")
+        _record(info, "cg", rr, it, callback)
+        stuck = _stalled(info, stuck, it)
         if info.converged:
             break
-        if not (rz_new > 0.0 and math.isfinite(rz_new)):
-            raise SolverError(f"cg: the preconditioned residual r.z = {rz_new!r} at iteration "
-                              f"{it} is not positive and finite: the preconditioner M is not "
-                              f"positive definite")
+        _positive_rz(rz_new, it)
         g["beta"].value = rz_new / rz
         rz = rz_new
         clock.start()

@@ -7,47 +7,42 @@ is `cg`'s, with z computed between the launches that update r and sum r.z:
 """
 from __future__ import annotations
 
-import math
 import weakref
 
 import relsim as rs
 
 from . import kernels as _kernels
-from .common import SolverError, _check_arguments, _Clock, _maxiter, _record, _start, _Workspace
+from .common import (
+    _check_arguments,
+    _Clock,
+    _curvature,
+    _maxiter,
+    _positive_rz,
+    _record,
+    _stalled,
+    _start,
+    _Workspace,
+)
 
+# CG's own kernels where they are the same (no in-kernel preconditioning: PRECOND and RZ empty,
+# Z the preconditioner's output field)
 TEMPLATES = {
     "start": _kernels.CG["start"],
-    "init": """
-    @rs.kernel
-    def init(v):
-        v.{R} = v.{B} - v.{OPY}
-        rr += v.{R} * v.{R}
-        bb += v.{B} * v.{B}
-""",
+    "init": _kernels.RESIDUAL,
     "first": """
     @rs.kernel
     def first(v):
-        v.{OPX} = v.{Z}
-        rz += v.{R} * v.{Z}
+        v.{OPX} = {Z}
+        rz += v.{R} * {Z}
 """,
     "curvature": _kernels.CG["curvature"],
-    "update": """
-    @rs.kernel
-    def update(v):
-        v.{X} += alpha * v.{OPX}
-        v.{R} -= alpha * v.{OPY}
-        rr += v.{R} * v.{R}
-""",
+    "update": _kernels.CG["update"],
     "rz": """
     @rs.kernel
     def rz(v):
-        rz += v.{R} * v.{Z}
+        rz += v.{R} * {Z}
 """,
-    "direction": """
-    @rs.kernel
-    def direction(v):
-        v.{OPX} = v.{Z} + beta * v.{OPX}
-""",
+    "direction": _kernels.CG["direction"],
 }
 _GLOBALS = ("alpha", "beta", "rr", "rz", "pq", "bb")
 _workspaces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -73,36 +68,20 @@ def pcg(A, b, x, M, rtol, atol, maxiter, callback, config, timers, dots):
     stuck = 0
     while not info.converged and info.iterations < maxiter:
         it = info.iterations + 1
-        clock.start()
-        A(config)
-        clock.stop("operator")
-        g["pq"].value = 0.0
-        A.relation.foreach(k["curvature"], config)
-        pq = g["pq"].value
-        clock.stop("dot")
-        if not (pq > 0.0 and math.isfinite(pq)):
-            raise SolverError(f"cg: the curvature p.Ap = {pq!r} at iteration {it} is not "
-                              f"positive and finite: the operator is not positive definite")
+        pq = _curvature(A, ws, config, it, clock)
         g["alpha"].value = rz / pq
         g["rr"].value = 0.0
         A.relation.foreach(k["update"], config)
         clock.stop("update")
-        norm = _record(info, "cg", g["rr"].value, it, callback)
-        stuck = stuck + 1 if info.residuals[-1] == info.residuals[-2] else 0
-        if stuck >= 2:
-            raise SolverError(f"cg: the residual norm {norm!r} stopped changing at iteration "
-                              f"{it} (stagnation above the tolerance {info.tolerance!r})")
+        _record(info, "cg", g["rr"].value, it, callback)
+        stuck = _stalled(info, stuck, it)
         if info.converged:
             break
         M.apply(r, z, config)
         clock.stop("preconditioner")
         g["rz"].value = 0.0
         A.relation.foreach(k["rz"], config)
-        rz_new = g["rz"].value
-        if not (rz_new > 0.0 and math.isfinite(rz_new)):
-            raise SolverError(f"cg: the preconditioned residual r.z = {rz_new!r} at iteration "
-                              f"{it} is not positive and finite: the preconditioner is not "
-                              f"positive definite")
+        rz_new = _positive_rz(g["rz"].value, it)
         g["beta"].value = rz_new / rz
         rz = rz_new
         A.relation.foreach(k["direction"], config)
@@ -119,7 +98,7 @@ def _workspace(A, b, x, dots) -> _Workspace:
         work = {w: R.field(f"_linalg_cg_{w}") if R.has_field(f"_linalg_cg_{w}") else
                 R.new_field(f"_linalg_cg_{w}", rs.f64) for w in ("r", "z")}
         names = {"OPX": A.x.name, "OPY": A.y.name, "B": b.name, "X": x.name,
-                 "R": work["r"].name, "Z": work["z"].name}
+                 "R": work["r"].name, "Z": f"v.{work['z'].name}", "PRECOND": "", "RZ": ""}
         text = _kernels.module_text(TEMPLATES, names, list(_GLOBALS))
         module = _kernels.load(text, rs.config.current().cache_path())
         globals_ = {n: rs.Global(rs.f64, 0.0, name=f"cg_{n}", sum=dots) for n in _GLOBALS}

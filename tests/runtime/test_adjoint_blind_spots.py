@@ -29,6 +29,15 @@ def program():
     return V, scale, loss, gather, misfit
 
 
+def backward(tape, loss) -> list:
+    """tape.backward(loss) on interp; the RelsimWarnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with configured(target="interp"):
+            tape.backward(loss)
+    return [str(w.message) for w in caught if w.category is rs.RelsimWarning]
+
+
 def record(inside):
     """Run the program on a tape, the values assigned by `inside(V, scale)` in the block."""
     V, scale, loss, gather, misfit = program()
@@ -38,11 +47,7 @@ def record(inside):
         loss.value = 0.0
         V.foreach(gather)
         V.foreach(misfit)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with configured(target="interp"):
-            tape.backward(loss)
-    return V, scale, [str(w.message) for w in caught if w.category is rs.RelsimWarning]
+    return V, scale, backward(tape, loss)
 
 
 def test_a_parameter_loaded_inside_the_tape_is_named_at_backward_and_by_its_grad():
@@ -71,12 +76,7 @@ def test_parameters_assigned_before_the_tape_get_their_gradients_and_no_warning(
         loss.value = 0.0
         V.foreach(gather)
         V.foreach(misfit)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with configured(target="interp"):
-            tape.backward(loss)
-    assert [str(w.message) for w in caught if "no gradient for field V.p" in str(w.message)] \
-        == []
+    assert [said for said in backward(tape, loss) if "no gradient for field V.p" in said] == []
     # d/dp (2 p^2 + q p) = 4 p + 1
     assert V.p.grad.numpy().tolist() == [3.0, 5.0, 7.0, 9.0]
     assert scale.grad == float(np.sum(np.array([0.5, 1.0, 1.5, 2.0]) ** 2))
@@ -117,11 +117,7 @@ def test_state_and_data_loaded_in_the_block_are_said_by_grad_only():
             V.foreach(advance)
             V.seen.load(np.full(3, 0.1 * step))  # an observation per step
             V.foreach(compare)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with configured(target="interp"):
-            tape.backward(loss)
-    assert [w for w in caught if w.category is rs.RelsimWarning] == []
+    assert backward(tape, loss) == []
     assert kappa.grad != 0.0
     for field in (V.T, V.seen):
         with pytest.raises(rs.DataError, match=f"field {field.qualname} was assigned inside "
