@@ -135,7 +135,7 @@ class Field:
         if local and self.relation.partition is not None:
             return self._load_local(values)
         label, dtype = f"field {self.qualname}", self._data.dtype
-        if isinstance(values, (bool, int, float)):  # a Python number: exact conversion only
+        if isinstance(values, (bool, int, float)):  # a Python number (the rule: host_values)
             values = host_values.python_number(values, dtype, label, repr(self.type))
         arr = np.asarray(values)
         want = (self.relation.size,) + self.type.shape
