@@ -17,6 +17,7 @@ try:
     from . import errors as _errors
     from . import geometry
     from . import output as _output
+    from .adjoint_step import AdjointStep, record_step
     from .builtins import (
         at,
         cross,
@@ -71,7 +72,7 @@ try:
     from .runtime.parallel import partition_rows as partition
     from .runtime.parallel import ranks
     from .runtime.precompile import precompile
-    from .tape import AdjointStep, Tape, record_step
+    from .tape import Tape
     from .target_registry import register_backend, targets
     from .types import bool_, f32, f64, i32, i64, mat, vec
 finally:  # also when an import fails

@@ -34,13 +34,13 @@ goes unseen).
 from __future__ import annotations
 
 import math
-import types
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import config as _config
+from .adjoint_step import _Step, _step_accesses
 from .errors import GradientError
 from .relations import launch as _launch
 from .relations.field import Field
@@ -68,52 +68,6 @@ class _HostWrite:
     target: object  # a Field or a Global
     saved: object  # its value before (None in a checkpointed segment)
     new: object  # the value assigned (to assign it again when a segment is recomputed)
-
-
-class AdjointStep:
-    """A part of a program that a tape records whole and differentiates by its own `reverse`
-    (`linalg`'s solves: implicitly, by one more solve). Run it with `rs.record_step(step)`:
-    with no tape recording that is ``step.run()``; while one records, the tape keeps the values
-    of `writes` before the step and records the step as one event (the launches inside it are
-    not recorded). Subclasses set:
-
-    - `reads`: the float fields whose derivatives `reverse` adds to (their ``.grad``);
-    - `writes`: the fields the step overwrites;
-    - ``run()``: the forward computation (run again by a checkpointed tape's `backward`);
-    - ``reverse()``: called by `backward` with `writes` holding their values from before the
-      step and their ``.grad`` the derivatives of the loss with respect to their values after
-      it; it adds into the ``.grad`` of `reads` and sets the ``.grad`` of `writes` to the
-      derivatives with respect to their values before the step (0 for what it overwrote)."""
-
-    name = "step"
-    reads: tuple = ()
-    writes: tuple = ()
-
-    def run(self) -> None:
-        raise NotImplementedError
-
-    def reverse(self) -> None:
-        raise NotImplementedError
-
-
-def record_step(step: AdjointStep) -> None:
-    """Run `step`; a recording tape records it whole (see `AdjointStep`)."""
-    if not isinstance(step, AdjointStep):
-        raise TypeError(f"record_step needs an rs.AdjointStep, got {step!r}")
-    recording = list(_launch.recorders)
-    for r in recording:
-        r.before_step(step)
-    _launch.recorders.clear()  # (its own launches and assignments are the step's business)
-    try:
-        step.run()
-    finally:
-        _launch.recorders[:] = recording
-
-
-@dataclass
-class _Step:
-    step: AdjointStep
-    saved: list  # (field, its value before the step)
 
 
 @dataclass
@@ -486,12 +440,6 @@ def _all_written(events) -> list:
                   e.step.writes if isinstance(e, _Step) else [e.target]):
             out[id(t)] = t
     return list(out.values())
-
-
-def _step_accesses(step) -> list:
-    """A step's reads and writes as the access records `blind_spots` reads."""
-    return [types.SimpleNamespace(target=t, mode="read") for t in step.reads] + \
-        [types.SimpleNamespace(target=t, mode="write") for t in step.writes]
 
 
 @dataclass
