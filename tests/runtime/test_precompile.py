@@ -20,9 +20,21 @@ def _pending(pairs, cfg) -> list:
     return list(jobs.values())
 
 
-def _run(cfg, precompile):
+def _own_kernels():
+    """(conduct, update) no other test compiles (a kernel compiled earlier in the same process
+    needs no compilation, so precompile would have one function to share, hence nothing)."""
+    @rs.kernel
+    def conduct(e):
+        d = 0.5 * (e.head.T - e.tail.T)
+        e.tail.flux += d
+        e.head.flux -= d
+
+    return conduct, heat_graph.update_kernel(0.0625)
+
+
+def _run(cfg, precompile, kernels=heat_graph.kernels):
     V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
-    conduct, update = heat_graph.kernels()
+    conduct, update = kernels()
     pairs = [(conduct, E), (update, V)]
     pending = _pending(pairs, cfg) if precompile else None
     shared = rs.precompile(pairs, cfg, workers=1) if precompile else None
@@ -36,14 +48,14 @@ def _run(cfg, precompile):
 
 def test_precompiled_kernels_give_the_same_bits_and_load_from_the_cache(tmp_path):
     cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "a"))
-    T, (shared, pending), fns = _run(cfg, precompile=True)
+    T, (shared, pending), fns = _run(cfg, precompile=True, kernels=_own_kernels)
     # the two kernels' functions, and relsim's own compiled helpers they call unless this
     # process or another test worker compiled those before (cached once per installation)
     assert shared == len(pending)
     assert len([job for job in pending if job.path.endswith(".py")]) == 2
     # one compiled here, the other by the worker and loaded from Numba's cache at its launch
     assert sorted(sum(fn.stats.cache_hits.values()) for fn in fns) == [0, 1]
-    want, _, _ = _run(rs.Config(target="interp"), precompile=False)
+    want, _, _ = _run(rs.Config(target="interp"), precompile=False, kernels=_own_kernels)
     assert T.tobytes() == want.tobytes()
 
 
