@@ -674,3 +674,33 @@ def test_round_fraction_f32_matches_one_numpy_rounding(x):
     if x == 0:
         want = np.float32(0.0)  # exact zeros are +0.0 by the sum's rule
     assert same(got, want)
+
+
+# -- a Global's fold of few slots, before its compiled fold exists ---------------------------
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(-2**12, 2**12), st.integers(-60, 4)), max_size=60),
+       st.integers(-2**12, 2**12), st.integers(1, 3))
+def test_few_slots_summed_by_fsum_give_the_compiled_folds_bits(terms, init, ncomp):
+    """Small dyadic values (ties to even are common among them) and cancellations: the host
+    path `fsum_columns` gives `fold_serial_f64`'s bits, column by column."""
+    values = np.array([m * 2.0**e for m, e in terms] or [0.0])
+    vals = np.stack([np.roll(values, c) * (-1.0) ** c for c in range(ncomp)], axis=1)
+    g = np.array([init * 2.0**-3] * ncomp)
+    want = g.copy()
+    es.fold_serial_f64(want, vals)
+    got = es.fsum_columns(g, vals)
+    assert got is not None and np.array(got).tobytes() == want.tobytes()
+
+
+def test_the_host_path_leaves_specials_and_overflow_to_the_compiled_fold():
+    for column in ([1.0, math.inf], [math.nan], [math.inf, -math.inf],
+                   [F64MAX, F64MAX, -F64MAX]):
+        assert es.fsum_columns(np.zeros(1), np.array(column).reshape(-1, 1)) is None
+    fold = es.fold_of(g := np.zeros(1), np.array([F64MAX, F64MAX, -F64MAX]).reshape(-1, 1))
+    fold.compiled = False  # as before the first compilation: the host path is tried first
+    fold()
+    assert same(g[0], np.float64(F64MAX))
+    fold = es.fold_of(g := np.array([0.5]), np.array([[0.1], [0.2], [-0.3]]))
+    fold.compiled = False
+    fold()
+    assert same(g[0], np.float64(math.fsum([0.5, 0.1, 0.2, -0.3])))

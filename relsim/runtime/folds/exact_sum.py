@@ -750,9 +750,59 @@ def fold_of(g, vals):
     The path (serial for few slots, else parallel blocks) is chosen once, for the launch's fixed
     slot array; the bits depend only on the values, never on the path."""
     if vals.shape[0] * vals.shape[1] <= SERIAL_SLOTS:
-        fn = fold_serial_f32 if g.dtype == np.float32 else fold_serial_f64
-        return lambda: fn(g, vals)
+        if g.dtype == np.float32:
+            return lambda: fold_serial_f32(g, vals)
+        if vals.shape[0] <= HOST_SLOTS:
+            return _FewSlots(g, vals)
+        return lambda: fold_serial_f64(g, vals)
     return lambda: _fold_blocks(g, vals)
+
+
+# Up to HOST_SLOTS slots a float64 sum may be taken by math.fsum (~20 ns a value) while
+# `fold_serial_f64`, whose first compilation takes ~6 s (then cached once per installation),
+# is not compiled: a small program's first undecided lane sum (an exact tie, common for a few
+# rows) then costs microseconds instead of a compilation.
+HOST_SLOTS = 1 << 12
+
+
+class _FewSlots:
+    """`fold_serial_f64(g, vals)`, or the same bits from math.fsum until it is compiled (in
+    this process or Numba's disk cache, looked up at the first call)."""
+
+    __slots__ = ("g", "vals", "compiled")
+
+    def __init__(self, g, vals):
+        self.g, self.vals, self.compiled = g, vals, None
+
+    def __call__(self) -> None:
+        g, vals = self.g, self.vals
+        if self.compiled is None:
+            from numba import typeof
+
+            from ..host.compile_jobs import load_cached
+            self.compiled = load_cached(fold_serial_f64, (typeof(g), typeof(vals)))
+        if not self.compiled:
+            sums = fsum_columns(g, vals)
+            if sums is not None:
+                g[:] = sums
+                return
+        fold_serial_f64(g, vals)
+
+
+def fsum_columns(g, vals):
+    """[exact sum of g[c] and vals[:, c], rounded once] for float64 g by math.fsum (correctly
+    rounded, ties to even, an exact zero +0.0: this module's rule for finite values), or None
+    where a value or a partial sum is not finite (the compiled path has the specials' rules)."""
+    out = []
+    for c in range(g.shape[0]):
+        try:
+            v = math.fsum([float(g[c])] + vals[:, c].tolist())
+        except (OverflowError, ValueError):  # a partial sum overflowed; inf - inf
+            return None
+        if not math.isfinite(v):
+            return None
+        out.append(v)
+    return out
 
 
 def _fold_blocks(g, vals) -> None:
