@@ -101,9 +101,14 @@ def test_the_chunks_fold_without_slots():
 
 
 def _function_source(source, fname):
+    """The text of function `fname` of a generated module, and of its loop's body when that
+    is a function of its own (`outline`: after the function's first line)."""
     start = source.index(f"def {fname}(")
     end = source.find("\ndef ", start + 1)
-    return source[start:end if end > 0 else None]
+    text = source[start:end if end > 0 else None]
+    if f"def {fname}_body(" in source:
+        text += _function_source(source, f"{fname}_body").split("\n", 1)[1]
+    return text
 
 
 def test_an_integer_sum_wraps_as_the_slot_fold():

@@ -158,14 +158,17 @@ def _stop_workers() -> None:
 
 def _worker() -> None:
     from numba import njit
+
+    from .jit import jit_callees
     background = report = "--background" in sys.argv[1:]
     if background and hasattr(os, "nice"):
         os.nice(10)  # the program's serial launches run meanwhile: they come first
     for i, job in enumerate(pickle.loads(sys.stdin.buffer.read())):
         try:
-            if job.path.endswith(".py"):  # a generated module
-                fn = njit(**dict(job.options))(getattr(modules.module_at(Path(job.path)),
-                                                       job.function))
+            if job.path.endswith(".py"):  # a generated module, its callees compiled first
+                module = modules.module_at(Path(job.path))
+                jit_callees(module, **dict(job.options))
+                fn = njit(**dict(job.options))(getattr(module, job.function))
             else:  # one of relsim's compiled folds
                 fn = next(v for v in vars(importlib.import_module(job.path)).values()
                           if getattr(getattr(v, "py_func", None), "__name__", "") ==

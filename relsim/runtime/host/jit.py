@@ -73,6 +73,16 @@ def njit(*args, **options):
     return decorate
 
 
+def jit_callees(module, **flags) -> None:
+    """Make each function `module._FUNCTIONS` names (a generated module's callees: functions its
+    kernels share, large parallel loops' bodies) a serial `njit` dispatcher with `flags`, once:
+    the kernels calling them find dispatchers, as Numba needs."""
+    flags.pop("parallel", None)
+    for fname in getattr(module, "_FUNCTIONS", ()):
+        if not hasattr(getattr(module, fname), "py_func"):  # (a module executed before)
+            setattr(module, fname, njit(**flags)(getattr(module, fname)))
+
+
 def entry_point(dispatcher, args):
     """The machine-code entry of `dispatcher` compiled for exactly the types of `args` (a
     launch's fixed arguments, called through the dispatcher once already): calling it skips

@@ -156,11 +156,13 @@ class EmitAlgebra:
         return self.bind(call(f"_philox.{fname}", *args))
 
 
-def functions_block(alg) -> list:
+def functions_block(alg, more=()) -> list:
     """The module statements of the separate functions `alg` emitted (`EmitAlgebra.function`)
-    and `_FUNCTIONS`, their names, by which a backend compiles each as a callee."""
-    names = ast.Tuple([ast.Constant(n) for n in alg.functions], ast.Load())
-    return list(alg.functions.values()) + [ast.Assign([store("_FUNCTIONS")], names)]
+    and the functions `more` (a backend's own callees), and `_FUNCTIONS`, their names, by which
+    a backend compiles each as a callee."""
+    funcs = list(alg.functions.values()) + list(more)
+    names = ast.Tuple([ast.Constant(f.name) for f in funcs], ast.Load())
+    return funcs + [ast.Assign([store("_FUNCTIONS")], names)]
 
 
 def unparse(module: ast.Module) -> str:

@@ -35,7 +35,7 @@ from ...folds import exact_sum, host_folds, lane_sums
 from ...host import binding, debug_checks, prints, row_changes
 from ...host.compile_jobs import CompileJob, load_cached
 from ...host.jit import entry_point as jit_entry_point
-from ...host.jit import njit
+from ...host.jit import jit_callees, njit
 from ...lowering import (
     DebugFirst,
     DebugValues,
@@ -163,9 +163,7 @@ class CpuExecutable(Launch):
         def jit(fn, parallel=False):
             return njit(parallel=True, **flags)(fn) if parallel else njit(**flags)(fn)
 
-        for fname in mod._FUNCTIONS:  # callees the kernels share (`EmitAlgebra.function`)
-            if not hasattr(getattr(mod, fname), "py_func"):  # (a module executed before)
-                setattr(mod, fname, jit(getattr(mod, fname)))
+        jit_callees(mod, **flags)  # shared functions, outlined loop bodies (`outline`)
 
         # keyed by "is the launch over a subset"; each dispatcher is made when a binding first
         # picks it (making one costs ~0.7 ms, and a program launches few of the variants)

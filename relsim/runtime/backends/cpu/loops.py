@@ -47,7 +47,7 @@ from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
-from . import fused, row_work, stack
+from . import fused, outline, row_work, stack
 from .grid_loops import GridPlan
 
 MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
@@ -278,8 +278,14 @@ class CpuLowerer(BodyLowerer):
             for fname, fn in (("kernel_grid", "prange"), ("kernel_grid_serial", "range")):
                 funcs.append(plan.function(fname, args, *grid_bodies, fn))
             funcs.append(ast.Assign([store("_GRID_REACH")], ast.Constant(plan.reach)))
+        bodies = []  # the large parallel loops' bodies, as callees (`outline`)
+        for i, fn in enumerate(funcs):
+            if isinstance(fn, ast.FunctionDef):
+                body, funcs[i] = outline.outlined(fn)
+                if body is not None:
+                    bodies.append(body)
         header = ast.parse(_HEADER).body
-        mod = ast.Module(header + functions_block(self.alg) + funcs, [])
+        mod = ast.Module(header + functions_block(self.alg, bodies) + funcs, [])
         _number_statements(mod.body)
         return mod
 

@@ -1,0 +1,101 @@
+"""A large parallel loop's body is compiled as a function the loop calls (`backends/cpu/
+outline.py`): the same bits as interp and the serial variant, an early return leaves only its
+own row, a small body stays in its loop."""
+import ast
+
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim.runtime import execute
+from relsim.runtime.backends.cpu import outline
+
+
+def _advect_like():
+    """Enough arithmetic for `outline.OUTLINE_STATEMENTS`, an early return, a loop whose
+    `continue` is its own."""
+    @rs.kernel
+    def heavy(c):
+        if c.u > 1.2:
+            return
+        x = c.u
+        for k in range(3):
+            if k == 1:
+                continue
+            x = x + 0.5 * k
+        for _k in range(4):
+            x = 0.5 * x + c(1, 0).u * 0.25 - c(-1, 0).u * 0.125 + c(0, 1).u / (2.0 + c.u * c.u)
+            x = x - c(0, -1).u * 0.0625 + abs(x) * 0.03125 - c(1, 1).u * c(-1, -1).u * 0.5
+            x = x + (c(2, 0).u - c(-2, 0).u) * (c(0, 2).u + 1.5) / (3.0 + abs(c(1, -1).u))
+            x = x * 0.75 + max(c(-1, 1).u, x) * 0.25 - min(c(1, 1).u, 0.5) * 0.125
+        c.v = x
+    return heavy
+
+
+@rs.kernel
+def light(c):
+    c.v = 2.0 * c.u
+
+
+def _grid(n=24, seed=0):
+    C = rs.Relation("C", n * n)
+    C.set_grid((n, n), True)
+    C.new_field("u", rs.f64).load(np.random.default_rng(seed).standard_normal(n * n))
+    C.new_field("v", rs.f64, init=-1.0)
+    return C
+
+
+def _functions(source) -> dict:
+    return {f.name: f for f in ast.parse(source).body if isinstance(f, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("subset", [False, True])
+def test_outlined_bodies_give_the_bits_of_interp(subset):
+    heavy = _advect_like()
+    results = {}
+    for target in ("interp", "cpu-serial", "cpu"):
+        C = _grid()
+        where = C.subset("some", np.arange(0, C.size, 3)) if subset else C
+        cfg = rs.Config(target=target, parallel_threshold=1)
+        where.foreach(heavy, cfg)
+        results[target] = C.v.numpy(copy=True)
+    assert results["interp"].tobytes() == results["cpu-serial"].tobytes()
+    assert results["interp"].tobytes() == results["cpu"].tobytes()
+    assert (results["cpu"] == -1.0).any()  # (the early return left some rows)
+    exe = execute.executable(heavy, C, rs.Config(target="cpu", parallel_threshold=1))
+    funcs = _functions(exe.source)
+    for fname in ("kernel_parallel", "kernel_parallel_rows", "kernel_grid"):
+        assert f"{fname}_body" in funcs, fname
+        (loop,) = funcs[fname].body[-1:]
+        assert ast.unparse(loop.body[0]).startswith(f"{fname}_body(")
+    assert "kernel_serial_body" not in funcs  # (serial loops stay as they are)
+    # the row loop's early return is a return; the inner loop's continue is its own
+    body = ast.unparse(funcs["kernel_parallel_body"])
+    assert "return" in body and "continue" in body
+
+
+def test_a_small_body_stays_in_its_loop():
+    C = _grid(8)
+    C.foreach(light, rs.Config(target="cpu", parallel_threshold=1))
+    assert (C.v.numpy() == 2.0 * C.u.numpy()).all()
+    source = execute.executable(light, C, rs.Config(target="cpu", parallel_threshold=1)).source
+    assert not any(name.endswith("_body") for name in _functions(source))
+
+
+def test_statements_on_the_way_to_a_continue_are_copied_the_rest_shared():
+    loop = ast.parse("for i in prange(n):\n    a = 1\n    if a:\n        continue\n"
+                     "    for j in range(3):\n        continue\n").body[0]
+    fn = ast.FunctionDef("f", ast.arguments([], [ast.arg("n")], None, [], [], None, []),
+                         [loop], [], None, None)
+    old = outline.OUTLINE_STATEMENTS
+    try:
+        outline.OUTLINE_STATEMENTS = 1
+        body, calling = outline.outlined(fn)
+    finally:
+        outline.OUTLINE_STATEMENTS = old
+    assert [a.arg for a in body.args.args] == ["i", "n"]
+    assert body.body[0] is loop.body[0] and body.body[2] is loop.body[2]  # shared
+    assert isinstance(body.body[1].body[0], ast.Return)  # copied, a return
+    assert isinstance(loop.body[1].body[0], ast.Continue)  # the original untouched
+    assert isinstance(body.body[2].body[0], ast.Continue)  # the inner loop's own
+    assert ast.unparse(calling.body[0].body[0]) == "f_body(i, n)"
