@@ -69,6 +69,10 @@ def test_outlined_bodies_give_the_bits_of_interp(subset):
         (loop,) = funcs[fname].body[-1:]
         assert ast.unparse(loop.body[0]).startswith(f"{fname}_body(")
     assert "kernel_serial_body" not in funcs  # (serial loops stay as they are)
+    # a large body runs the wrapping (peeled) form along the whole line: one copy, not three
+    lines = [s for s in ast.walk(funcs["kernel_grid_body"])
+             if isinstance(s, ast.For) and ast.unparse(s.target) == "_g0"]
+    assert len(lines) == 1
     # the row loop's early return is a return; the inner loop's continue is its own
     body = ast.unparse(funcs["kernel_parallel_body"])
     assert "return" in body and "continue" in body

@@ -144,3 +144,38 @@ def test_a_worker_compiles_relsim_folds_into_the_disk_cache(tmp_path, monkeypatc
     out = subprocess.run([sys.executable, "-c", check], env=dict(os.environ),
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_helper_is_compiled_in_the_background_once(tmp_path, monkeypatch):
+    """`helper_in_background`: not cached, one background worker compiles it into the disk
+    cache (a second request in the process waits on the same worker); the next process loads
+    it."""
+    import os
+    import subprocess
+    import sys
+
+    from numba import types
+
+    from relsim.runtime.folds import host_folds
+    from relsim.runtime.host import compile_jobs
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    # C-contiguous float32 values folded into C-contiguous float32 rows: no other test's
+    f32_2d, i64_1d = types.float32[:, ::1], types.int64[::1]
+    signature = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)
+    fn = host_folds.gather_num_rows_serial
+    here, done = compile_jobs.helper_in_background(fn, signature)
+    assert not here and compile_jobs.helper_in_background(fn, signature) == (False, done)
+    deadline = time.monotonic() + 300
+    while not done():
+        assert time.monotonic() < deadline, "the background worker did not finish"
+        time.sleep(0.2)
+    check = ("import sys\nfrom numba import types\n"
+             "from relsim.runtime.folds import host_folds\n"
+             "from relsim.runtime.host.compile_jobs import load_cached\n"
+             "f32_2d, i64_1d = types.float32[:, ::1], types.int64[::1]\n"
+             "sig = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)\n"
+             "sys.exit(0 if load_cached(host_folds.gather_num_rows_serial, sig) else 3)\n")
+    out = subprocess.run([sys.executable, "-c", check], env=dict(os.environ),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr

@@ -752,35 +752,39 @@ def fold_of(g, vals):
     if vals.shape[0] * vals.shape[1] <= SERIAL_SLOTS:
         if g.dtype == np.float32:
             return lambda: fold_serial_f32(g, vals)
-        if vals.shape[0] <= HOST_SLOTS:
-            return _FewSlots(g, vals)
-        return lambda: fold_serial_f64(g, vals)
+        return _HostFirst(g, vals)
     return lambda: _fold_blocks(g, vals)
 
 
-# Up to HOST_SLOTS slots a float64 sum may be taken by math.fsum (~20 ns a value) while
-# `fold_serial_f64`, whose first compilation takes ~6 s (then cached once per installation),
-# is not compiled: a small program's first undecided lane sum (an exact tie, common for a few
-# rows) then costs microseconds instead of a compilation.
-HOST_SLOTS = 1 << 12
+class _HostFirst:
+    """`fold_serial_f64(g, vals)`, whose first compilation takes ~6 s (then cached once per
+    installation): until its machine code is in this process or Numba's disk cache, the same
+    bits from math.fsum (~30 ns a value: 4 ms for the most slots taken here) while a
+    background worker compiles it (`compile_jobs.helper_in_background`). A program's first
+    undecided lane sum (an exact tie, common among a few rows; a sum that cancels, such as a
+    divergence's) thus costs no compilation; the launches after the worker is done use the
+    compiled fold."""
 
-
-class _FewSlots:
-    """`fold_serial_f64(g, vals)`, or the same bits from math.fsum until it is compiled (in
-    this process or Numba's disk cache, looked up at the first call)."""
-
-    __slots__ = ("g", "vals", "compiled")
+    __slots__ = ("g", "vals", "compiled", "ready")
 
     def __init__(self, g, vals):
-        self.g, self.vals, self.compiled = g, vals, None
+        self.g, self.vals, self.compiled, self.ready = g, vals, None, None
 
     def __call__(self) -> None:
         g, vals = self.g, self.vals
-        if self.compiled is None:
+        if self.compiled is None:  # first call: look for it, else have it compiled
+            from numba import typeof
+
+            from ..host.compile_jobs import helper_in_background
+            self.compiled, self.ready = helper_in_background(
+                fold_serial_f64, (typeof(g), typeof(vals)))
+        elif not self.compiled and self.ready():
             from numba import typeof
 
             from ..host.compile_jobs import load_cached
             self.compiled = load_cached(fold_serial_f64, (typeof(g), typeof(vals)))
+            if not self.compiled:  # (the worker failed: math.fsum from now on)
+                self.ready = lambda: False
         if not self.compiled:
             sums = fsum_columns(g, vals)
             if sums is not None:

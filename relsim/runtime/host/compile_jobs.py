@@ -90,6 +90,27 @@ def in_background(later: dict, tiered: list) -> None:
         exe.tier_done = progress.test({index[key] for key in keys})
 
 
+_helpers: dict = {}  # (module, function, signature) -> its background worker's `done` test
+
+
+def helper_in_background(fn, signature):
+    """One of relsim's compiled helpers `fn` (a cached njit dispatcher) for `signature`:
+    (True, None) when its machine code is here or in Numba's disk cache (now loaded), else
+    (False, done) after starting, once per process, a background worker compiling it into the
+    cache; ``done()`` tells, cheaply, when `load_cached` may find it. For a helper whose first
+    compilation would stall a launch for seconds while a slower way to the same bits exists."""
+    if load_cached(fn, signature):
+        return True, None
+    key = (fn.py_func.__module__, fn.py_func.__name__, tuple(signature))
+    if key not in _helpers:
+        job = CompileJob(key[0], key[1], (), key[2], 1)
+        try:
+            _helpers[key] = Progress(start([job], background=True)).test({0})
+        except OSError:  # no process to start: the slower way it is
+            _helpers[key] = lambda: False
+    return False, _helpers[key]
+
+
 def start(jobs, background: bool = False):
     """A worker process compiling `jobs` into Numba's disk cache, stopped at exit if still
     running; a background one runs at a lower priority than the program and is left to finish

@@ -8,7 +8,9 @@ axis the wrapped row delta of each offset is computed once per iteration of that
 (`_w<axis>_<d>`); along the innermost axis, cells far enough from a periodic side use the
 constant delta (``u[_row + 1]``: contiguous, so LLVM can vectorise), and the few cells within
 reach of the side (the peeled ends of the innermost loop) wrap that one offset by one compare
-and one subtraction (so these loops run only where axis 0 is at least that reach long).
+and one subtraction (so these loops run only where axis 0 is at least that reach long). A large
+body (`outline.large`) runs that wrapping form along the whole line instead: one copy of it to
+compile, not three (smoke's advection: 6.6 -> 2.2 s).
 Bounded axes need no test (centred neighbours are checked once per launch space). The values
 are the same as the general lowering's: only where rows come from changes. The grid's shape and
 strides are read from its `GridShape` parameter before the loops: one compile serves every
@@ -82,7 +84,8 @@ class GridPlan:
     def function(self, fname, args, peeled, fast, range_fn) -> ast.FunctionDef:
         """The function running the row statements over the box `_lo`, `_hi`: `fast` (lowered
         through `neighbour`) on the interior of the innermost axis, `peeled` (the same, with
-        `peel` set) on its ends."""
+        `peel` set) on its ends; with `fast` None, `peeled` on the whole of it (one copy of a
+        large body instead of three: its compile time, where the wrap's compare is cheap)."""
         ndim = len(self.periodic)
         g = [f"_g{a}" for a in range(ndim)]
 
@@ -96,7 +99,9 @@ class GridPlan:
         # line's cells are in cache (a second nest for the ends cost 1.3x on the 96^3 stencil)
         locate = [ast.Assign([store(ROW)], ast.BinOp(name("_rb"), ast.Add(), name(g[0]))),
                   ast.Assign([store(POS)], ast.BinOp(name("_pb"), ast.Add(), name(g[0])))]
-        if self.inner:
+        if self.inner and fast is None:  # a large body: the peeled one along the whole line
+            inner = [_for(g[0], "range", bound("_lo", 0), bound("_hi", 0), locate + peeled)]
+        elif self.inner:
             reach_lo, reach_hi = max(0, -min(self.inner)), max(0, max(self.inner))
             first = call("min", call("max", bound("_lo", 0), ast.Constant(reach_lo)),
                          bound("_hi", 0))

@@ -247,7 +247,10 @@ class CpuLowerer(BodyLowerer):
             fast = self.row_loop(self.kernel_row_body)
             self.grid_plan.peel = True
             peeled = self.row_loop(self.kernel_row_body)
-            grid_bodies = (peeled[0].body[2:], fast[0].body[2:])
+            fast_body = fast[0].body[2:]
+            if outline.large(fast_body):  # one copy: see GridPlan.function
+                fast_body = None
+            grid_bodies = (peeled[0].body[2:], fast_body)
         plan, self.grid_plan = self.grid_plan, None
         if self.absorb:
             scattered, grid_bodies = {}, None

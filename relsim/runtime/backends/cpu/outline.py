@@ -27,6 +27,12 @@ from ...lowering.emit import call, name
 OUTLINE_STATEMENTS = 150
 
 
+def large(stmts) -> bool:
+    """Whether a loop body of these statements is large (its compile time matters more than
+    a few operations a row)."""
+    return _statements(stmts) >= OUTLINE_STATEMENTS
+
+
 def outlined(fn: ast.FunctionDef) -> tuple:
     """(body function or None, fn): fn's `prange` loop calling a function of its body when
     the body is large, else fn unchanged."""
@@ -34,7 +40,7 @@ def outlined(fn: ast.FunctionDef) -> tuple:
     if found is None:
         return None, fn
     at, loop = found
-    if _statements(loop.body) < OUTLINE_STATEMENTS:
+    if not large(loop.body):
         return None, fn
     before = [t.id for s in fn.body[:at] if isinstance(s, ast.Assign)
               for t in s.targets if isinstance(t, ast.Name)]
