@@ -24,12 +24,18 @@ directories, then (once a background compile worker the cold run left, `rs.preco
 background=True)`, has finished: Linux only, else the warm runs may overlap it) ``--warm``
 warm runs on the same directories.
 
+``--gallery NAMES`` (comma-separated, or ``all``) times each gallery simulation's ``relsim run``
+and LULESH's and miniFE's (the commands of `GALLERY`) once cold and ``--warm`` times warm, to
+the end of the first step and to the end, beside the figures from before issue 40's start-up
+work.
+
 Usage::
 
     python bench/startup.py [--repeats 3] [--script PATH] [--markdown docs/benchmarks.md]
                             [--chart PATH]
     python bench/startup.py --relsim "run lulesh -s 30 -i 1 --threads 2" [--repeats 2]
                             [--warm 5] [--markdown docs/benchmarks.md]
+    python bench/startup.py --gallery all [--warm 1] [--markdown docs/benchmarks.md]
 """
 from __future__ import annotations
 
@@ -121,7 +127,7 @@ def import_time(stmt, env):
 
 
 def background_workers() -> int:
-    """How many background compile workers (`compile_ahead --background`) are running (Linux:
+    """How many background compile workers (`compile_jobs --background`) are running (Linux:
     read from /proc; elsewhere 0)."""
     n = 0
     for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
@@ -130,7 +136,7 @@ def background_workers() -> int:
                 cmd = f.read()
         except OSError:
             continue
-        n += b"compile_ahead" in cmd and b"--background" in cmd
+        n += b"relsim.runtime.host.compile_jobs" in cmd and b"--background" in cmd
     return n
 
 
@@ -165,6 +171,81 @@ def relsim_command(args, env0, work) -> str:
                       C.table(["run", "min s", "median s", "each"], rows)])
 
 
+# `relsim run` commands timed by --gallery, and their figures before issue 40's start-up work
+# (2026-12-05, this 2-core machine, 2 threads, quiet; wall to the end, s: cold, warm)
+GALLERY = {
+    "heat": ("run heat", (3.2, 0.8)),
+    "tetheat": ("run tetheat", (7.2, 0.9)),
+    "fem": ("run fem", (13.4, 1.1)),
+    "cloth": ("run cloth", (3.5, 1.2)),
+    "sph": ("run sph", (21.7, 16.3)),
+    "smoke": ("run smoke", (46.0, 4.1)),
+    "md": ("run md", (15.4, 3.2)),
+    "lulesh": ("run lulesh -s 30 -i 10", (11.0, None)),
+    "minife": ("run minife -nx 80 -ny 80 -nz 80", (47.0, 9.6)),
+}
+
+# runs `relsim ARGS`, writing the wall-clock time of the first step's end (the first progress
+# update of the run: a time step, a LULESH cycle, a CG iteration) to $RELSIM_BENCH_FIRST_STEP
+FIRST_STEP_HOOK = textwrap.dedent('''
+    import os, runpy, sys, time
+    from relsim_simulations import _progress
+    _update = _progress.Progress.update
+    def update(self, done, note=""):
+        if not os.path.exists(os.environ["RELSIM_BENCH_FIRST_STEP"]):
+            with open(os.environ["RELSIM_BENCH_FIRST_STEP"], "w") as f:
+                f.write(repr(time.time()))
+        return _update(self, done, note)
+    _progress.Progress.update = update
+    sys.argv = ["relsim"] + sys.argv[1:]
+    runpy.run_module("relsim.cli", run_name="__main__")
+''')
+
+
+def timed_command(args, env, work) -> tuple:
+    """(wall s to the first step's end, wall s to the end) of `relsim ARGS` in a subprocess."""
+    mark = os.path.join(work, "first-step")
+    if os.path.exists(mark):
+        os.remove(mark)
+    t0 = time.time()
+    wall, _ = run([sys.executable, "-c", FIRST_STEP_HOOK] + args.split(),
+                  dict(env, RELSIM_BENCH_FIRST_STEP=mark))
+    first = float(open(mark).read()) - t0 if os.path.exists(mark) else float("nan")
+    return first, wall
+
+
+def gallery(args, env0, work) -> str:
+    """Cold and warm times of each `relsim run` of GALLERY (see the module docstring)."""
+    names = args.gallery.split(",") if args.gallery != "all" else list(GALLERY)
+    rows = []
+    for name in names:
+        cmd, (before_cold, before_warm) = GALLERY[name]
+        d = os.path.join(work, f"gallery-{name}")
+        env = dict(env0, RELSIM_CACHE_DIR=os.path.join(d, "relsim"),
+                   NUMBA_CACHE_DIR=os.path.join(d, "numba"))
+        cold = timed_command(cmd, env, work)
+        while background_workers():  # the cold run's worker compiles on: let it finish
+            time.sleep(0.5)
+        warm = min((timed_command(cmd, env, work) for _ in range(args.warm)),
+                   key=lambda fw: fw[1])
+
+        def s(x):
+            return "-" if x is None else f"{x:.1f}"
+
+        rows.append([f"`relsim {cmd}`", s(cold[0]), s(cold[1]), s(warm[0]), s(warm[1]),
+                     s(cold[1] - warm[1]), s(before_cold), s(before_warm)])
+        print(" | ".join(rows[-1]), flush=True)
+    return "\n".join([
+        f"Machine: {C.machine_line()}.",
+        "Each command once cold (empty RELSIM_CACHE_DIR and NUMBA_CACHE_DIR), then, once a "
+        f"background compile worker it left has finished, warm (best of {args.warm}). Wall "
+        "time of the subprocess, seconds: to the end of the first step (the run's first "
+        "progress update: a time step, a LULESH cycle, a CG iteration) and to the end. "
+        "`before`: the same measurements before issue 40's start-up work (2026-12-05).", "",
+        C.table(["command", "cold: first step", "cold: end", "warm: first step", "warm: end",
+                 "cold - warm", "before: cold", "before: warm"], rows)])
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3,
@@ -172,7 +253,11 @@ def main(argv=None) -> None:
     ap.add_argument("--script", help="run this script instead of the built-in heat example")
     ap.add_argument("--relsim", metavar="ARGS",
                     help="time `relsim ARGS` (e.g. \"run lulesh -s 30 -i 1\") instead")
-    ap.add_argument("--warm", type=int, default=5, help="warm runs per cold one (--relsim)")
+    ap.add_argument("--gallery", metavar="NAMES",
+                    help="time these `relsim run` commands (comma-separated, or all: "
+                         f"{', '.join(GALLERY)}) cold and warm, to the first step and the end")
+    ap.add_argument("--warm", type=int, default=5,
+                    help="warm runs per cold one (--relsim, --gallery)")
     ap.add_argument("--markdown", metavar="PATH", help="update this section of a markdown file")
     C.add_chart_argument(ap, "startup")
     args = ap.parse_args(argv)
@@ -192,6 +277,15 @@ def main(argv=None) -> None:
     prime = dict(env0, RELSIM_CACHE_DIR=os.path.join(work, "prime", "relsim"),
                  NUMBA_CACHE_DIR=os.path.join(work, "prime", "numba"))
     run([sys.executable, "-c", "import relsim, json, numpy"], prime)  # write the .pyc files
+    if args.gallery:
+        try:
+            text = gallery(args, env0, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(text)
+        if args.markdown:
+            C.update_markdown(args.markdown, "Start-up: the gallery, LULESH and miniFE", text)
+        return
     if args.relsim:
         try:
             text = relsim_command(args, env0, work)

@@ -13,6 +13,7 @@ Where this Numba's cache lacks the pieces this relies on, the stock cache stays 
 """
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numba
@@ -56,10 +57,34 @@ def _drop(cache, exc) -> None:
 
 
 def lean_loading(dispatcher):
-    """`dispatcher` (cache=True), loading from the disk cache without the compiler set-up."""
+    """`dispatcher` (cache=True), loading from the disk cache without the compiler set-up, and
+    compiling with room for deep recursion (`_deep`)."""
     if _LEAN and type(getattr(dispatcher, "_cache", None)) is caching.FunctionCache:
         dispatcher._cache = _LeanLoadCache(dispatcher.py_func)
+    dispatcher.compile = _deep(dispatcher.compile)  # (its first call compiles through this)
     return dispatcher
+
+
+# Numba's SSA reconstruction recurses about once per basic block on the way back to a
+# definition; a large generated function compiled as another's callee (an outlined parallel
+# loop body: miniFE's element assembly, ~3,900 lines) starts that deep inside the caller's own
+# compilation and passed Python's default limit of 1,000 frames.
+RECURSION_LIMIT = 20_000
+
+
+def _deep(compile_fn):
+    """`compile_fn` (a dispatcher's `compile`) run with a recursion limit of at least
+    RECURSION_LIMIT, the previous limit restored after it."""
+    def compile(sig):
+        limit = sys.getrecursionlimit()
+        if limit >= RECURSION_LIMIT:
+            return compile_fn(sig)
+        sys.setrecursionlimit(RECURSION_LIMIT)
+        try:
+            return compile_fn(sig)
+        finally:
+            sys.setrecursionlimit(limit)
+    return compile
 
 
 def njit(*args, **options):
