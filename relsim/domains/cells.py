@@ -23,7 +23,7 @@ import numpy as np
 
 from relsim import DomainError
 
-from .sides import unique_sides
+from .sides import unique_rows, unique_sides
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,9 @@ def check_indices(kind: Kind, cells, npoints: int, where: str) -> np.ndarray:
 
 def longest_edge(kind: Kind, p: np.ndarray, c: np.ndarray) -> np.ndarray:
     a, b = np.array(kind.edges).T
-    return np.linalg.norm(p[c[:, a]] - p[c[:, b]], axis=2).max(axis=1)
+    d = p[c[:, a]] - p[c[:, b]]
+    # the root of the largest squared length: the bits of the largest norm (sqrt is monotonic)
+    return np.sqrt(np.add.reduce(d * d, axis=2).max(axis=1))
 
 
 def triangle_normals(p: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -172,9 +174,7 @@ def facets(kind: Kind, c: np.ndarray, where: str):
     all_f = c[:, loc].reshape(-1, loc.shape[1])
     if not len(all_f):
         return all_f, np.zeros(0, np.int64), np.zeros(0, np.int64)
-    _, inverse, counts = np.unique(np.sort(all_f, axis=1), axis=0, return_inverse=True,
-                                   return_counts=True)
-    inverse = inverse.ravel()
+    _, _, inverse, counts = unique_rows(np.sort(all_f, axis=1).astype(np.int64))
     per = counts[inverse]
     if kind is not TRIANGLE and (per > 2).any():
         i = int(np.flatnonzero(per > 2)[0])

@@ -43,3 +43,20 @@ def test_faces_of_any_length_and_bad_input():
         domains.unique_sides(np.zeros((2, 3)), QUAD_EDGES)
     empty = domains.unique_sides(np.zeros((0, 4), np.int64), QUAD_EDGES)
     assert empty.vertices.shape == (0, 2) and empty.of_cell.shape == (0, 4)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("lo,hi", [(0, 5), (-3, 40), (0, 10**6), (-(2**40), 2**40)])
+def test_unique_rows_is_numpys_row_unique(k, lo, hi):
+    """One integer per row where the values allow (and NumPy's row sort where they do not:
+    the widest range with four columns): the same table, first rows, inverse and counts."""
+    from relsim.domains.sides import unique_rows
+
+    rng = np.random.default_rng(k)
+    rows = np.sort(rng.integers(lo, hi, (500, k)), axis=1)
+    rows[250:] = rows[:250][::-1]  # every row at least twice, in another order
+    got = unique_rows(rows.astype(np.int64))
+    want = np.unique(rows, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    for g, w in zip(got, want):
+        assert g.dtype == np.int64 and np.array_equal(g, np.asarray(w).reshape(g.shape))
+    assert unique_rows(np.zeros((0, k), np.int64))[0].shape == (0, k)
