@@ -345,6 +345,7 @@ class CpuExecutable(Launch):
                 raise AssertionError("absorbing variant lowered with different parameters")
             mod = modules.module_for(source, self.options.cache_path(),
                                    modules.stem(self.analysed.kernel_name) + "_absorb")
+            jit_callees(mod, **self.flags)
             fn = njit(parallel=parallel, **self.flags)(
                 mod.kernel_parallel if parallel else mod.kernel_serial)
             self.absorbing_fns[key] = fn
