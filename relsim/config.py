@@ -68,9 +68,13 @@ class Config:
         return self.backend.threads(self)
 
     def cache_path(self) -> Path:
-        d = self.cache_dir or os.environ.get("RELSIM_CACHE_DIR") or \
-            Path.home() / ".cache" / "relsim"
-        return Path(d)
+        return Path(self.cache_dir) if self.cache_dir else default_cache_path()
+
+
+def default_cache_path() -> Path:
+    """relsim's cache folder when a Config names none: $RELSIM_CACHE_DIR, else
+    ~/.cache/relsim."""
+    return Path(os.environ.get("RELSIM_CACHE_DIR") or Path.home() / ".cache" / "relsim")
 
 
 _current: Config | None = None  # built from RELSIM_TARGET and RELSIM_DEBUG on first use

@@ -147,3 +147,25 @@ def test_a_full_or_read_only_cache_directory_compiles_in_memory(tmp_path, monkey
     text = rs.explain(triple_in_memory, R, cfg, full=True)
     assert "def kernel_serial" in text  # the generated module's source, from memory
     assert not list((tmp_path / "full").glob("*.py"))
+
+
+@pytest.mark.parametrize("numba_dir", [False, True])
+def test_relsims_own_helpers_are_cached_in_its_cache_folder(tmp_path, numba_dir):
+    """relsim's compiled helpers are cached under $RELSIM_CACHE_DIR/numba, not beside their
+    source (an installed package may be read-only); NUMBA_CACHE_DIR, where set, comes first."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["RELSIM_CACHE_DIR"] = str(tmp_path / "relsim")
+    if numba_dir:
+        env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    code = ("from relsim.runtime.folds import exact_sum, lane_sums\n"
+            "print(lane_sums.finish._cache.cache_path)\n"
+            "print(exact_sum.fold_serial_f64._cache.cache_path)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    root = tmp_path / "numba" if numba_dir else tmp_path / "relsim" / "numba"
+    for line in out.stdout.split():
+        assert os.path.commonpath([str(root), line]) == str(root), line

@@ -13,6 +13,7 @@ Where this Numba's cache lacks the pieces this relies on, the stock cache stays 
 """
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
@@ -31,7 +32,47 @@ _LEAN = rtsys is not None and hasattr(caching.FunctionCache, "_load_overload") a
     hasattr(caching.FunctionCache, "_guard_against_spurious_io_errors")
 
 
-class _LeanLoadCache(caching.FunctionCache):
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class _HelperLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Where relsim's own compiled helpers (folds, exact sums, ownership; functions in relsim's
+    package files) are cached: in relsim's cache folder (``$RELSIM_CACHE_DIR``, else
+    ``~/.cache/relsim``, then ``numba/``) rather than beside their source, where an installed
+    package may be read-only or shared by every user. Numba's ``NUMBA_CACHE_DIR`` still comes
+    first; generated modules (in that cache folder already) keep their own ``__pycache__``."""
+
+    def __init__(self, py_func, py_file):
+        from ...config import default_cache_path
+
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(default_cache_path(), "numba",
+                                        self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if os.path.commonpath([_PACKAGE, os.path.abspath(py_file)]) != _PACKAGE:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+class _HelperCacheImpl(caching.CompileResultCacheImpl):
+    _locator_classes = [caching.UserProvidedCacheLocator, _HelperLocator] + \
+        [c for c in caching.CompileResultCacheImpl._locator_classes
+         if c is not caching.UserProvidedCacheLocator]
+
+
+class _RelsimCache(caching.FunctionCache):
+    """Numba's per-function disk cache, relsim's helpers located by `_HelperLocator`."""
+
+    _impl_class = _HelperCacheImpl
+
+
+class _LeanLoadCache(_RelsimCache):
     """Numba's per-function disk cache, loading with only the runtime initialised."""
 
     def load_overload(self, sig, target_context):
@@ -59,8 +100,8 @@ def _drop(cache, exc) -> None:
 def lean_loading(dispatcher):
     """`dispatcher` (cache=True), loading from the disk cache without the compiler set-up, and
     compiling with room for deep recursion (`_deep`)."""
-    if _LEAN and type(getattr(dispatcher, "_cache", None)) is caching.FunctionCache:
-        dispatcher._cache = _LeanLoadCache(dispatcher.py_func)
+    if type(getattr(dispatcher, "_cache", None)) is caching.FunctionCache:
+        dispatcher._cache = (_LeanLoadCache if _LEAN else _RelsimCache)(dispatcher.py_func)
     dispatcher.compile = _deep(dispatcher.compile)  # (its first call compiles through this)
     return dispatcher
 
