@@ -148,6 +148,23 @@ class Relation:
     def groupings(self) -> dict:
         return dict(self._groupings)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of host memory this relation holds: its fields' arrays (key fields' too), its
+        subsets' rows and its groupings' indexes, as far as built (a device copy is not
+        counted; `memory()` says which part holds what)."""
+        return sum(self.memory().values())
+
+    def memory(self) -> dict:
+        """{part: bytes of host memory}: ``field <name>``, ``subset <name>``, ``grouping
+        <name>`` (its offsets and rows, once a launch has built them)."""
+        out = {f"field {name}": f._data.nbytes for name, f in self._fields.items()}
+        out.update((f"subset {name}", s.rows.nbytes) for name, s in self._subsets.items())
+        for name, g in self._groupings.items():
+            out[f"grouping {name}"] = sum(a.nbytes for a in (g._offsets, g._rows)
+                                         if a is not None)
+        return out
+
     # -- structured grids and elastic relations ---------------------------------------------
     def set_grid(self, shape, periodic=False) -> None:
         """Declare that rows are the cells of a grid of `shape` (first axis fastest: row =
