@@ -8,6 +8,7 @@ def test_fields_subsets_and_built_groupings_are_counted():
     V, E = rs.Relation("V", 40), rs.Relation("E", 30)
     E.new_key_field("head", V, values=np.arange(30) % 40)
     V.new_field("T", rs.f64)
+    E.new_field("w", rs.f32, init=1.0)
     V.new_field("x", rs.vec(3))
     V.subset("few", [0, 2, 5])
     E.group_by("head", "edges")
@@ -15,12 +16,12 @@ def test_fields_subsets_and_built_groupings_are_counted():
     assert parts == {"field T": 40 * 8, "field x": 40 * 3 * 8, "subset few": 3 * 8,
                      "grouping edges": 0}  # (not built before a launch needs it)
     assert V.nbytes == sum(parts.values())
-    assert E.memory() == {"field head": E.head.numpy().nbytes}
+    assert E.memory() == {"field head": E.head.numpy().nbytes, "field w": 30 * 4}
 
     @rs.kernel
     def degree(v):
         for e in v.edges:
-            v.T += e.head.T * 0.0 + 1.0
+            v.T += e.w
 
     V.foreach(degree, rs.Config(target="interp"))
     offsets, rows = V.grouping("edges").arrays()
