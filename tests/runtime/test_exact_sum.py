@@ -94,6 +94,13 @@ def every_way(values, dtype=np.float64, seed=0):
         es.sum_slots(arr.reshape(n, 1), acc, nb)
         out[f"sum_slots/{nb}"] = rnd(acc[0])
 
+    acc = es.new_many(1)  # (a rank's share under MPI)
+    es.add_slots_serial(arr.reshape(n, 1), acc)
+    out["add_slots_serial"] = rnd(acc[0])
+    slots = es.new_many(1)
+    es.sum_slots(arr.reshape(n, 1), slots)
+    assert acc.tobytes() == slots.tobytes()  # (both normalised: the canonical form)
+
     rng = np.random.default_rng(seed)
     shuffled = arr[rng.permutation(n)]
     acc = es.new()
@@ -704,3 +711,26 @@ def test_the_host_path_leaves_specials_and_overflow_to_the_compiled_fold():
     fold.compiled, fold.ready = False, lambda: False
     fold()
     assert same(g[0], np.float64(math.fsum([0.5, 0.1, 0.2, -0.3])))
+
+
+@SETTINGS
+@given(st.lists(st.floats(width=64), max_size=30), st.floats(width=64), st.integers(0, 3),
+       st.sampled_from([np.float64, np.float32]))
+def test_round_merged_is_the_exact_sum_of_the_pieces_and_the_start(values, start, cut, dtype):
+    """Ranks' accumulators (normalised or not) and the Global's value before the launch,
+    rounded once in Python: the reference's bits, specials included."""
+    if dtype == np.float32:
+        with np.errstate(over="ignore"):
+            values = [float(np.float32(v)) for v in values]
+            start = float(np.float32(start))
+    pieces = [values[:cut], values[cut:]]
+    accs = []
+    for i, piece in enumerate(pieces):
+        acc = es.new()
+        for v in piece:
+            es.add(acc, v)
+        if i:
+            es.normalise(acc)
+        accs.append(acc)
+    want = es.exact_sum_reference([start] + values, dtype)
+    assert same(es.round_merged(accs, start, dtype), want)
