@@ -73,15 +73,16 @@ def test_outlined_bodies_give_the_bits_of_interp(subset):
     for fname in ("kernel_parallel", "kernel_parallel_rows", "kernel_grid"):
         assert f"{fname}_body" in funcs, fname
         (loop,) = funcs[fname].body[-1:]
-        assert ast.unparse(loop.body[0]).startswith(f"{fname}_body(")
+        assert ast.unparse(loop.iter) == "prange(_onb)"
+        assert ast.unparse(loop.body[-1]).startswith(f"{fname}_body(")
     assert "kernel_serial_body" not in funcs  # (serial loops stay as they are)
     # a large body runs the wrapping (peeled) form along the whole line: one copy, not three
     lines = [s for s in ast.walk(funcs["kernel_grid_body"])
              if isinstance(s, ast.For) and ast.unparse(s.target) == "_g0"]
     assert len(lines) == 1
-    # the row loop's early return is a return; the inner loop's continue is its own
-    body = ast.unparse(funcs["kernel_parallel_body"])
-    assert "return" in body and "continue" in body
+    # the body function runs its block's rows in a loop (an early return: its `continue`)
+    (rows,) = funcs["kernel_parallel_body"].body
+    assert ast.unparse(rows.iter) == "range(_olo, _ohi)"
 
 
 def test_a_small_body_stays_in_its_loop():
@@ -92,20 +93,25 @@ def test_a_small_body_stays_in_its_loop():
     assert not any(name.endswith("_body") for name in _functions(source))
 
 
-def test_statements_on_the_way_to_a_continue_are_copied_the_rest_shared():
-    loop = ast.parse("for i in prange(n):\n    a = 1\n    if a:\n        continue\n"
-                     "    for j in range(3):\n        continue\n").body[0]
-    fn = ast.FunctionDef("f", ast.arguments([], [ast.arg("n")], None, [], [], None, []),
-                         [loop], [], None, None)
+@pytest.mark.parametrize("n", [0, 1, 5, 1023, 1024, 1025, 5000])
+@pytest.mark.parametrize("first", [0, 3])
+def test_the_blocks_cover_every_iteration_once_in_order(n, first):
+    """The outlined loop's blocks, run as written (prange as range), give every iteration
+    of the original loop once, in ascending order, with the names assigned before it."""
+    src = ("def f(lo, hi, out):\n    k = 2\n    for i in prange(lo, hi):\n"
+           "        if i % 7 == 3:\n            continue\n        out.append(i * k)\n")
+    fn = ast.parse(src).body[0]
     old = outline.OUTLINE_STATEMENTS
     try:
         outline.OUTLINE_STATEMENTS = 1
         body, calling = outline.outlined(fn)
     finally:
         outline.OUTLINE_STATEMENTS = old
-    assert [a.arg for a in body.args.args] == ["i", "n"]
-    assert body.body[0] is loop.body[0] and body.body[2] is loop.body[2]  # shared
-    assert isinstance(body.body[1].body[0], ast.Return)  # copied, a return
-    assert isinstance(loop.body[1].body[0], ast.Continue)  # the original untouched
-    assert isinstance(body.body[2].body[0], ast.Continue)  # the inner loop's own
-    assert ast.unparse(calling.body[0].body[0]) == "f_body(i, n)"
+    assert [a.arg for a in body.args.args] == ["_olo", "_ohi", "lo", "hi", "out", "k"]
+    assert body.body[0].body is fn.body[1].body  # the statements are shared, not copied
+    space = {"prange": range, "_i64": int}
+    exec(compile(ast.fix_missing_locations(ast.Module([body, calling], [])), "<t>", "exec"),
+         space)
+    got = []
+    space["f"](first, first + n, got)
+    assert got == [i * 2 for i in range(first, first + n) if i % 7 != 3]

@@ -4,17 +4,20 @@ Numba's parallel passes (parfor conversion, array analysis, hoisting, gufunc low
 that grows much faster than the loop body they see: measured on this project's smoke advection
 kernel (2-D, semi-Lagrangian, three bilinear interpolations), the grid loops' parallel variant
 compiled in 57 s against 3.6 s for the same loops serially, and its row loop in 16 s against
-1.1 s. With the body outlined — ``for _g1 in prange(...): kernel_grid_body(_g1, ...)``, the
-body an ordinary (serial) function — the parallel passes see a loop of one call: 7.2 s and
-2.9 s, and the launch ran as fast or faster (15 ms against 22 ms a step at 512^2, 2 threads).
+1.1 s. With the body outlined — an ordinary (serial) function the parallel loop calls — the
+parallel passes see a loop of one call: 7.2 s and 2.9 s, and the launch ran as fast or faster
+(15 ms against 22 ms a step at 512^2, 2 threads).
 A small body gains nothing (a light row loop's call can cost vectorisation: 1.4 -> 1.7 ms on
 2M rows), so only bodies of at least `OUTLINE_STATEMENTS` statements are outlined.
 
-The body function takes the loop's index, the function's arguments and the names the function
-assigns before the loop, in that order; a ``continue`` of the loop itself (a kernel's early
-``return``) becomes a ``return``. Only the statements on the way to such a ``continue`` are
-copied: the rest stay shared with the serial variants (`emit.unparse` relies on that). The
-arithmetic is the same statements in the same order: the bits do not change.
+The loop becomes ``for _ob in prange(_onb): <fn>_body(_olo, _ohi, ...)`` over at most
+`OUTLINE_BLOCKS` contiguous blocks of its iterations, and the body function runs its block's
+iterations in an ordinary loop: one call a block, not an iteration (a call per row of LULESH's
+large kernels, each passing its dozens of arrays, cost 32% of its speed), and that loop keeps
+what LLVM does to a loop (hoisting, vectorising). The body function takes the block's bounds,
+the function's arguments and the names it assigns before the loop, in that order; the loop's
+body is the same statements (shared with the serial variants, as `emit.unparse` expects), so
+the same arithmetic in the same order: the bits do not change, only which thread runs a block.
 """
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ from ...lowering.emit import call, name
 # measured (see above): 37 and 40 statements, outlined 1.35 / 1.75 s against 0.93 / 1.01 s
 # inline; 388 statements, 2.9 s against 16 s
 OUTLINE_STATEMENTS = 150
+# at most this many blocks of iterations a parallel loop is cut into (the threads share them
+# out statically; a call a block costs nothing next to a block of large bodies)
+OUTLINE_BLOCKS = 1024
 
 
 def large(stmts) -> bool:
@@ -34,8 +40,8 @@ def large(stmts) -> bool:
 
 
 def outlined(fn: ast.FunctionDef) -> tuple:
-    """(body function or None, fn): fn's `prange` loop calling a function of its body when
-    the body is large, else fn unchanged."""
+    """(body function or None, fn): fn's `prange` loop calling a function of its body, block
+    by block, when the body is large, else fn unchanged."""
     found = _parallel_loop(fn)
     if found is None:
         return None, fn
@@ -44,25 +50,47 @@ def outlined(fn: ast.FunctionDef) -> tuple:
         return None, fn
     before = [t.id for s in fn.body[:at] if isinstance(s, ast.Assign)
               for t in s.targets if isinstance(t, ast.Name)]
-    params = [loop.target.id] + [a.arg for a in fn.args.args] + before
+    shared = [a.arg for a in fn.args.args] + before
     body_name = f"{fn.name}_body"
-    body = ast.FunctionDef(body_name, ast.arguments([], [ast.arg(p) for p in params], None, [],
-                                                    [], None, []),
-                           _returning(loop.body), [], None, None)
-    calling = ast.For(loop.target, loop.iter, [ast.Expr(call(body_name, *map(name, params)))],
-                      [])
-    return body, ast.FunctionDef(fn.name, fn.args, fn.body[:at] + [calling], [], None, None)
+    block = ast.For(loop.target, call("range", name("_olo"), name("_ohi")), loop.body, [])
+    body = ast.FunctionDef(body_name, ast.arguments(
+        [], [ast.arg(p) for p in ["_olo", "_ohi"] + shared], None, [], [], None, []),
+        [block], [], None, None)
+    args = loop.iter.args
+    first, end = (ast.Constant(0), args[0]) if len(args) == 1 else (args[0], args[1])
+
+    def assign(var, value):
+        return ast.Assign([ast.Name(var, ast.Store())], value)
+
+    def op(a, o, b):
+        return ast.BinOp(a, o(), b)
+
+    def bound(k):  # first + count * k // blocks: block k's first iteration
+        return op(name("_ofirst"), ast.Add,
+                  op(op(name("_ocount"), ast.Mult, k), ast.FloorDiv, name("_onb")))
+
+    setup = [assign("_ofirst", first), assign("_ocount", op(end, ast.Sub, name("_ofirst"))),
+             assign("_onb", call("max", ast.Constant(0),
+                                 call("min", name("_ocount"), ast.Constant(OUTLINE_BLOCKS))))]
+    calling = ast.For(ast.Name("_ob", ast.Store()), call("prange", name("_onb")), [
+        assign("_obi", call("_i64", name("_ob"))),  # (prange's index is unsigned)
+        ast.Expr(call(body_name, bound(name("_obi")),
+                      bound(op(name("_obi"), ast.Add, ast.Constant(1))), *map(name, shared)))],
+        [])
+    return body, ast.FunctionDef(fn.name, fn.args, fn.body[:at] + setup + [calling], [], None,
+                                 None)
 
 
 def _parallel_loop(fn):
-    """(index, loop) of fn's last top-level statement when it is a `prange` loop whose names
-    nothing after it reads (there is nothing after it), else None."""
+    """(index, loop) of fn's last top-level statement when it is a `prange` loop over one or
+    two bounds (nothing after it can read its names), else None."""
     if not fn.body:
         return None
     loop = fn.body[-1]
     if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and \
             isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) and \
-            loop.iter.func.id == "prange" and not loop.orelse:
+            loop.iter.func.id == "prange" and len(loop.iter.args) in (1, 2) and \
+            not loop.orelse:
         return len(fn.body) - 1, loop
     return None
 
@@ -76,20 +104,3 @@ def _statements(stmts) -> int:
             if sub:
                 n += _statements(sub)
     return n
-
-
-def _returning(stmts: list) -> list:
-    """`stmts` with each `continue` of the loop they are the body of (not of a loop inside
-    it) a `return`; the statements on the way copied, the others shared."""
-    out = []
-    for s in stmts:
-        if isinstance(s, ast.Continue):
-            s = ast.Return(None)
-        elif isinstance(s, ast.If):
-            body, orelse = _returning(s.body), _returning(s.orelse)
-            if body is not s.body or orelse is not s.orelse:
-                s = ast.If(s.test, body, orelse)
-        elif isinstance(s, (ast.Break, ast.Try, ast.With)):  # (never generated in a row loop)
-            raise ValueError(f"cannot outline a loop body holding {type(s).__name__}")
-        out.append(s)
-    return stmts if all(a is b for a, b in zip(out, stmts)) else out
