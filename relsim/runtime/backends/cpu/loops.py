@@ -51,11 +51,10 @@ from . import fused, outline, row_work, stack
 from .grid_loops import GridPlan
 
 MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
-# the parallel functions whose loop runs blocks of rows (grid lines, chunks, split blocks), not
-# rows: a large body of theirs is outlined (`outline`). A row loop is not: LULESH's large row
-# kernels ran 6-28% slower outlined (kinematics, q_limiter; its split kernels the same speed)
-BLOCK_LOOPS = frozenset({"kernel_grid", "kernel_split", "kernel_split_rows",
-                         "kernel_lanes_parallel", "kernel_lanes_parallel_rows"})
+# the parallel functions a large body of which is outlined (`outline`): the grid loops (one
+# line of cells per call). Not the others: outlined, LULESH's large row kernels ran 6-28%
+# slower (kinematics, q_limiter) and Airfoil's split and lanes loops ~18% (the same bits)
+OUTLINED_LOOPS = frozenset({"kernel_grid"})
 LANE = "_j"  # lanes variants: the row's lane
 CHUNK_LANES = "_ln"  # lanes variants: the chunk's lanes, (components, STATE, LANES)
 ONE = "_one"  # lanes variants: 1.0 the optimiser cannot see (`fused.one`)
@@ -288,7 +287,7 @@ class CpuLowerer(BodyLowerer):
             funcs.append(ast.Assign([store("_GRID_REACH")], ast.Constant(plan.reach)))
         bodies = []  # the large parallel loops' bodies, as callees (`outline`)
         for i, fn in enumerate(funcs):
-            if isinstance(fn, ast.FunctionDef) and fn.name in BLOCK_LOOPS:
+            if isinstance(fn, ast.FunctionDef) and fn.name in OUTLINED_LOOPS:
                 body, funcs[i] = outline.outlined(fn)
                 if body is not None:
                     bodies.append(body)

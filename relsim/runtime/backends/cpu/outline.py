@@ -9,8 +9,9 @@ parallel passes see a loop of one call: 7.2 s and 2.9 s, and the launch ran as f
 (15 ms against 22 ms a step at 512^2, 2 threads).
 A small body gains nothing (a light row loop's call can cost vectorisation: 1.4 -> 1.7 ms on
 2M rows), so only bodies of at least `OUTLINE_STATEMENTS` statements are outlined, and only
-in loops over blocks of rows (`loops.BLOCK_LOOPS`): LULESH's large *row* loops ran 6-28% slower
-outlined (kinematics, q_limiter), its split loops (blocks of rows) as fast.
+in the loops `loops.OUTLINED_LOOPS` names (the grid loops): elsewhere the outlined body ran
+slower (LULESH's large row kernels 6-28%, Airfoil's split and lanes loops ~18%), the parallel
+compilation's loss being the lesser one there.
 
 The loop becomes ``for _ob in prange(_onb): <fn>_body(_olo, _ohi, ...)`` over at most
 `OUTLINE_BLOCKS` contiguous blocks of its iterations, and the body function runs its block's
