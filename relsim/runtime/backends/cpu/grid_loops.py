@@ -10,7 +10,7 @@ constant delta (``u[_row + 1]``: contiguous, so LLVM can vectorise), and the few
 reach of the side (the peeled ends of the innermost loop) wrap that one offset by one compare
 and one subtraction (so these loops run only where axis 0 is at least that reach long). A large
 body (`outline.large`) runs that wrapping form along the whole line instead: one copy of it to
-compile, not three (smoke's advection: 6.6 -> 2.2 s).
+compile, not three (smoke's advection: 6.6 -> 2.8 s).
 Bounded axes need no test (centred neighbours are checked once per launch space). The values
 are the same as the general lowering's: only where rows come from changes. The grid's shape and
 strides are read from its `GridShape` parameter before the loops: one compile serves every
