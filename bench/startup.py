@@ -279,23 +279,17 @@ def main(argv=None) -> None:
     prime = dict(env0, RELSIM_CACHE_DIR=os.path.join(work, "prime", "relsim"),
                  NUMBA_CACHE_DIR=os.path.join(work, "prime", "numba"))
     run([sys.executable, "-c", "import relsim, json, numpy"], prime)  # write the .pyc files
-    if args.gallery:
+    mode = (gallery, "Start-up: the gallery, LULESH and miniFE") if args.gallery else \
+        (relsim_command, f"Start-up: relsim {args.relsim}") if args.relsim else None
+    if mode is not None:
+        measure, section = mode
         try:
-            text = gallery(args, env0, work)
+            text = measure(args, env0, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         print(text)
         if args.markdown:
-            C.update_markdown(args.markdown, "Start-up: the gallery, LULESH and miniFE", text)
-        return
-    if args.relsim:
-        try:
-            text = relsim_command(args, env0, work)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        print(text)
-        if args.markdown:
-            C.update_markdown(args.markdown, f"Start-up: relsim {args.relsim}", text)
+            C.update_markdown(args.markdown, section, text)
         return
 
     cold, warm, helpers, imports = [], [], [], {k: [] for k in IMPORTS}

@@ -56,10 +56,9 @@ def unique_rows(rows: np.ndarray):
     lo, hi = int(rows.min()), int(rows.max())
     base = hi - lo + 1
     if base ** k > np.iinfo(np.int64).max:  # (a huge vertex range with long rows)
-        out = np.unique(rows, axis=0, return_index=True, return_inverse=True,
-                        return_counts=True)
-        return tuple(np.asarray(a, np.int64).reshape(-1) if i else np.asarray(a, np.int64)
-                     for i, a in enumerate(out))
+        table, first, inverse, count = (np.asarray(a, np.int64) for a in np.unique(
+            rows, axis=0, return_index=True, return_inverse=True, return_counts=True))
+        return table, first, inverse.reshape(-1), count
     code = rows[:, 0] - lo
     for j in range(1, k):
         code = code * base + (rows[:, j] - lo)

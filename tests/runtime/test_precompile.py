@@ -132,28 +132,13 @@ def test_a_worker_compiles_relsim_folds_into_the_disk_cache(tmp_path, monkeypatc
         proc = compile_jobs.start([job], background=background)
         proc.wait(timeout=300)
         compile_jobs.running[:] = [p for p in compile_jobs.running if p is not proc]
-    check = ("import sys\nfrom numba import types\n"
-             "from relsim.runtime.folds import host_folds\n"
-             "from relsim.runtime.host.compile_jobs import load_cached\n"
-             "f32_2d, i64_1d = types.float32[:, :], types.int64[:]\n"
-             "sig = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)\n"
-             "sys.exit(0 if load_cached(host_folds.gather_num_rows_serial, sig) else 3)\n")
-    import os
-    import subprocess
-    import sys
-    out = subprocess.run([sys.executable, "-c", check], env=dict(os.environ),
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    _another_process_loads_the_rows_fold("types.float32[:, :], types.int64[:]")
 
 
 def test_a_helper_is_compiled_in_the_background_once(tmp_path, monkeypatch):
     """`helper_in_background`: not cached, one background worker compiles it into the disk
     cache (a second request in the process waits on the same worker); the next process loads
     it."""
-    import os
-    import subprocess
-    import sys
-
     from numba import types
 
     from relsim.runtime.folds import host_folds
@@ -170,10 +155,20 @@ def test_a_helper_is_compiled_in_the_background_once(tmp_path, monkeypatch):
     while not done():
         assert time.monotonic() < deadline, "the background worker did not finish"
         time.sleep(0.2)
+    _another_process_loads_the_rows_fold("types.float32[:, ::1], types.int64[::1]")
+
+
+def _another_process_loads_the_rows_fold(types_2d_1d: str) -> None:
+    """A new process (this one's environment: its NUMBA_CACHE_DIR) finds
+    host_folds.gather_num_rows_serial for float32 values into float32 rows, with the 2-D and
+    1-D array types `types_2d_1d` (Python source), in Numba's disk cache."""
+    import os
+    import subprocess
+    import sys
     check = ("import sys\nfrom numba import types\n"
              "from relsim.runtime.folds import host_folds\n"
              "from relsim.runtime.host.compile_jobs import load_cached\n"
-             "f32_2d, i64_1d = types.float32[:, ::1], types.int64[::1]\n"
+             f"f32_2d, i64_1d = {types_2d_1d}\n"
              "sig = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)\n"
              "sys.exit(0 if load_cached(host_folds.gather_num_rows_serial, sig) else 3)\n")
     out = subprocess.run([sys.executable, "-c", check], env=dict(os.environ),
