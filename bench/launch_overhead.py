@@ -10,6 +10,10 @@ on the same arrays (the floor: what any Numba call costs from Python). Three ker
 * captured:       ``r.x += DX + DY + DZ``  (three captured Python floats: each launch checks
                   that they were not rebound since the kernel compiled)
 
+Then launches inside a captured step (``rs.capture``): steps of 2 and 20 trivial launches
+against a plain njit function calling the same compiled loop 2 and 20 times (goal: each launch
+inside a step at most 0.1 us above its compiled loop), and the same launches from Python.
+
 All variants are warmed up (compiled) first, then timed interleaved in batches of ``--number``
 calls; the table shows the median and the minimum per-call time over ``--repeats`` batches.
 ``--breakdown`` also times the layers of the trivial launch (internal API; diagnostic only).
@@ -84,7 +88,37 @@ def build():
         ("captured constants (r.x += DX + DY + DZ)", lambda: foreach(captured),
          lambda: nb_trivial(x)),
     ]
-    return R, trivial, cases
+    return R, trivial, cases, nb_trivial
+
+
+def captured_variants(rs, R, trivial, nb_trivial, many):
+    """Steps of 2 and `many` trivial launches captured (`rs.capture`: each one compiled
+    call), next to a plain njit function calling the same compiled loop 2 and `many` times:
+    the difference of the two divided by many - 2 is the cost of one more launch inside a
+    compiled step."""
+    import numba
+
+    @numba.njit
+    def nb_calls(x, k):
+        for _ in range(k):
+            nb_trivial(x)
+
+    x = R.x.numpy()
+    steps = {}
+    for k in (2, many):
+        with rs.capture() as steps[k]:
+            for _ in range(k):
+                R.foreach(trivial)
+
+    def launches(k):
+        def run():
+            for _ in range(k):
+                R.foreach(trivial)
+        return run
+    return {"captured|2": steps[2], f"captured|{many}": steps[many],
+            "njit calls|2": lambda: nb_calls(x, 2),
+            f"njit calls|{many}": lambda: nb_calls(x, many),
+            "launches|2": launches(2), f"launches|{many}": launches(many)}
 
 
 def breakdown_variants(R, kernel, cfg):
@@ -116,7 +150,7 @@ def main(argv=None) -> None:
     os.environ.setdefault("RELSIM_CACHE_DIR", tempfile.mkdtemp(prefix="relsim-bench-"))
     import relsim as rs
     cfg = rs.configure(target="cpu")
-    R, trivial, cases = build()
+    R, trivial, cases, nb_trivial = build()
     variants = {}
     for name, rel, nb in cases:
         variants[name + "|relsim"] = rel
@@ -143,6 +177,27 @@ def main(argv=None) -> None:
     med0 = C.summary(res[cases[0][0] + "|relsim"])[1] * 1e6
     out += ["", f"Trivial launch: {med0:.2f} us median -> goal "
             f"{'met' if med0 < GOAL_US else 'NOT met'}."]
+
+    many = 20
+    cv = captured_variants(rs, R, trivial, nb_trivial, many)
+    for fn in cv.values():
+        for _ in range(100):
+            fn()
+    cres = C.interleaved(cv, max(args.repeats // 2, 1), max(args.number // 10, 1))
+    crows = []
+    for name in ("launches", "captured", "njit calls"):
+        two, lots = (C.summary(cres[f"{name}|{k}"])[1] * 1e6 for k in (2, many))
+        crows.append([name, f"{two:.2f}", f"{lots:.2f}", f"{(lots - two) / (many - 2):.3f}"])
+    extra = float(crows[1][3]) - float(crows[2][3])
+    out += ["", f"Launches inside a captured step (`rs.capture`): a step of 2 and of {many} "
+            f"trivial launches, against a plain njit function calling the same compiled loop 2 "
+            f"and {many} times, and against 2 and {many} launches from Python (median us per "
+            f"call of the whole). Goal: a launch inside a step at most 0.1 us above its "
+            f"compiled loop.",
+            "", C.table(["variant", "2 launches us", f"{many} launches us",
+                         "each launch more us"], crows), "",
+            f"A captured launch costs {extra:+.3f} us beside a compiled call of its loop -> goal "
+            f"{'met' if extra <= 0.1 else 'NOT met'}."]
 
     if args.breakdown:
         bv = breakdown_variants(R, trivial, cfg)

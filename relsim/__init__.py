@@ -44,6 +44,7 @@ try:
     from .checkpoint import checkpoint, restart
     from .config import Config, configure
     from .errors import (
+        CaptureError,
         ConfigError,
         DataError,
         DeviceMemoryError,
@@ -68,6 +69,7 @@ try:
     from .runtime import epoch as _epoch
     from .runtime import run as _run
     from .runtime import synchronize
+    from .runtime.capture import capture
     from .runtime.explain import explain
     from .runtime.parallel import partition_rows as partition
     from .runtime.parallel import ranks
@@ -92,7 +94,7 @@ __all__ = [
     "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
     "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
-    "synchronize", "Tape", "AdjointStep", "record_step",
+    "synchronize", "capture", "Tape", "AdjointStep", "record_step",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "eigh", "svd", "polar",
@@ -101,5 +103,5 @@ __all__ = [
     "RelsimError", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelNameError",
     "PhaseError", "GradientError", "KernelRuntimeError", "KernelCheckError", "DataError",
     "SchemaError", "ConfigError", "DomainError", "DeviceMemoryError", "RelsimWarning",
-    "write", "geometry", "__version__",
+    "CaptureError", "write", "geometry", "__version__",
 ]

@@ -86,6 +86,11 @@ class GradientError(KernelError, ValueError):
     kernel's line."""
 
 
+class CaptureError(RelsimError, RuntimeError):
+    """Something an `rs.capture` block cannot record (a replay would not repeat it), or a
+    replay found changed since the capture."""
+
+
 class KernelRuntimeError(RelsimError, RuntimeError):
     """A kernel failed while running (e.g. a vector index out of range)."""
 

@@ -79,7 +79,7 @@ class _Segment:
     launches: int = 0
 
 
-class Tape:
+class Tape(_launch.Recorder):
     """Records a program for `backward` (see the module's docstring). With `checkpoint_every`
     = K, the tape keeps, for each segment of K launches, only the values at the segment's start
     of what the segment overwrites; `backward` recomputes each segment forward (keeping, for
@@ -100,9 +100,15 @@ class Tape:
     @staticmethod
     def recording() -> bool:
         """Whether a tape records now (code with an `AdjointStep` of its own asks)."""
-        return bool(_launch.recorders)
+        return any(isinstance(r, Tape) for r in _launch.recorders)
+
+    label = "an rs.Tape records"
 
     def __enter__(self) -> Tape:
+        for r in _launch.recorders:
+            if not isinstance(r, Tape):
+                raise GradientError(f"an rs.Tape cannot start while {r.label}: record the "
+                                    f"replays instead (a tape records each `step()` it sees)")
         self.events = []  # a tape records afresh each time (its adjoint kernels stay compiled)
         self.segments = []
         _launch.recorders.append(self)

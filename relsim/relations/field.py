@@ -179,6 +179,8 @@ class Field:
         if other.type != self.type or other.relation.size != self.relation.size:
             raise DataError(f"cannot copy {other.qualname} ({other.type!r}) into "
                             f"{self.qualname} ({self.type!r})")
+        if _launch.recorders:
+            _launch.copied(self, other)
         self.data[...] = other.data
         self._host_written()
         self._values_changed()
@@ -190,6 +192,8 @@ class Field:
             raise DataError(f"can only swap fields of the same relation and type: "
                             f"{self.qualname} ({self.type!r}) and {other.qualname} "
                             f"({other.type!r})")
+        if _launch.recorders:
+            _launch.swapped(self, other)
         mine, theirs = self.residency, other.residency
         if _moves(mine) and _moves(theirs) and not self.is_key:
             # what is current belongs to the storage: the residencies move with the arrays

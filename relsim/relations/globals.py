@@ -69,6 +69,8 @@ class Global:
 
     @property
     def value(self):
+        if _launch.recorders:  # (an rs.capture refuses: its replays would not read it)
+            _launch.host_read(self)
         if self.residency is not None:
             self.residency.before_host_read(self)
         if not self.type.shape:  # a scalar: straight to a Python number

@@ -11,8 +11,31 @@ from ..errors import DataError
 
 _launcher = None
 _storage_listener = None
-# recorders told of each launch and host write before it happens (`rs.Tape` while recording)
+# recorders told of each launch and host write before it happens (`rs.Tape` while recording,
+# `rs.capture` while capturing)
 recorders: list = []
+
+
+class Recorder:
+    """What a recorder hears (each a no-op here): a launch, a host write or read of a Global's
+    or field's values, two fields exchanging their arrays, a field copied into another."""
+
+    label = "a recorder"  # how error messages name it ("while an rs.Tape records")
+
+    def before_launch(self, kernel, relation, subset, config) -> None:
+        pass
+
+    def before_host_write(self, target, value) -> None:
+        pass
+
+    def before_host_read(self, target) -> None:
+        pass
+
+    def before_swap(self, field, other) -> None:
+        pass
+
+    def before_copy(self, field, source) -> None:
+        pass
 
 
 def install(launcher, storage_listener) -> None:
@@ -34,9 +57,9 @@ def run(kernel, relation, subset, config) -> None:
 def refuse_while_recording(what: str) -> None:
     """Host changes a tape cannot replay (keys, rows, rank-local loads) are refused while one
     records: its gradients would silently use the wrong keys or rows."""
-    if recorders:
-        raise DataError(f"{what} while an rs.Tape records: the tape cannot replay it; do it "
-                        f"before the tape starts or after it ends")
+    for r in recorders:
+        raise DataError(f"{what} while {r.label}: it cannot replay it; do it before it starts "
+                        f"or after it ends")
 
 
 def host_write(target, value) -> None:
@@ -49,3 +72,21 @@ def host_write(target, value) -> None:
 def storage_changed() -> None:
     if _storage_listener is not None:
         _storage_listener()
+
+
+def host_read(target) -> None:
+    """The host is about to read a Global's value (`Global.value`) while a recorder listens."""
+    for r in recorders:
+        r.before_host_read(target)
+
+
+def swapped(field, other) -> None:
+    """Two fields are about to exchange their arrays (`Field.swap`)."""
+    for r in recorders:
+        r.before_swap(field, other)
+
+
+def copied(field, source) -> None:
+    """`source`'s values are about to be copied into `field` (`Field.copy_from`)."""
+    for r in recorders:
+        r.before_copy(field, source)

@@ -88,6 +88,13 @@ class Launch(ABC):
         """`on`: run the variants that compile fastest (same bits) until `tier_done()` says
         the preferred ones are compiled; off: the preferred ones again (default: no tiers)."""
 
+    def capture_call(self, relation, subset):
+        """For a captured step (`rs.capture`): what the launch over `relation` (or `subset`)
+        runs, bound to the arrays the fields hold now, as an object this backend's
+        `Backend.compile_segment` takes; or None when the launch must run as a launch (host
+        work after its loop, distributed rows; the default)."""
+        return None
+
     def describe_halo(self, relation, subset=None) -> str | None:
         """What this process runs and reads for a launch over `relation` (or `subset`) when rows
         are distributed over ranks (`rs.explain`); None when they are not (default)."""
@@ -109,6 +116,12 @@ class Backend(ABC):
         over one relation: typed IR, access summary, phase information, reduction slot layouts)
         under `config`. The runtime caches the result per (kernel, relation schema,
         `key(config)`) and calls its `launch` for every launch."""
+
+    def compile_segment(self, calls):
+        """One callable (no arguments) running the `Launch.capture_call` results `calls` in
+        order, with the launches' bits and errors; or None to replay them as launches
+        (default)."""
+        return None
 
     def check_options(self, config) -> None:  # noqa: B027 (optional: most targets own none)
         """Raise a ConfigError for a value of one of `options` this backend cannot use (called

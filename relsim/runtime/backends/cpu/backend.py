@@ -56,7 +56,7 @@ from ...lowering import (
 from ...lowering.emit import unparse
 from .. import base
 from ..base import Backend, Launch, variant_note
-from . import fused, lanes, pending, row_work, threading_layer
+from . import fused, lanes, pending, row_work, segment, threading_layer
 from . import scatter as cpu_scatter
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
@@ -73,6 +73,9 @@ class CpuBackend(Backend):
         threading_layer.prepare()  # before Numba starts its threading layer
 
     options = ("threads", "parallel_threshold", "scatter")
+
+    def compile_segment(self, calls):
+        return segment.compile_segment(calls)
 
     def check_options(self, config) -> None:
         t = config.threads
@@ -287,6 +290,26 @@ class CpuExecutable(Launch):
         else:  # on several ranks: the distributed layer merges the contributions
             for g, _, lay, vals in b.folds:
                 self.partials.collect(g, lay.op, vals, lay.per_row, b.rows if b.has_rows else None)
+
+    def capture_call(self, relation, subset):
+        """The launch as bound now, for a captured step (`segment.CapturedCall`), when all it
+        does runs compiled: no Global reductions, row changes, prints, debug checks or other
+        target's copies (those replay as launches)."""
+        if self.tier_done is not None or self.partials is not None:
+            return None
+        b = self.bindings.get(subset)
+        if b is None or b.epoch != epoch.value or b.size != relation.size:
+            b = self.refresh(relation, subset, b)
+        if b.device or b.prints is not None or b.lanes is not None or b.folds or \
+                b.debug is not None or b.outstanding:
+            return None
+        post = [(fn, args) for fn, args in b.post if hasattr(fn, "py_func")]
+        if len(post) != len(b.post):  # (host work after the loop)
+            return None
+        calls = ((b.fn, b.call_args), *post, *((pf.fn, pf.args) for pf in b.deferred))
+        return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
+                                    self.array_fields, b.globals,
+                                    self.threads if b.parallel else None)
 
     def write_prints(self, b, relation) -> None:
         flags, fvals, ivals = b.prints

@@ -1,0 +1,229 @@
+"""`rs.capture()`: a recorded step replays with the bits of the launches it recorded, on every
+target; on the cpu consecutive launches become one compiled segment; what a replay could not
+repeat is refused while recording; what changed since is re-planned or named."""
+import numpy as np
+import pytest
+
+import relsim as rs
+from tests import heat_graph
+
+pytestmark = pytest.mark.filterwarnings("ignore::relsim.RelsimWarning")
+
+total = rs.Global(rs.f64, 0.0)
+
+
+@rs.kernel
+def relax(v):
+    v.Tn = v.T + 0.5 * v.flux
+    v.flux = 0.0
+
+
+@rs.kernel
+def damp(v):
+    v.T = 0.875 * v.T
+
+
+@rs.kernel
+def add_heat(v):
+    total += v.T
+
+
+@rs.kernel
+def read_far(v):
+    v.T = v.T + rs.at(V_FAR, v.j).T  # a row out of range: flagged, not read
+
+
+V_FAR = rs.Relation("far", 3)
+V_FAR.new_field("T", rs.f64)
+
+
+def _graph(n=40):
+    V, E = heat_graph.random_graph(n, 3 * n, seed=3)
+    V.new_field("Tn", rs.f64)
+    edges = np.arange(0, 3 * n, 2)
+    return V, E, E.subset("even", edges)
+
+
+def _program(V, E, even, cfg, conduct):
+    """One step: a launch over a subset, a key reduction, a double buffer, a copy."""
+    even.foreach(conduct, cfg)
+    V.foreach(relax, cfg)
+    V.T.swap(V.Tn)
+    V.foreach(damp, cfg)
+    V.flux.copy_from(V.Tn)
+
+
+def _bits(field):
+    return field.numpy(copy=True).view(np.int64)
+
+
+@pytest.mark.device_sized
+def test_replays_have_the_launches_bits(target):
+    conduct = heat_graph.conduct_kernel()
+    V, E, even = _graph()
+    _program(V, E, even, target, conduct)
+    with rs.capture() as step:
+        _program(V, E, even, target, conduct)
+    for _ in range(5):
+        step()
+    captured = _bits(V.T), _bits(V.flux)
+
+    W, F, evens = _graph()
+    for _ in range(7):
+        _program(W, F, evens, target, conduct)
+    assert np.array_equal(captured[0], _bits(W.T))
+    assert np.array_equal(captured[1], _bits(W.flux))
+    assert step.replays == 5
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cpu_runs_consecutive_launches_as_one_compiled_call(threads):
+    cfg = rs.Config(target="cpu", parallel_threshold=1, threads=threads)
+    conduct = heat_graph.conduct_kernel()
+    V, E, _ = _graph()
+
+    def program(V, E):
+        E.foreach(conduct, cfg)
+        V.foreach(relax, cfg)
+        V.T.swap(V.Tn)
+        V.foreach(damp, cfg)
+
+    with rs.capture() as step:
+        program(V, E)
+    for _ in range(4):
+        step()
+    # launches, swap, launch: two segments (the swap runs between them); a double buffer
+    # gives two plans, each made once
+    assert step.segments == 1 and len(step.plans) == 2
+    W, F, _ = _graph()
+    for _ in range(5):
+        program(W, F)
+    assert np.array_equal(_bits(V.T), _bits(W.T))
+
+
+def test_a_launch_with_host_work_replays_as_a_launch():
+    """A Global sum folds on the host: the launch replays as itself, between segments."""
+    cfg = rs.Config(target="cpu")
+    V, _, _ = _graph()
+    sums = []
+    with rs.capture() as step:
+        V.foreach(damp, cfg)
+        V.foreach(add_heat, cfg)
+        V.foreach(damp, cfg)
+    for _ in range(3):
+        total.value = 0.0
+        step()
+        sums.append(total.value)
+    W, _, _ = _graph()
+    W.foreach(damp, cfg)
+    W.foreach(damp, cfg)
+    expected = []
+    for _ in range(3):
+        total.value = 0.0
+        W.foreach(damp, cfg)
+        W.foreach(add_heat, cfg)
+        W.foreach(damp, cfg)
+        expected.append(total.value)
+    assert sums == expected
+
+
+def test_a_plan_is_made_again_when_the_relations_change():
+    cfg = rs.Config(target="cpu", parallel_threshold=1)
+    conduct = heat_graph.conduct_kernel()
+    V, E, even = _graph()
+    W, F, evens = _graph()
+    with rs.capture() as step:
+        _program(V, E, even, cfg, conduct)
+    _program(W, F, evens, cfg, conduct)
+    step()
+    _program(W, F, evens, cfg, conduct)
+    for R in (V, W):  # new keys from the host, and a new field
+        R.new_field("extra", rs.i32)
+    for R, rng in ((E, np.random.default_rng(5)), (F, np.random.default_rng(5))):
+        R.head.load(rng.integers(0, V.size, E.size))
+    V.T.load(np.linspace(0.0, 1.0, V.size))
+    W.T.load(np.linspace(0.0, 1.0, W.size))
+    for _ in range(3):
+        step()
+        _program(W, F, evens, cfg, conduct)
+    assert np.array_equal(_bits(V.T), _bits(W.T))
+    assert len(step.plans) >= 3
+
+
+def test_what_a_replay_would_not_repeat_is_refused():
+    V, _, _ = _graph()
+    with pytest.raises(rs.CaptureError, match=r"Global 'total'\.value read inside rs.capture"):
+        with rs.capture():
+            V.foreach(add_heat)
+            print(total.value)
+    with pytest.raises(rs.CaptureError, match="Global 'total' assigned from the host"):
+        with rs.capture():
+            total.value = 0.0
+    with pytest.raises(rs.CaptureError, match=r"field V\.T assigned from the host"):
+        with rs.capture():
+            V.T.load(np.zeros(V.size))
+    with rs.capture() as outer:
+        with pytest.raises(rs.CaptureError, match="do not nest"):
+            with rs.capture():
+                pass
+        with pytest.raises(rs.GradientError, match="cannot start while an rs.capture"):
+            with rs.Tape():
+                pass
+        with pytest.raises(rs.CaptureError, match="inside its own"):
+            outer()
+
+
+def test_a_step_captured_under_the_default_refuses_another_default():
+    V, _, _ = _graph()
+    with rs.capture() as step:
+        V.foreach(damp)
+    step()
+    rs.configure(target="cpu-serial" if rs.config.current().target != "cpu-serial" else "cpu")
+    with pytest.raises(rs.CaptureError, match=r"V\.foreach\(damp\) was captured under"):
+        step()
+
+
+def test_a_failure_inside_a_compiled_segment_names_the_kernel_and_line():
+    cfg = rs.Config(target="cpu")
+    V, _, _ = _graph()
+    V.new_field("j", rs.i64)
+    with rs.capture() as step:
+        V.foreach(damp, cfg)
+        V.foreach(read_far, cfg)
+    step()
+    assert step.segments == 1
+    V.j.load(np.full(V.size, 7))  # past V_FAR's 3 rows
+    with pytest.raises(rs.KernelRuntimeError,
+                       match=r"in kernel 'read_far': index out of range at line \d+"):
+        step()
+    V.j.load(np.zeros(V.size, dtype=np.int64))
+    step()  # (the error word was reset)
+
+
+def test_a_tape_records_replays():
+    cfg = rs.Config(target="cpu")
+    loss = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def square(v):
+        loss += v.T * v.T
+
+    def run(V, capture):
+        if capture:
+            with rs.capture() as step:
+                V.foreach(damp, cfg)
+                V.foreach(damp, cfg)
+        tape = rs.Tape()
+        with tape:
+            for _ in range(2):
+                step() if capture else (V.foreach(damp, cfg), V.foreach(damp, cfg))
+            loss.value = 0.0
+            V.foreach(square, cfg)
+        tape.backward(loss)
+        return V.T.grad.numpy(copy=True)
+
+    V, _, _ = _graph()
+    W, _, _ = _graph()
+    W.foreach(damp, cfg)
+    W.foreach(damp, cfg)
+    assert np.array_equal(run(V, True), run(W, False))
