@@ -93,6 +93,12 @@ def test_tiered_start_up_on_2_ranks(tmp_path):
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
+def test_captured_steps_give_one_processs_bits(ranks, tmp_path):
+    """rs.capture's replays (distributed launches replay as launches, with their exchanges)."""
+    same_as_one_process("captured", "cpu", ranks, tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
 def test_tape_gradients_give_one_processs_bits(ranks, tmp_path):
     """rs.Tape's gradients (adjoint reductions through keys into other ranks' rows, Global
     adjoints, checkpoints) are one process's bits on 2 and 3 ranks."""
