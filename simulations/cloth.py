@@ -149,10 +149,14 @@ def build(mesh, pairs, dt_value: float):
     return S, step, measure, kernels
 
 
-def simulate(mesh, pairs, frames: int = 60, substeps: int = 100, output: str | None = None):
+def simulate(mesh, pairs, frames: int = 60, substeps: int = 100, output: str | None = None,
+             capture: bool = True):
     """Run `frames` frames; returns the per-frame history: closest (distance to the sphere's
-    centre), strain (largest), and the springs relation."""
+    centre), strain (largest), and the springs relation. `capture`: the step's launches
+    recorded once and replayed (`rs.capture`; the same bits)."""
     S, step, measure, _ = build(mesh, pairs, time_step(substeps))
+    if capture:
+        step = rs.capture(step)
     V = mesh.vertices
     series = None
     if output:
@@ -204,6 +208,8 @@ def main(argv=None) -> int:
     p.add_argument("--output", default=None, help="directory for a VTU series (cloth.pvd)")
     p.add_argument("--target", default=None, help="backend: a registered target (rs.targets())")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-capture", dest="capture", action="store_false",
+                   help="launch the step's kernels one by one (default: rs.capture replays it)")
     a = p.parse_args(argv)
     if a.substeps is None:
         a.substeps = stable_substeps(a.n)
@@ -214,7 +220,7 @@ def main(argv=None) -> int:
         rs.configure(**changes)
     mesh, pairs = sheet(a.n)
     t0 = time.perf_counter()
-    history, S = simulate(mesh, pairs, a.frames, a.substeps, a.output)
+    history, S = simulate(mesh, pairs, a.frames, a.substeps, a.output, a.capture)
     elapsed = time.perf_counter() - t0
     print(f"cloth: {mesh.vertices.size} vertices, {S.size} springs; {a.frames} frames of "
           f"{a.substeps} steps (dt {time_step(a.substeps):.3g}), "

@@ -46,7 +46,8 @@ class _Launch:
         self.config, self.follows_default = config, follows_default
 
     def replay(self) -> None:  # (the plain launch: a tape records it)
-        (self.subset or self.relation).foreach(self.kernel, self.config)
+        (self.relation if self.subset is None else self.subset).foreach(self.kernel,
+                                                                         self.config)
 
     def __repr__(self) -> str:
         space = self.relation.name if self.subset is None else \
@@ -93,6 +94,7 @@ class Step:
         self.default = None  # the default configuration a launch was recorded under, if any
         self.ended = None  # the relations' storage versions when the last replay ended
         self.next = None  # the plan for the state it ended in
+        self.eager = False  # compile segments when made (`compile`)
 
     def __call__(self) -> None:
         self.replays += 1
@@ -124,8 +126,18 @@ class Step:
 
     @property
     def segments(self) -> int:
-        """How many compiled calls the last plan made replaces launches with (diagnostic)."""
-        return max((p.compiled for p in self.plans.values()), default=0)
+        """How many compiled calls a plan replaces launches with (the most of any plan)."""
+        return max((len(p.segments) for p in self.plans.values()), default=0)
+
+    def compile(self) -> Step:
+        """Compile the compiled segments of every plan now, and of later plans when they are
+        made (by default they compile in the background while the first replays run their
+        launches one by one)."""
+        self.eager = True
+        for plan in self.plans.values():
+            for segment in plan.segments:
+                segment.compile()
+        return self
 
     def __repr__(self) -> str:
         return f"<relsim captured step: {'; '.join(map(repr, self.ops))}>"
@@ -145,7 +157,7 @@ class Step:
     def _plan(self, state) -> _Plan:
         if len(self.plans) >= PLANS_KEPT:
             self.plans.pop(next(iter(self.plans)))
-        plan = self.plans[state] = _Plan(self.ops)
+        plan = self.plans[state] = _Plan(self.ops, self.eager)
         return plan
 
     # -- recording ------------------------------------------------------------------------
@@ -174,8 +186,8 @@ class _Plan:
     """The operations of one step bound for one state of its fields' arrays: compiled
     segments (one call each) and the operations replayed as they are."""
 
-    def __init__(self, ops):
-        self.items, self.compiled = [], 0
+    def __init__(self, ops, eager=False):
+        self.items, self.segments, self.eager = [], [], eager
         # the plan for the state a run ends in (found after the first run), when that state
         # depends on this plan's state alone: no rows inserted or deleted, no keys recomputed
         self.next = None
@@ -218,7 +230,13 @@ class _Plan:
             return
         segment = None
         if len(run) > 1:
-            segment = run[0][0].config.backend.compile_segment([c for _, _, c in run])
+            launches = tuple(op.replay for op, _, _ in run)
+
+            def fallback():
+                for launch in launches:
+                    launch()
+            segment = run[0][0].config.backend.compile_segment([c for _, _, c in run],
+                                                               fallback)
         if segment is None:
             self.items += [op.replay for op, _, _ in run]
         else:
@@ -227,7 +245,9 @@ class _Plan:
             writes = tuple({id(f): f for op, exe, _ in run
                             for f in op.kernel._writes[id(exe)]}.values())
             self.items.append(_segment_item(segment, watches, writes))
-            self.compiled += 1
+            self.segments.append(segment)
+            if self.eager:
+                segment.compile()
         run.clear()
 
     def run(self) -> None:
@@ -297,7 +317,31 @@ def _name(target) -> str:
     return f"Global {target.name!r}" if getattr(target, "name", None) else "a Global"
 
 
-def capture() -> Capture:
+class CapturedFunction:
+    """`rs.capture(fn)`: calls `fn()` once, capturing it, and replays that capture after."""
+
+    def __init__(self, fn):
+        self.fn, self.step = fn, None
+
+    def __call__(self) -> None:
+        if self.step is not None:
+            return self.step()
+        with Capture() as step:
+            self.fn()
+        self.step = step
+
+    def __repr__(self) -> str:
+        return f"<relsim captured {getattr(self.fn, '__name__', self.fn)!r}: " \
+            f"{'not called yet' if self.step is None else repr(self.step)}>"
+
+
+def capture(fn=None):
     """`with rs.capture() as step:` runs the block once and records its launches, swaps and
-    copies; `step()` replays them (see this module's docstring)."""
+    copies; `step()` replays them (see this module's docstring). `rs.capture(fn)`: a callable
+    whose first call runs `fn()` (no arguments) and captures it, and whose later calls replay
+    that capture."""
+    if fn is not None:
+        if not callable(fn):
+            raise TypeError(f"rs.capture(fn) takes a function of no arguments, got {fn!r}")
+        return CapturedFunction(fn)
     return Capture()

@@ -90,8 +90,10 @@ def test_cpu_runs_consecutive_launches_as_one_compiled_call(threads):
 
     with rs.capture() as step:
         program(V, E)
+    step.compile()  # (else compiled in the background while the launches run)
     for _ in range(4):
         step()
+    assert all(s.ready for p in step.plans.values() for s in p.segments)
     # launches, swap, launch: two segments (the swap runs between them); a double buffer
     # gives two plans, each made once
     assert step.segments == 1 and len(step.plans) == 2
@@ -190,6 +192,7 @@ def test_a_failure_inside_a_compiled_segment_names_the_kernel_and_line():
     with rs.capture() as step:
         V.foreach(damp, cfg)
         V.foreach(read_far, cfg)
+    step.compile()
     step()
     assert step.segments == 1
     V.j.load(np.full(V.size, 7))  # past V_FAR's 3 rows
@@ -227,3 +230,18 @@ def test_a_tape_records_replays():
     W.foreach(damp, cfg)
     W.foreach(damp, cfg)
     assert np.array_equal(run(V, True), run(W, False))
+
+
+def test_a_captured_function_records_its_first_call_and_replays_the_rest():
+    cfg = rs.Config(target="cpu")
+    V, _, _ = _graph()
+    W, _, _ = _graph()
+    step = rs.capture(lambda: (V.foreach(damp, cfg), V.foreach(relax, cfg)))
+    for _ in range(3):
+        step()
+        W.foreach(damp, cfg)
+        W.foreach(relax, cfg)
+    assert step.step is not None and step.step.replays == 2
+    assert np.array_equal(_bits(V.Tn), _bits(W.Tn))
+    with pytest.raises(TypeError, match="function of no arguments"):
+        rs.capture(3)

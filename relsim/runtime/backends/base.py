@@ -117,10 +117,11 @@ class Backend(ABC):
         under `config`. The runtime caches the result per (kernel, relation schema,
         `key(config)`) and calls its `launch` for every launch."""
 
-    def compile_segment(self, calls):
+    def compile_segment(self, calls, fallback):
         """One callable (no arguments) running the `Launch.capture_call` results `calls` in
-        order, with the launches' bits and errors; or None to replay them as launches
-        (default)."""
+        order, with the launches' bits and errors, or `fallback()` (the launches) until it is
+        ready, and with a ``compile()`` method making it ready now; or None to replay them as
+        launches (default)."""
         return None
 
     def check_options(self, config) -> None:  # noqa: B027 (optional: most targets own none)

@@ -13,15 +13,19 @@ Where this Numba's cache lacks the pieces this relies on, the stock cache stays 
 """
 from __future__ import annotations
 
+import hashlib
+import importlib
 import os
 import sys
 import warnings
+from pathlib import Path
 
 import numba
 from numba.core import caching
 from numba.core.typing.typeof import Purpose, typeof
 
 from ...errors import RelsimWarning
+from ..caches import modules
 
 try:
     from numba.core.runtime import rtsys
@@ -147,6 +151,36 @@ def jit_callees(module, **flags) -> None:
     for fname in getattr(module, "_FUNCTIONS", ()):
         if not hasattr(getattr(module, fname), "py_func"):  # (a module executed before)
             setattr(module, fname, njit(**flags)(getattr(module, fname)))
+    for name, described in getattr(module, "_CALLEES", {}).items():
+        if not hasattr(module.__dict__.get(name), "py_func"):
+            setattr(module, name, callee(*described[:3]))
+
+
+def describe_callee(dispatcher) -> tuple:
+    """(where, function, options, fingerprint) naming one of relsim's compiled functions for a
+    generated module that calls it (`_CALLEES`; `callee` makes it again in another process):
+    where is a generated module's file (its name holds its source's hash) or one of relsim's
+    modules (then fingerprint is its file's hash: a cached caller is not taken for another
+    version's)."""
+    py = dispatcher.py_func
+    mod = sys.modules[py.__module__]
+    options = tuple(sorted((k, tuple(sorted(v)) if isinstance(v, (set, frozenset)) else v)
+                           for k, v in dispatcher.targetoptions.items()))
+    if py.__module__.startswith("relsim_gen_"):
+        return (mod.__file__, py.__name__, options, "")
+    with open(mod.__file__, "rb") as f:
+        return (py.__module__, py.__name__, options, hashlib.sha256(f.read()).hexdigest()[:16])
+
+
+def callee(where: str, function: str, options: tuple):
+    """The dispatcher `describe_callee` described."""
+    flags = {k: set(v) if k == "fastmath" and isinstance(v, tuple) else v for k, v in options}
+    if where.endswith(".py"):
+        module = modules.module_at(Path(where))
+        jit_callees(module, **flags)
+        return njit(**flags)(getattr(module, function))
+    return next(v for v in vars(importlib.import_module(where)).values()
+                if getattr(getattr(v, "py_func", None), "__name__", "") == function)
 
 
 def entry_point(dispatcher, args):

@@ -74,8 +74,8 @@ class CpuBackend(Backend):
 
     options = ("threads", "parallel_threshold", "scatter")
 
-    def compile_segment(self, calls):
-        return segment.compile_segment(calls)
+    def compile_segment(self, calls, fallback):
+        return segment.compile_segment(calls, fallback)
 
     def check_options(self, config) -> None:
         t = config.threads
@@ -309,7 +309,8 @@ class CpuExecutable(Launch):
         calls = ((b.fn, b.call_args), *post, *((pf.fn, pf.args) for pf in b.deferred))
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
                                     self.array_fields, b.globals,
-                                    self.threads if b.parallel else None)
+                                    self.threads if b.parallel else None,
+                                    self.options.cache_path())
 
     def write_prints(self, b, relation) -> None:
         flags, fvals, ivals = b.prints
