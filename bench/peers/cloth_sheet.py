@@ -208,6 +208,7 @@ def gallery() -> G.Gallery:
                      "numba prange": G.kernel_lines(__file__, common + [
                          "spring_pass", "vertex_pass", "incidence"])},
         peer_kernels=("springs", "advance"),
+        capturable=True,
         what="cloth.py's spring forces and vertex update",
         notes=["warp: Warp's CPU backend runs each launch on one thread; the step is a "
                "captured graph, replayed."])

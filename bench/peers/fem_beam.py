@@ -245,6 +245,7 @@ def gallery() -> G.Gallery:
                      "numba prange": G.kernel_lines(__file__, common + [
                          "tet_pass", "vertex_pass", "incidence"])},
         peer_kernels=("forces", "advance"),
+        capturable=True,
         what="fem.py's tet forces and free-vertex update",
         notes=["warp: Warp's CPU backend runs each launch on one thread; the step is a "
                "captured graph, replayed."])
