@@ -65,6 +65,7 @@ try:
     from .output import write
     from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
     from .relations import launch as _launch
+    from .relations.global_expr import assign
     from .relations.colouring import colour
     from .runtime import epoch as _epoch
     from .runtime import run as _run
@@ -94,7 +95,7 @@ __all__ = [
     "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
     "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
-    "synchronize", "capture", "Tape", "AdjointStep", "record_step",
+    "synchronize", "capture", "assign", "Tape", "AdjointStep", "record_step",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "eigh", "svd", "polar",

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..types import as_value_type
-from . import host_values
+from . import global_expr, host_values
 from . import launch as _launch
 
 # how a float Global adds the contributions of a launch (`Global(sum=...)`)
@@ -87,6 +87,37 @@ class Global:
         self._row_data[0] = -1
         if self.residency is not None:
             self.residency.after_host_write(self)
+
+    # arithmetic of scalar f64 Globals builds an expression for `rs.assign` (global_expr.py)
+    def __add__(self, other):
+        return global_expr._binary("+", self, other)
+
+    def __radd__(self, other):
+        return global_expr._binary("+", other, self)
+
+    def __sub__(self, other):
+        return global_expr._binary("-", self, other)
+
+    def __rsub__(self, other):
+        return global_expr._binary("-", other, self)
+
+    def __mul__(self, other):
+        return global_expr._binary("*", self, other)
+
+    def __rmul__(self, other):
+        return global_expr._binary("*", other, self)
+
+    def __truediv__(self, other):
+        return global_expr._binary("/", self, other)
+
+    def __rtruediv__(self, other):
+        return global_expr._binary("/", other, self)
+
+    def __neg__(self):
+        return global_expr.Expr("neg", (global_expr.operand(self),))
+
+    def __abs__(self):
+        return global_expr.Expr("abs", (global_expr.operand(self),))
 
     @property
     def grad(self):

@@ -31,6 +31,10 @@ class Recorder:
     def before_host_read(self, target) -> None:
         pass
 
+    def before_assign(self, target, expr, value) -> None:
+        """`rs.assign(target, expr)` is about to set `value` (a host write, to a tape)."""
+        self.before_host_write(target, value)
+
     def before_swap(self, field, other) -> None:
         pass
 

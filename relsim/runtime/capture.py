@@ -31,9 +31,11 @@ from __future__ import annotations
 
 from .. import config as _config
 from ..errors import CaptureError
+from ..relations import global_expr
 from ..relations import launch as _launch
 from ..relations.field import Field
 from . import execute
+from .backends.base import Assign
 
 PLANS_KEPT = 8  # plans kept per step (one per state of its fields' arrays; a double buffer: 2)
 
@@ -79,6 +81,19 @@ class _Copy:
 
     def __repr__(self) -> str:
         return f"{self.field.qualname}.copy_from({self.source.qualname})"
+
+
+class _Assign:
+    __slots__ = ("target", "expr")
+
+    def __init__(self, target, expr):
+        self.target, self.expr = target, expr
+
+    def replay(self) -> None:
+        global_expr.assign(self.target, self.expr)
+
+    def __repr__(self) -> str:
+        return f"rs.assign({global_expr._show(self.target)}, {global_expr._show(self.expr)})"
 
 
 class Step:
@@ -174,7 +189,7 @@ class Step:
                     if isinstance(t, Field):
                         fields[id(t)] = t
                         relations[id(t.relation)] = t.relation
-            else:
+            elif not isinstance(op, _Assign):  # (Globals: no arrays or structure to watch)
                 for f in (op.field, getattr(op, "other", None), getattr(op, "source", None)):
                     if f is not None:
                         fields[id(f)] = f
@@ -197,6 +212,9 @@ class _Plan:
         try:
             for op in ops:
                 call = exe = None
+                if isinstance(op, _Assign) and run:  # (computed inside the segment)
+                    run.append((op, None, Assign(op.target, op.expr)))
+                    continue
                 if isinstance(op, _Launch):
                     exe = execute.executable(op.kernel, op.relation, op.config)
                     if exe.analysed.inserts or exe.analysed.deletes or \
@@ -206,7 +224,7 @@ class _Plan:
                         # (not: keys that follow a field it writes are recomputed after it)
                         call = exe.capture_call(op.relation, op.subset)
                     if call is not None and run and \
-                            run[-1][0].config.backend is not op.config.backend:
+                            run[0][0].config.backend is not op.config.backend:
                         self._close(run)
                 if call is not None:
                     colours = op.kernel._colours[id(exe)]
@@ -226,8 +244,9 @@ class _Plan:
 
     def _close(self, run) -> None:
         """Compile the launches gathered in `run` as one segment (or keep them launches)."""
-        if not run:
-            return
+        tail = []  # assignments after the last launch: after the segment
+        while run and run[-1][1] is None:
+            tail.insert(0, run.pop())
         segment = None
         if len(run) > 1:
             launches = tuple(op.replay for op, _, _ in run)
@@ -240,15 +259,17 @@ class _Plan:
         if segment is None:
             self.items += [op.replay for op, _, _ in run]
         else:
-            watches = tuple(w for op, exe, _ in run
+            launched = [(op, exe) for op, exe, _ in run if exe is not None]
+            watches = tuple(w for op, exe in launched
                             if (w := op.kernel._watches[id(exe)]) is not None)
-            writes = tuple({id(f): f for op, exe, _ in run
+            writes = tuple({id(f): f for op, exe in launched
                             for f in op.kernel._writes[id(exe)]}.values())
             self.items.append(_segment_item(segment, watches, writes))
             self.segments.append(segment)
             if self.eager:
                 segment.compile()
         run.clear()
+        self.items += [op.replay for op, _, _ in tail]
 
     def run(self) -> None:
         for item in self.items:
@@ -303,6 +324,9 @@ class Capture(_launch.Recorder):
         raise CaptureError(f"{_name(target)}.value read inside rs.capture: a replay runs the "
                            f"recorded launches only, so what Python decides from the value "
                            f"would not be decided again; read it after the block or a replay")
+
+    def before_assign(self, target, expr, value) -> None:
+        self.step.ops.append(_Assign(target, expr))
 
     def before_swap(self, field, other) -> None:
         self.step.ops.append(_Swap(field, other))

@@ -245,3 +245,97 @@ def test_a_captured_function_records_its_first_call_and_replays_the_rest():
     assert np.array_equal(_bits(V.Tn), _bits(W.Tn))
     with pytest.raises(TypeError, match="function of no arguments"):
         rs.capture(3)
+
+
+rr = rs.Global(rs.f64, 0.0, name="rr")
+alpha = rs.Global(rs.f64, 0.0, name="alpha")
+
+
+@rs.kernel
+def dot_rr(v):
+    rr += v.T * v.T
+
+
+@rs.kernel
+def axpy(v):
+    v.Tn = v.T - alpha * v.T
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_global_sums_and_assignments_run_inside_a_compiled_segment(threads):
+    """Float64 sums (rounded from their lanes) and rs.assign arithmetic between launches: one
+    compiled call, the launches' and the host arithmetic's bits."""
+    cfg = rs.Config(target="cpu", parallel_threshold=1, threads=threads)
+
+    def program(V):
+        rs.assign(rr, 0.0)  # (before the first launch: on the host)
+        V.foreach(dot_rr, cfg)
+        rs.assign(alpha, 0.25 / (rr + 1.0) - -abs(rr) * 1e-3)
+        V.foreach(axpy, cfg)
+        V.T.swap(V.Tn)
+
+    V, _, _ = _graph(5000)
+    W, _, _ = _graph(5000)
+    with rs.capture() as step:
+        program(V)
+    step.compile()
+    history = []
+    for _ in range(6):
+        step()
+        history.append((rr.value, alpha.value))
+    program(W)
+    expected = []
+    for _ in range(6):
+        program(W)
+        expected.append((rr.value, alpha.value))
+    assert step.segments == 1
+    assert history == expected
+    assert np.array_equal(_bits(V.T), _bits(W.T))
+
+
+def test_a_sum_its_lanes_cannot_round_takes_the_exact_path_and_the_segment_resumes():
+    from relsim.runtime.backends.cpu import lanes
+    cfg = rs.Config(target="cpu")
+
+    def chain():
+        V = rs.Relation("V", 8)  # squares 2^52 + 2^52 + 1: an exact tie for the lanes
+        V.new_field("T", rs.f64).load([2.0 ** 26, 2.0 ** 26, 1.0] + [0.0] * 5)
+        V.new_field("Tn", rs.f64)
+        return V
+
+    def program(V):
+        rs.assign(rr, 0.0)
+        V.foreach(dot_rr, cfg)
+        rs.assign(alpha, rr * 2.0 ** -54)
+        V.foreach(axpy, cfg)
+
+    V, W = chain(), chain()
+    with rs.capture() as step:
+        program(V)
+    step.compile()
+    before = lanes.EXACT_PATH["count"]
+    got, expected = [], []
+    for _ in range(3):
+        step()
+        got.append((rr.value, alpha.value, V.Tn.numpy().tolist(), V.T.numpy().tolist()))
+    program(W)
+    for _ in range(3):
+        program(W)
+        expected.append((rr.value, alpha.value, W.Tn.numpy().tolist(), W.T.numpy().tolist()))
+    assert got == expected
+    assert got[0][0] == 2.0 ** 53  # (the tie, to even)
+    assert step.segments == 1
+    assert lanes.EXACT_PATH["count"] >= before + 3  # (each replay)
+
+
+def test_global_arithmetic_is_checked():
+    g32 = rs.Global(rs.f32, 1.0, name="g32")
+    with pytest.raises(rs.DataError, match="only scalar f64 Globals"):
+        rs.assign(alpha, g32 * 2.0)
+    with pytest.raises(rs.DataError, match="not exactly a float64"):
+        rs.assign(alpha, rr + (2 ** 60 + 1))
+    with pytest.raises(rs.DataError, match="no truth value"):
+        bool(rr + 1.0)
+    rs.assign(rr, 0.0)
+    rs.assign(alpha, 1.0 / rr)
+    assert alpha.value == float("inf")

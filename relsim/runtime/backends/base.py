@@ -118,10 +118,10 @@ class Backend(ABC):
         `key(config)`) and calls its `launch` for every launch."""
 
     def compile_segment(self, calls, fallback):
-        """One callable (no arguments) running the `Launch.capture_call` results `calls` in
-        order, with the launches' bits and errors, or `fallback()` (the launches) until it is
-        ready, and with a ``compile()`` method making it ready now; or None to replay them as
-        launches (default)."""
+        """One callable (no arguments) running `calls` in order — `Launch.capture_call`
+        results and `Assign`s — with the launches' bits and errors, or `fallback()` (the
+        launches) until it is ready, and with a ``compile()`` method making it ready now; or
+        None to replay them one by one (default)."""
         return None
 
     def check_options(self, config) -> None:  # noqa: B027 (optional: most targets own none)
@@ -152,6 +152,16 @@ class Backend(ABC):
     def synchronize(self) -> None:  # noqa: B027  (optional: most targets never queue)
         """Wait for every launch this target queued and raise the first failed one's error
         (`rs.synchronize()`; default: launches complete before they return)."""
+
+
+class Assign:
+    """In a captured step: the scalar float64 Global `target` set to `expr` (a float, a
+    Global, or a `relations.global_expr.Expr` of them), computed when the step reaches it."""
+
+    __slots__ = ("target", "expr")
+
+    def __init__(self, target, expr):
+        self.target, self.expr = target, expr
 
 
 def variant_note(options, debug: bool) -> str:

@@ -293,22 +293,22 @@ class CpuExecutable(Launch):
 
     def capture_call(self, relation, subset):
         """The launch as bound now, for a captured step (`segment.CapturedCall`), when all it
-        does runs compiled: no Global reductions, row changes, prints, debug checks or other
-        target's copies (those replay as launches)."""
+        does runs compiled: no Global reductions but float64 sums in lanes, no row changes,
+        prints, debug checks or other target's copies (those replay as launches)."""
         if self.tier_done is not None or self.partials is not None:
             return None
         b = self.bindings.get(subset)
         if b is None or b.epoch != epoch.value or b.size != relation.size:
             b = self.refresh(relation, subset, b)
-        if b.device or b.prints is not None or b.lanes is not None or b.folds or \
-                b.debug is not None or b.outstanding:
+        if b.device or b.prints is not None or b.folds or b.debug is not None or \
+                b.outstanding or (b.lanes is not None and b.lanes.chunks):
             return None
         post = [(fn, args) for fn, args in b.post if hasattr(fn, "py_func")]
         if len(post) != len(b.post):  # (host work after the loop)
             return None
         calls = ((b.fn, b.call_args), *post, *((pf.fn, pf.args) for pf in b.deferred))
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
-                                    self.array_fields, b.globals,
+                                    self.array_fields, b.globals, b.lanes,
                                     self.threads if b.parallel else None,
                                     self.options.cache_path())
 

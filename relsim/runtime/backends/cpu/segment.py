@@ -28,11 +28,14 @@ import numba
 import numpy as np
 from numba.core.typing.typeof import Purpose, typeof
 
+from ....relations.global_expr import Expr, globals_of
 from ...caches import modules
+from ...folds import lane_sums
 from ...host import compile_jobs, debug_checks
 from ...host.jit import describe_callee, entry_point, njit
 from .. import base
-from . import pending
+from ..base import Assign
+from . import lanes, pending
 
 FLAGS = dict(error_model="numpy", boundscheck=False)  # the segment's own (it only calls)
 
@@ -40,25 +43,46 @@ FLAGS = dict(error_model="numpy", boundscheck=False)  # the segment's own (it on
 class CapturedCall:
     """One launch as bound: `calls` ((compiled function, arguments), the kernel's first),
     its error word, the fields and Globals whose pending work must be done before it, its
-    thread count (parallel launches of a Config with one) and cache directory."""
+    float64 Global sums in lanes (`lanes.LaneSums`, or None), its thread count (parallel
+    launches of a Config with one) and cache directory."""
 
-    __slots__ = ("kernel_name", "calls", "err", "fields", "globals", "threads", "cache_dir")
+    __slots__ = ("kernel_name", "calls", "err", "fields", "globals", "lanes", "threads",
+                 "cache_dir")
 
-    def __init__(self, kernel_name, calls, err, fields, globals_, threads, cache_dir):
+    def __init__(self, kernel_name, calls, err, fields, globals_, lanes, threads, cache_dir):
         self.kernel_name, self.calls, self.err = kernel_name, calls, err
-        self.fields, self.globals, self.threads = fields, globals_, threads
-        self.cache_dir = cache_dir
+        self.fields, self.globals, self.lanes = fields, globals_, lanes
+        self.threads, self.cache_dir = threads, cache_dir
+
+    def exact_rest(self) -> None:
+        """After its loop ran in a segment, whose lanes left a sum undecided: the exact path
+        (`LaneSums.finish`'s), then the folds after the loop."""
+        lanes.EXACT_PATH["count"] += 1
+        if self.lanes.rerun is not None:
+            fn, args = self.lanes.rerun
+            fn(*args)
+        self.lanes.exact_sums()
+        for fn, args in self.calls[1:]:
+            fn(*args)
 
 
-def compile_segment(calls: list[CapturedCall], fallback):
-    """The runner of one compiled function calling every call of `calls` in order, running
-    `fallback()` (the launches) until it is compiled; None when they need different thread
-    counts."""
-    threads = {c.threads for c in calls} - {None}  # (of the parallel ones)
+@njit(cache=True, **FLAGS)
+def copy_values(dst, src):
+    """dst[:] = src (a Global's components, rounded from its lanes)."""
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
+
+
+def compile_segment(calls: list, fallback):
+    """The runner of one compiled function running `calls` (`CapturedCall`s and
+    `base.Assign`s) in order, running `fallback()` until it is compiled; None when they need
+    different thread counts."""
+    launches = [c for c in calls if isinstance(c, CapturedCall)]
+    threads = {c.threads for c in launches} - {None}  # (of the parallel ones)
     if len(threads) > 1:
         return None
     params, args, index = [], [], {}  # parameter names, their values, array id -> name
-    callees, body = {}, []
+    callees, body, before = {}, [], []  # (before: assignments ahead of the next launch)
 
     def param(value) -> ast.Name:
         if isinstance(value, np.ndarray):
@@ -72,24 +96,57 @@ def compile_segment(calls: list[CapturedCall], fallback):
         args.append(value)
         return ast.Name(params[-1], ast.Load())
 
-    for k, c in enumerate(calls):
-        for j, (fn, fargs) in enumerate(c.calls):
-            name = f"f{k}_{j}"
-            callees[name] = fn
-            body.append(ast.Expr(ast.Call(ast.Name(name, ast.Load()),
-                                          [param(a) for a in fargs], [])))
-            if j == 0:  # the kernel: stop at a flagged failure (the launch would raise)
-                failed = ast.Compare(ast.Subscript(param(c.err), ast.Constant(0), ast.Load()),
-                                     [ast.NotEq()], [ast.Constant(0)])
-                body.append(ast.If(failed, [ast.Return(ast.Constant(k))], []))
+    def call(name, fn, fargs) -> ast.Call:
+        callees[name] = fn
+        return ast.Call(ast.Name(name, ast.Load()), [param(a) for a in fargs], [])
+
+    def value(x) -> ast.expr:  # an expression of Globals (global_expr)
+        if isinstance(x, float):
+            return ast.Constant(x)
+        if not isinstance(x, Expr):
+            return ast.Subscript(param(x._data), ast.Constant(0), ast.Load())
+        if x.op == "neg":
+            return ast.UnaryOp(ast.USub(), value(x.args[0]))
+        if x.op == "abs":
+            return ast.Call(ast.Name("abs", ast.Load()), [value(x.args[0])], [])
+        return ast.BinOp(value(x.args[0]), _BINOPS[x.op](), value(x.args[1]))
+
+    k = 0
+    for c in calls:
+        if isinstance(c, Assign):
+            target = ast.Subscript(param(c.target._data), ast.Constant(0), ast.Store())
+            before.append(ast.Assign([target], value(c.expr)))
+            continue
+        block = before + [ast.Expr(call(f"f{k}_0", *c.calls[0]))]
+        before = []
+        failed = ast.Compare(ast.Subscript(param(c.err), ast.Constant(0), ast.Load()),
+                             [ast.NotEq()], [ast.Constant(0)])
+        block.append(ast.If(failed, [ast.Return(ast.Constant(k))], []))  # (the launch raises)
+        if c.lanes is not None:  # rounded from the lanes, or the exact path on the host
+            for j, (_g, flat, q0, q1, out, _fold) in enumerate(c.lanes.sums):
+                decided = call(f"f{k}_lanes{j}", lane_sums.finish,
+                               (c.lanes.lanes, q0, q1, c.lanes.depth, flat, out))
+                block.append(ast.If(ast.UnaryOp(ast.Not(), decided),
+                                    [ast.Return(ast.Constant(-2 - k))], []))
+            for j, (_g, flat, _q0, _q1, out, _fold) in enumerate(c.lanes.sums):
+                if out is not flat:
+                    block.append(ast.Expr(call(f"f{k}_copy{j}", copy_values, (flat, out))))
+        block += [ast.Expr(call(f"f{k}_{j}", *fa)) for j, fa in enumerate(c.calls[1:], 1)]
+        resumes = ast.Compare(ast.Name("_start", ast.Load()), [ast.LtE()], [ast.Constant(k)])
+        body.append(ast.If(resumes, block, []))
+        k += 1
+    body += before  # (none: a segment ends with a launch)
     body.append(ast.Return(ast.Constant(-1)))
-    mod = modules.module_for(_source(callees, params, body), calls[0].cache_dir, "segment")
+    mod = modules.module_for(_source(callees, params, body), launches[0].cache_dir, "segment")
     for name, fn in callees.items():  # (this process's dispatchers: compiled already)
         setattr(mod, name, fn)
     on_disk = modules.on_disk(mod)
     fn = njit(cache=on_disk, **FLAGS)(mod.captured_segment)
     return _Runner(fn, tuple(args), calls, threads.pop() if threads else None, fallback,
                    on_disk)
+
+
+_BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 
 
 def _source(callees, params, body) -> str:
@@ -99,27 +156,34 @@ def _source(callees, params, body) -> str:
                        ast.Dict([ast.Constant(k) for k in described],
                                 [ast.Constant(v) for v in described.values()]))
     fn_def = ast.FunctionDef(
-        "captured_segment", ast.arguments([], [ast.arg(p) for p in params], None, [], [], None,
-                                          []), body, [], None, type_params=[])
+        "captured_segment", ast.arguments([], [ast.arg(p) for p in ["_start", *params]], None,
+                                          [], [], None, []), body, [], None, type_params=[])
     module = ast.fix_missing_locations(ast.Module([table, fn_def], []))
     return "# relsim captured segment (rs.capture): launches called in order\n" + \
         ast.unparse(module) + "\n"
 
 
 class _Runner:
-    """Calls a compiled segment: pending work on its fields done first, a flagged failure
-    raised as the failing launch would raise it; until the segment is compiled (in the
-    background), its launches."""
+    """Calls a compiled segment: pending work on its fields and Globals done first, a flagged
+    failure raised as the failing launch would raise it, a sum its lanes left undecided
+    summed exactly on the host (the segment then resumes after that launch); until the
+    segment is compiled (in the background), `fallback` (its launches)."""
 
     def __init__(self, fn, args, calls, threads, fallback, background):
         self.fn, self.args, self.threads, self.fallback = fn, args, threads, fallback
         self.background = background  # (a module in memory: no worker can compile it)
         self.entry = None
-        self.names = tuple(c.kernel_name for c in calls)
-        self.errs = tuple(c.err for c in calls)
-        self.fields = tuple({id(f): f for c in calls for f in c.fields}.values())
-        self.globals = tuple({id(g): g for c in calls for g in c.globals}.values())
-        self.signature = tuple(typeof(a, Purpose.argument) for a in args)
+        launches = [c for c in calls if isinstance(c, CapturedCall)]
+        self.launches = tuple(launches)
+        self.fields = tuple({id(f): f for c in launches for f in c.fields}.values())
+        read = [g for c in calls for g in (
+            c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))]
+        written = [g for c in calls for g in (
+            [s[0] for s in c.lanes.sums] if isinstance(c, CapturedCall) and c.lanes else
+            [c.target] if isinstance(c, Assign) else [])]
+        self.globals = tuple({id(g): g for g in read + written}.values())
+        self.written = tuple({id(g): g for g in written}.values())
+        self.signature = tuple(typeof(a, Purpose.argument) for a in (0, *args))
         self.done = None  # the background worker's test, while it compiles
         self.ready = compile_jobs.load_cached(fn, self.signature)
 
@@ -165,13 +229,28 @@ class _Runner:
             before = numba.get_num_threads()
             numba.set_num_threads(self.threads)
             try:
-                failed = self.fn(*self.args)
+                self.run()
             finally:
                 numba.set_num_threads(before)
-        elif self.entry is not None:
-            failed = self.entry(*self.args)
-        else:  # the first call; later ones skip the dispatch
-            failed = self.fn(*self.args)
-            self.entry = entry_point(self.fn, self.args)
-        if failed >= 0:
-            debug_checks.raise_flagged(self.names[failed], self.errs[failed])
+        else:
+            self.run()
+        for g in self.written:
+            if g.residency is not None:  # (a device copy: now stale)
+                g.residency.after_host_write(g)
+
+    def run(self) -> None:
+        start = 0
+        while True:
+            if self.entry is not None:
+                code = self.entry(start, *self.args)
+            else:  # the first call; later ones skip the dispatch
+                code = self.fn(start, *self.args)
+                self.entry = entry_point(self.fn, (start, *self.args))
+            if code == -1:
+                return
+            if code >= 0:
+                c = self.launches[code]
+                debug_checks.raise_flagged(c.kernel_name, c.err)
+            k = -2 - code  # its lanes left a sum undecided
+            self.launches[k].exact_rest()
+            start = k + 1
