@@ -14,9 +14,10 @@ repeat (the two solves of a repeat ran back to back). Variants, interleaved, at 
 t (``--threads``: 1 2):
 
 * relsim: ``linalg.cg(K, V.b, V.x, rtol=0.0, atol=0.0, maxiter=m, config=cfg)`` with
-  ``cfg = rs.Config(target="cpu", threads=t)`` (defaults otherwise: the kernels over the 29,791
-  rows run their parallel variants, ``parallel_threshold`` 4096); its dot products are exact
-  Global sums;
+  ``cfg = rs.Config(target="cpu", threads=t, segments="now")`` (defaults otherwise: the kernels
+  over the 29,791 rows run their parallel variants, ``parallel_threshold`` 4096); its dot
+  products are exact Global sums; each iteration is a captured step (one compiled call,
+  compiled at the first solve, not in the background);
 * scipy: ``scipy.sparse.linalg.cg(A, b, x0=zeros, rtol=0.0, atol=0.0, maxiter=m)`` (SciPy >= 1.12
   spells the tolerance ``rtol``, older ones ``tol``: both handled) with OpenBLAS (numpy's dots and
   norms) on 1 thread; at t > 1 also on t threads (``scipy, t BLAS threads``). SciPy's sparse
@@ -160,7 +161,7 @@ def main(argv=None) -> None:
         if t > numba.config.NUMBA_NUM_THREADS:
             raise SystemExit(f"--threads {t} > NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS}")
         rs.configure(target="cpu", threads=t)  # Numba's pool: launches need not switch it
-        cfg = rs.Config(target="cpu", threads=t)
+        cfg = rs.Config(target="cpu", threads=t, segments="now")  # (compiled when first replayed)
         blas = _blas.set_threads(1)
         rel_cg(m1, cfg)  # warm up: compile, bind
         sp_x = sp_run(A, b, m1)
@@ -232,7 +233,8 @@ def main(argv=None) -> None:
            f"t(maxiter={m1})) / {m2 - m1}, both solves from x = 0 with rtol = atol = 0, "
            f"taken per repeat; median (min) over {args.repeats} interleaved repeats. relsim: "
            f"`linalg.cg(K, V.b, V.x, rtol=0.0, atol=0.0, maxiter=m, config=rs.Config("
-           f"target=\"cpu\", threads=t))` ({variant} variants: {K.n:,} rows "
+           f"target=\"cpu\", threads=t, segments=\"now\"))` (each iteration one compiled "
+           f"call; {variant} variants: {K.n:,} rows "
            f"{'>=' if variant == 'parallel' else '<'} parallel_threshold "
            f"{cfg.parallel_threshold}; dot products are exact Global sums). scipy: "
            f"`scipy.sparse.linalg.cg(K.to_scipy(), b, x0=0, {tol_name}=0, atol=0, "

@@ -65,8 +65,8 @@ try:
     from .output import write
     from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
     from .relations import launch as _launch
-    from .relations.global_expr import assign
     from .relations.colouring import colour
+    from .relations.global_expr import assign
     from .runtime import epoch as _epoch
     from .runtime import run as _run
     from .runtime import synchronize

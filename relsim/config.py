@@ -7,7 +7,7 @@ failed ``import relsim``). Targets come from the registry (`relsim.target_regist
 
 Building a Config imports nothing: the target's name is checked against the registered targets
 and the names of installed plugins (their entry points, not loaded until the target is first
-used); options a backend owns (the cpu's `threads`, `parallel_threshold`, `scatter`) are
+used); options a backend owns (the cpu's `threads`, `parallel_threshold`, `scatter`, `segments`) are
 validated by that backend (`Backend.check_options`), and only its own launches are keyed by them
 (`Backend.key`)."""
 from __future__ import annotations
@@ -33,6 +33,10 @@ class Config:
     # "auto" chooses; "direct" (serial, straight into the field), "split" (parallel blocks,
     # direct to the targets a block owns), "slots" (every contribution parked, then folded)
     scatter: str = "auto"
+    # owned by the cpu targets: a captured step's consecutive launches (`rs.capture`) run as one
+    # compiled call, compiled by a background process while the first replays run them one by
+    # one ("background"), at the first replay ("now"), or never ("off": launch by launch)
+    segments: str = "background"
     # run-time checks in kernels (NaN/inf produced, integer division by zero, keys and indices
     # out of range), each a KernelCheckError naming the row and the source line; a separately
     # compiled variant: with False the generated code has none of them

@@ -73,6 +73,9 @@ class _Workspace:
     kernels: dict
     globals: dict
 
+    def __post_init__(self):
+        self.steps = {}  # captured iterations (`rs.capture`) per configuration: id -> (it, step)
+
 
 # (solver, operator fields, b, x, M) -> _Workspace, per relation
 def _check_arguments(solver: str, A, b, x, M, dots: str) -> None:
@@ -176,6 +179,10 @@ def _curvature(A, ws, config, it, clock) -> float:
     A.relation.foreach(ws.kernels["curvature"], config)
     pq = g["pq"].value
     clock.stop("dot")
+    return _positive_curvature(pq, it)
+
+
+def _positive_curvature(pq: float, it: int) -> float:
     if not (pq > 0.0 and math.isfinite(pq)):
         raise SolverError(f"cg: the curvature p.Ap = {pq!r} at iteration {it} is not "
                           f"positive and finite: the operator is not positive definite"

@@ -23,6 +23,7 @@ from .common import (
     _maxiter,
     _nonzero,
     _operator,
+    _positive_curvature,
     _positive_rz,
     _record,
     _stalled,
@@ -69,6 +70,8 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
     maxiter = _maxiter(maxiter, A)
     stuck = 0
     clock = _Clock(timers)
+    if timers is None:  # (parts timed apart: launch by launch)
+        return _cg_captured(A, ws, config, info, rz, maxiter, callback, M is not None)
     while not info.converged and info.iterations < maxiter:
         it = info.iterations + 1
         pq = _curvature(A, ws, config, it, clock)
@@ -88,6 +91,59 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
         A.relation.foreach(k["direction"], config)
         clock.stop("direction")
     return info
+
+
+def _cg_captured(A, ws, config, info, rz, maxiter, callback, preconditioned) -> SolveInfo:
+    """cg's iterations, each one replay of a captured step (`rs.capture`; `_cg_step`): the
+    launches and the recurrence's scalars (alpha = rz / pq, beta = rz' / rz, as Python floats
+    would give them) with no host work between them (on the cpu one compiled call), the checks
+    and the history on the host after each. The same iterates, bit for bit; where an
+    iteration fails a check (a curvature or r.z not positive) it has already updated x."""
+    g = ws.globals
+    rz_sum = g["rz"] if preconditioned else g["rr"]
+    step = _cg_step(A, ws, config, rz_sum)
+    rs.assign(g["rz_old"], rz)
+    stuck = 0
+    while not info.converged and info.iterations < maxiter:
+        it = info.iterations + 1
+        step()
+        _positive_curvature(g["pq"].value, it)
+        rz_new, rr = rz_sum.value, g["rr"].value
+        _record(info, "cg", rr, it, callback)
+        stuck = _stalled(info, stuck, it)
+        if info.converged:
+            break
+        _positive_rz(rz_new, it)
+    return info
+
+
+def _cg_step(A, ws, config, rz_sum):
+    """One cg iteration as a captured step, made once per workspace and configuration: A p,
+    p.Ap, alpha, x and r with their sums, beta, p (the loop of `cg`, without its checks)."""
+    cfg = config if config is not None else rs.config.current()
+    kept = ws.steps.get(id(cfg))
+    if kept is not None:
+        return kept[1]
+    g, k = ws.globals, ws.kernels
+    if "rz_old" not in g:
+        g["rz_old"] = rs.Global(rs.f64, 0.0, name="cg_rz_old")
+    rzo = g["rz_old"]
+
+    def iteration():
+        A(config)
+        rs.assign(g["pq"], 0.0)
+        A.relation.foreach(k["curvature"], config)
+        rs.assign(g["alpha"], rzo / g["pq"])
+        rs.assign(g["rr"], 0.0)
+        rs.assign(g["rz"], 0.0)
+        A.relation.foreach(k["update"], config)
+        rs.assign(g["beta"], rz_sum / rzo)
+        rs.assign(rzo, rz_sum)
+        A.relation.foreach(k["direction"], config)
+
+    step = rs.capture(iteration)
+    ws.steps[id(cfg)] = (cfg, step)
+    return step
 
 
 def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,

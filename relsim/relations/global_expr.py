@@ -15,6 +15,7 @@ from ..errors import DataError
 from . import launch as _launch
 
 OPS = ("+", "-", "*", "/", "neg", "abs")
+GLOBAL = None  # the Global class (set by globals.py, which imports this module)
 
 
 class Expr:
@@ -67,10 +68,9 @@ class Expr:
 
 def operand(x, what: str = "rs.assign"):
     """`x` as an expression operand: an Expr, a scalar float64 Global, or a float."""
-    from .globals import Global
     if isinstance(x, Expr):
         return x
-    if isinstance(x, Global):
+    if isinstance(x, GLOBAL):
         if x.type.shape or x.type.dtype != np.float64:
             raise DataError(f"{what}: only scalar f64 Globals take part in Global arithmetic, "
                             f"got {_show(x)} of type {x.type!r}")
@@ -134,8 +134,7 @@ def assign(target, value) -> None:
     """``rs.assign(g, value)``: set the scalar float64 Global `g` to `value` (a number, a Global,
     or an expression of them: `Expr`), computed now; inside `rs.capture`, recorded, and
     computed again at each replay."""
-    from .globals import Global
-    if not isinstance(target, Global):
+    if not isinstance(target, GLOBAL):
         raise DataError(f"rs.assign assigns a Global, got {target!r}")
     operand(target, "rs.assign")
     expr = operand(value)

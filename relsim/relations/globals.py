@@ -156,4 +156,9 @@ class Global:
 
     def __repr__(self) -> str:
         label = f" {self.name}" if self.name else ""
-        return f"<Global{label} {self.type!r} = {self.value!r}>"
+        value = self.data[0]  # (not `value`: an rs.capture refuses reads of that)
+        value = value.item() if not self.type.shape else value
+        return f"<Global{label} {self.type!r} = {value!r}>"
+
+
+global_expr.GLOBAL = Global  # (arithmetic on Globals builds its expressions)

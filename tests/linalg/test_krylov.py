@@ -108,6 +108,39 @@ def test_the_same_iterates_on_every_target(solver, w, kw):
         assert got == first, name
 
 
+@pytest.mark.parametrize("M,dots", [(False, "exact"), (True, "exact"), (False, "ordered")])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cg_iterations_captured_give_the_launch_by_launch_iterates(M, dots, threads):
+    """cg replays each iteration as a captured step (rs.capture: on the cpu one compiled call
+    with its sums and scalars), unless timers are asked for: the same histories and x."""
+    cfg = rs.Config(target="cpu", parallel_threshold=1, threads=threads)
+    V, E = systems.graph(60, 150)
+    A = systems.operator(V, E, c=0.5)
+    if M:
+        V.diag.load(systems.matrix(V, E, c=0.5).diagonal())
+    out = []
+    for timers in ({}, None, None):  # launch by launch; recorded; replayed compiled
+        _rhs(V)
+        V.x.fill(0.0)
+        info = linalg.cg(A, V.b, V.x, rtol=1e-12, dots=dots, timers=timers, config=cfg,
+                         **({"M": V.diag} if M else {}))
+        out.append((info.iterations, [x.hex() for x in info.residuals], V.x.numpy().tobytes()))
+        for _, step in _workspace_of(V).steps.values():
+            step.step.compile()  # (else compiled in the background meanwhile)
+    assert out[0][0] > 10 and out[0] == out[1] == out[2]
+    steps = [s.step for _, s in _workspace_of(V).steps.values()]
+    assert len(steps) == 1 and steps[0].replays >= 2 * (out[0][0] - 1)
+    # exact sums: the whole iteration one compiled call; ordered ones fold on the host, between
+    names = [item.__name__ for item in next(iter(steps[0].plans.values())).items]
+    assert names == ["item"] if dots == "exact" else "replay" in names, names
+
+
+def _workspace_of(V):
+    from relsim.linalg import krylov
+    (ws,) = krylov._workspaces[V].values()
+    return ws
+
+
 @pytest.mark.device_sized
 def test_tiny_solves_agree_with_interp(target):
     want = _solve(linalg.cg, rs.Config(target="interp"), nv=6, ne=9, rtol=1e-12)

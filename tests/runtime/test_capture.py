@@ -339,3 +339,15 @@ def test_global_arithmetic_is_checked():
     rs.assign(rr, 0.0)
     rs.assign(alpha, 1.0 / rr)
     assert alpha.value == float("inf")
+
+
+@pytest.mark.parametrize("segments", ["now", "off"])
+def test_config_segments_compiles_at_the_first_replay_or_never(segments):
+    cfg = rs.Config(target="cpu", segments=segments)
+    V, _, _ = _graph()
+    with rs.capture() as step:
+        V.foreach(damp, cfg)
+        V.foreach(relax, cfg)
+    step()
+    assert step.segments == (1 if segments == "now" else 0)
+    assert all(s.ready for p in step.plans.values() for s in p.segments)

@@ -72,7 +72,7 @@ class CpuBackend(Backend):
         self.name = "cpu-serial" if serial else "cpu"
         threading_layer.prepare()  # before Numba starts its threading layer
 
-    options = ("threads", "parallel_threshold", "scatter")
+    options = ("threads", "parallel_threshold", "scatter", "segments")
 
     def compile_segment(self, calls, fallback):
         return segment.compile_segment(calls, fallback)
@@ -87,6 +87,9 @@ class CpuBackend(Backend):
         if config.scatter not in cpu_scatter.SCHEMES:
             raise ConfigError(f"scatter must be one of {', '.join(cpu_scatter.SCHEMES)}, got "
                               f"{config.scatter!r}")
+        if config.segments not in segment.MODES:
+            raise ConfigError(f"segments must be one of {', '.join(segment.MODES)}, got "
+                              f"{config.segments!r}")
 
     def share_cores(self, cores: int) -> None:
         """Ranks on one node share its cores: this one takes `cores` Numba threads (at least
@@ -295,7 +298,8 @@ class CpuExecutable(Launch):
         """The launch as bound now, for a captured step (`segment.CapturedCall`), when all it
         does runs compiled: no Global reductions but float64 sums in lanes, no row changes,
         prints, debug checks or other target's copies (those replay as launches)."""
-        if self.tier_done is not None or self.partials is not None:
+        if self.tier_done is not None or self.partials is not None or \
+                self.options.segments == "off":
             return None
         b = self.bindings.get(subset)
         if b is None or b.epoch != epoch.value or b.size != relation.size:
@@ -310,7 +314,7 @@ class CpuExecutable(Launch):
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
                                     self.array_fields, b.globals, b.lanes,
                                     self.threads if b.parallel else None,
-                                    self.options.cache_path())
+                                    self.options.cache_path(), self.options.segments)
 
     def write_prints(self, b, relation) -> None:
         flags, fvals, ivals = b.prints

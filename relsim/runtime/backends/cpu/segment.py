@@ -38,21 +38,23 @@ from ..base import Assign
 from . import lanes, pending
 
 FLAGS = dict(error_model="numpy", boundscheck=False)  # the segment's own (it only calls)
+MODES = ("background", "now", "off")  # `Config.segments`: when a segment compiles
 
 
 class CapturedCall:
     """One launch as bound: `calls` ((compiled function, arguments), the kernel's first),
     its error word, the fields and Globals whose pending work must be done before it, its
     float64 Global sums in lanes (`lanes.LaneSums`, or None), its thread count (parallel
-    launches of a Config with one) and cache directory."""
+    launches of a Config with one), cache directory and `Config.segments`."""
 
     __slots__ = ("kernel_name", "calls", "err", "fields", "globals", "lanes", "threads",
-                 "cache_dir")
+                 "cache_dir", "mode")
 
-    def __init__(self, kernel_name, calls, err, fields, globals_, lanes, threads, cache_dir):
+    def __init__(self, kernel_name, calls, err, fields, globals_, lanes, threads, cache_dir,
+                 mode):
         self.kernel_name, self.calls, self.err = kernel_name, calls, err
         self.fields, self.globals, self.lanes = fields, globals_, lanes
-        self.threads, self.cache_dir = threads, cache_dir
+        self.threads, self.cache_dir, self.mode = threads, cache_dir, mode
 
     def exact_rest(self) -> None:
         """After its loop ran in a segment, whose lanes left a sum undecided: the exact path
@@ -143,7 +145,7 @@ def compile_segment(calls: list, fallback):
     on_disk = modules.on_disk(mod)
     fn = njit(cache=on_disk, **FLAGS)(mod.captured_segment)
     return _Runner(fn, tuple(args), calls, threads.pop() if threads else None, fallback,
-                   on_disk)
+                   on_disk and launches[0].mode == "background")
 
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
@@ -171,7 +173,8 @@ class _Runner:
 
     def __init__(self, fn, args, calls, threads, fallback, background):
         self.fn, self.args, self.threads, self.fallback = fn, args, threads, fallback
-        self.background = background  # (a module in memory: no worker can compile it)
+        # compiled by a worker (not: a module in memory, or Config.segments "now")
+        self.background = background
         self.entry = None
         launches = [c for c in calls if isinstance(c, CapturedCall)]
         self.launches = tuple(launches)
