@@ -248,7 +248,7 @@ class _Plan:
         while run and run[-1][1] is None:
             tail.insert(0, run.pop())
         segment = None
-        if len(run) > 1:
+        if run:
             launches = tuple(op.replay for op, _, _ in run)
 
             def fallback():

@@ -12,6 +12,11 @@ value the host read between launches must equal interp's bit for bit (NaN equals
 its payload; -0.0 differs from 0.0). Exit status 1 if any case differs (or a generated kernel is
 rejected, which is a generator or front-end bug), 0 otherwise.
 
+A target named ``<target>+capture`` (``cpu+capture``, in the default list) runs each maximal
+run of consecutive launches of the schedule as an `rs.capture` step: recorded at the program's
+first case, replayed in every later one (the cpu's segments compiled at their first replay:
+``segments="now"``); a case in which interp raised runs launch by launch instead.
+
 Tests (and other harnesses) can inject a *runner* for a target, ``run(..., runners={name:
 launch})`` with ``launch(kernel, space)`` running one launch (``space`` is a Relation or Subset);
 the name need not be a registered target.
@@ -47,8 +52,11 @@ def default_targets() -> list:
     through keys forced (``cpu:split``, ...; ``cpu`` alone chooses)."""
     names = [t for t in rs.targets() if t != "interp" and _runs_here(t)]
     if "cpu" in names:
-        names += [f"cpu:{s}" for s in SCATTER_SCHEMES if s != "auto"]
+        names += [f"cpu:{s}" for s in SCATTER_SCHEMES if s != "auto"] + ["cpu" + CAPTURE]
     return names
+
+
+CAPTURE = "+capture"  # a target's runs of launches replayed as captured steps
 
 
 def _runs_here(target: str) -> bool:
@@ -124,15 +132,22 @@ def _derived(target: str, value):
     return float(v) * 0.5
 
 
-def execute(env: Env, data: rk.Data, launch) -> list:
+def execute(env: Env, data: rk.Data, launch, captured: dict | None = None) -> list:
     """Run the program's schedule on `data` with `launch(kernel, space)`; the observations:
-    a list of (label, array or exception text)."""
+    a list of (label, array or exception text). With `captured` (a dict kept per program and
+    target), each run of consecutive launches is an `rs.capture` step kept there: recorded the
+    first time, replayed after."""
     prog, out = env.prog, []
     env.load(data)
+    runs = _launch_runs(prog.schedule) if captured is not None else {}
     for i, step in enumerate(prog.schedule):
         kind = step[0]
         try:
-            if kind == "launch":
+            if i in runs:  # the first launch of a run: the whole run, captured
+                _captured_run(env, prog.schedule[i:runs[i]], launch, captured, i)
+            elif kind == "launch" and runs:
+                pass  # (ran with its run)
+            elif kind == "launch":
                 launch(env.kernels[step[1]], env.spaces[step[2]])
             elif kind == "read":
                 g = env.globals[step[1]]
@@ -161,6 +176,33 @@ def execute(env: Env, data: rk.Data, launch) -> list:
     except Exception as exc:  # noqa: BLE001
         out.append(("reading results raised", exc))
     return out
+
+
+def _launch_runs(schedule) -> dict:
+    """{index of a run's first launch: the index after its last} for every maximal run of
+    consecutive launch steps."""
+    runs, i = {}, 0
+    while i < len(schedule):
+        if schedule[i][0] != "launch":
+            i += 1
+            continue
+        j = i
+        while j < len(schedule) and schedule[j][0] == "launch":
+            j += 1
+        runs[i] = j
+        i = j
+    return runs
+
+
+def _captured_run(env: Env, steps, launch, captured: dict, first: int) -> None:
+    step = captured.get(first)
+    if step is not None:
+        step()
+        return
+    with rs.capture() as step:
+        for s in steps:
+            launch(env.kernels[s[1]], env.spaces[s[2]])
+    captured[first] = step
 
 
 # -- comparison ----------------------------------------------------------------------------
@@ -262,10 +304,13 @@ def launchers(targets, threads=None, runners=None) -> dict:
         if runners and t in runners:
             out[t] = runners[t]
             continue
-        name, _, scheme = t.partition(":")  # "cpu:split": Config(target="cpu", scatter="split")
+        base = t.removesuffix(CAPTURE)
+        name, _, scheme = base.partition(":")  # "cpu:split": Config(target="cpu", scatter="split")
         opts = {"target": name}
         if scheme:
             opts["scatter"] = scheme
+        if t != base and name.startswith("cpu"):
+            opts["segments"] = "now"  # (compiled at the first replay: what the soak checks)
         if name == "cpu":
             opts["parallel_threshold"] = 1  # the parallel variants run even at small sizes
         if threads is not None and name != "interp":
@@ -372,6 +417,7 @@ def _run_plan(plan, first: int, st: _Settings, res: SoakResult, elapsed: float, 
                     f"{prog.source}")
                 continue
             res.kernels += 1
+            steps = {}  # target -> its captured runs of launches (`execute`)
             try:
                 for j in indices:
                     d = rk.data(prog, j)
@@ -383,8 +429,11 @@ def _run_plan(plan, first: int, st: _Settings, res: SoakResult, elapsed: float, 
                             f"({bad[0]}):\n{bad[1]}\n{prog.source}")
                         break
                     res.cases += 1
+                    raised = any(isinstance(o[1], Exception) for o in ref)
                     for t in st.targets:
-                        diff = first_difference(ref, execute(env, d, launch[t]), t)
+                        captured = None if not t.endswith(CAPTURE) or raised else \
+                            steps.setdefault(t, {})
+                        diff = first_difference(ref, execute(env, d, launch[t], captured), t)
                         if diff is None:
                             continue
                         res.mismatch_count += 1

@@ -44,6 +44,16 @@ def test_small_soak_has_no_mismatches():
     assert "0 mismatch(es)" in res.summary()
 
 
+def test_captured_runs_of_launches_have_no_mismatches():
+    """`cpu+capture`: each run of consecutive launches recorded once and replayed (compiled
+    segments among them) in the later cases, against interp."""
+    out = io.StringIO()
+    res = soak.run(cases=12, kernels=3, seed=3, max_rows=120, out=out,
+                   targets=["cpu+capture", "cpu-serial+capture"])
+    assert res.cases == 12 and res.ok, out.getvalue()
+    assert "cpu+capture" in soak.default_targets()
+
+
 def _bit_flipping_runner():
     """A 'target' that is interp, except that every launch flips the lowest bit of row 0 of
     each f64 field of the relation it ran over."""

@@ -296,23 +296,31 @@ class CpuExecutable(Launch):
 
     def capture_call(self, relation, subset):
         """The launch as bound now, for a captured step (`segment.CapturedCall`), when all it
-        does runs compiled: no Global reductions but float64 sums in lanes, no row changes,
-        prints, debug checks or other target's copies (those replay as launches)."""
+        does runs compiled: Global reductions folded by compiled folds (not exact sums from
+        slots, nor the lanes' chunks) or float64 sums in lanes; no row changes, prints, debug
+        checks or other target's copies (those replay as launches)."""
         if self.tier_done is not None or self.partials is not None or \
                 self.options.segments == "off":
             return None
         b = self.bindings.get(subset)
         if b is None or b.epoch != epoch.value or b.size != relation.size:
             b = self.refresh(relation, subset, b)
-        if b.device or b.prints is not None or b.folds or b.debug is not None or \
-                b.outstanding or (b.lanes is not None and b.lanes.chunks):
+        if b.device or b.prints is not None or b.debug is not None or \
+                (b.lanes is not None and b.lanes.chunks):
             return None
+        folds = [fold for _, fold, _, _ in b.folds]
         post = [(fn, args) for fn, args in b.post if hasattr(fn, "py_func")]
-        if len(post) != len(b.post):  # (host work after the loop)
+        if len(post) != len(b.post) or not all(isinstance(f, segment.CompiledFold)
+                                                for f in folds):  # (host work after the loop)
             return None
-        calls = ((b.fn, b.call_args), *post, *((pf.fn, pf.args) for pf in b.deferred))
+        if b.outstanding:  # its last launch's folds, still pending: folded now (the same)
+            for f in self.gather_fields:
+                pending.flush(f)
+        calls = ((b.fn, b.call_args), *post, *((pf.fn, pf.args) for pf in b.deferred),
+                 *((f.fn, f.args) for f in folds))
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
                                     self.array_fields, b.globals, b.lanes,
+                                    tuple(g for g, *_ in b.folds),
                                     self.threads if b.parallel else None,
                                     self.options.cache_path(), self.options.segments)
 
@@ -706,12 +714,10 @@ class CpuExecutable(Launch):
         g: Global = lay.target
         flat = g._data.reshape(-1)  # the fold runs from the Global's residency: not `data`
         if lay.op in ("argmin", "argmax"):
-            rows, has_rows, per_row, is_min = b.rows, b.has_rows, lay.per_row, lay.op == "argmin"
-            return lambda: host_folds.fold_arg(flat, g._row_data, vals, per_row, rows, has_rows,
-                                              is_min)
+            return segment.CompiledFold(host_folds.fold_arg, (
+                flat, g._row_data, vals, lay.per_row, b.rows, b.has_rows, lay.op == "argmin"))
         if semantics.sums_exactly(g, lay.op):  # independent of the order of the slots
             return exact_sum.fold_of(flat, vals)
         et = elem_of(g.type)
-        op = host_folds.OPS[lay.op]
         fn = host_folds.fold_bool if et.is_bool else host_folds.fold_num
-        return lambda: fn(flat, vals, op)
+        return segment.CompiledFold(fn, (flat, vals, host_folds.OPS[lay.op]))

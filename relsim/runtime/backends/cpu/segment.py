@@ -41,19 +41,34 @@ FLAGS = dict(error_model="numpy", boundscheck=False)  # the segment's own (it on
 MODES = ("background", "now", "off")  # `Config.segments`: when a segment compiles
 
 
+class CompiledFold:
+    """A Global's slot fold that is one compiled call (`CpuExecutable.make_fold`: arg, integer,
+    boolean, min/max folds; not an exact sum): called as the launch folds it, or by a
+    segment."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, args
+
+    def __call__(self) -> None:
+        self.fn(*self.args)
+
+
 class CapturedCall:
     """One launch as bound: `calls` ((compiled function, arguments), the kernel's first),
     its error word, the fields and Globals whose pending work must be done before it, its
     float64 Global sums in lanes (`lanes.LaneSums`, or None), its thread count (parallel
     launches of a Config with one), cache directory and `Config.segments`."""
 
-    __slots__ = ("kernel_name", "calls", "err", "fields", "globals", "lanes", "threads",
-                 "cache_dir", "mode")
+    __slots__ = ("kernel_name", "calls", "err", "fields", "globals", "lanes", "folded",
+                 "threads", "cache_dir", "mode")
 
-    def __init__(self, kernel_name, calls, err, fields, globals_, lanes, threads, cache_dir,
-                 mode):
+    def __init__(self, kernel_name, calls, err, fields, globals_, lanes, folded, threads,
+                 cache_dir, mode):
         self.kernel_name, self.calls, self.err = kernel_name, calls, err
         self.fields, self.globals, self.lanes = fields, globals_, lanes
+        self.folded = folded  # the Globals its compiled slot folds write
         self.threads, self.cache_dir, self.mode = threads, cache_dir, mode
 
     def exact_rest(self) -> None:
@@ -78,11 +93,14 @@ def copy_values(dst, src):
 def compile_segment(calls: list, fallback):
     """The runner of one compiled function running `calls` (`CapturedCall`s and
     `base.Assign`s) in order, running `fallback()` until it is compiled; None when they need
-    different thread counts."""
+    different thread counts, or for one launch that is one compiled call already."""
     launches = [c for c in calls if isinstance(c, CapturedCall)]
     threads = {c.threads for c in launches} - {None}  # (of the parallel ones)
     if len(threads) > 1:
         return None
+    if len(calls) == 1 and len(launches[0].calls) == 1 and launches[0].lanes is None:
+        return None  # one launch, one call: nothing to save
+
     params, args, index = [], [], {}  # parameter names, their values, array id -> name
     callees, body, before = {}, [], []  # (before: assignments ahead of the next launch)
 
@@ -182,8 +200,8 @@ class _Runner:
         read = [g for c in calls for g in (
             c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))]
         written = [g for c in calls for g in (
-            [s[0] for s in c.lanes.sums] if isinstance(c, CapturedCall) and c.lanes else
-            [c.target] if isinstance(c, Assign) else [])]
+            [c.target] if isinstance(c, Assign) else
+            [s[0] for s in c.lanes.sums] + list(c.folded) if c.lanes else c.folded)]
         self.globals = tuple({id(g): g for g in read + written}.values())
         self.written = tuple({id(g): g for g in written}.values())
         self.signature = tuple(typeof(a, Purpose.argument) for a in (0, *args))
