@@ -67,6 +67,7 @@ try:
     from .relations import launch as _launch
     from .relations.colouring import colour
     from .relations.global_expr import assign
+    from .relations.global_loop import while_loop
     from .runtime import epoch as _epoch
     from .runtime import run as _run
     from .runtime import synchronize
@@ -95,7 +96,7 @@ __all__ = [
     "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
     "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
-    "synchronize", "capture", "assign", "Tape", "AdjointStep", "record_step",
+    "synchronize", "capture", "assign", "while_loop", "Tape", "AdjointStep", "record_step",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "eigh", "svd", "polar",

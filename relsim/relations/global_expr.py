@@ -56,6 +56,18 @@ class Expr:
     def __abs__(self):
         return Expr("abs", (self,))
 
+    def __lt__(self, other):
+        return Condition("<", self, other)
+
+    def __le__(self, other):
+        return Condition("<=", self, other)
+
+    def __gt__(self, other):
+        return Condition(">", self, other)
+
+    def __ge__(self, other):
+        return Condition(">=", self, other)
+
     def __bool__(self):
         raise DataError("a Global expression has no truth value: read `.value` after the "
                         "step, or give it to rs.assign")
@@ -64,6 +76,29 @@ class Expr:
         if self.op in ("neg", "abs"):
             return f"{'-' if self.op == 'neg' else 'abs'}({_show(self.args[0])})"
         return f"({_show(self.args[0])} {self.op} {_show(self.args[1])})"
+
+
+class Condition:
+    """`left op right` (op one of < <= > >=) of two operands: a loop's condition
+    (`global_loop.while_loop`). False when either side is NaN, as in Python and compiled
+    code."""
+
+    __slots__ = ("op", "left", "right")
+
+    def __init__(self, op: str, left, right):
+        self.op, self.left, self.right = op, operand(left), operand(right)
+
+    def holds(self) -> bool:
+        a, b = evaluate(self.left), evaluate(self.right)
+        return a < b if self.op == "<" else a <= b if self.op == "<=" else \
+            a > b if self.op == ">" else a >= b
+
+    def __bool__(self):
+        raise DataError("a Global condition has no truth value on the host: give it to "
+                        "rs.while_loop, or compare `.value`s")
+
+    def __repr__(self) -> str:
+        return f"{_show(self.left)} {self.op} {_show(self.right)}"
 
 
 def operand(x, what: str = "rs.assign"):

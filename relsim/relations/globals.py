@@ -113,6 +113,19 @@ class Global:
     def __rtruediv__(self, other):
         return global_expr._binary("/", other, self)
 
+    # (ordering only: == and hash stay identity's, as containers of Globals need)
+    def __lt__(self, other):
+        return global_expr.Condition("<", self, other)
+
+    def __le__(self, other):
+        return global_expr.Condition("<=", self, other)
+
+    def __gt__(self, other):
+        return global_expr.Condition(">", self, other)
+
+    def __ge__(self, other):
+        return global_expr.Condition(">=", self, other)
+
     def __neg__(self):
         return global_expr.Expr("neg", (global_expr.operand(self),))
 

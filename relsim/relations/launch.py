@@ -38,6 +38,16 @@ class Recorder:
     def before_swap(self, field, other) -> None:
         pass
 
+    def before_loop(self, loop) -> None:
+        """`rs.while_loop` starts (`global_loop.Loop`); then `loop_iteration` before each
+        iteration's body (`it` from 0), `after_loop` when it ends."""
+
+    def loop_iteration(self, loop, it: int) -> None:
+        pass
+
+    def after_loop(self, loop) -> None:
+        pass
+
     def before_copy(self, field, source) -> None:
         pass
 

@@ -35,7 +35,7 @@ from ..relations import global_expr
 from ..relations import launch as _launch
 from ..relations.field import Field
 from . import execute
-from .backends.base import Assign
+from .backends.base import Assign, Loop
 
 PLANS_KEPT = 8  # plans kept per step (one per state of its fields' arrays; a double buffer: 2)
 
@@ -94,6 +94,49 @@ class _Assign:
 
     def __repr__(self) -> str:
         return f"rs.assign({global_expr._show(self.target)}, {global_expr._show(self.expr)})"
+
+
+class _Loop:
+    """`rs.while_loop` recorded: its `global_loop.Loop` and its body's operations (None until
+    an iteration ran while recording: then recorded at the first replay that runs one)."""
+
+    __slots__ = ("loop", "ops", "step")
+
+    def __init__(self, loop, step):
+        self.loop, self.ops, self.step = loop, None, step
+
+    def replay(self) -> None:
+        loop, it = self.loop, 0
+        while loop.holds(it):
+            if self.ops is None:
+                self._record()
+            else:
+                for op in self.ops:
+                    op.replay()
+            it += 1
+        loop.set_count(it)
+
+    def _record(self) -> None:
+        """The body's first run: recorded now (its step's plans are made again)."""
+        if _launch.recorders:  # (a tape records: the body runs as it is)
+            return self.loop.body()
+        with Capture() as sub:
+            self.loop.body()
+        self.ops = sub.ops
+        self.step._collect()
+
+    def __repr__(self) -> str:
+        body = "not recorded yet" if self.ops is None else "; ".join(map(repr, self.ops))
+        return f"rs.while_loop({self.loop.condition!r}, max {self.loop.max_iterations}: " \
+            f"{body})"
+
+
+def _walk(ops):
+    """Every operation of `ops`, loop bodies' included (depth first)."""
+    for op in ops:
+        yield op
+        if isinstance(op, _Loop) and op.ops is not None:
+            yield from _walk(op.ops)
 
 
 class Step:
@@ -164,7 +207,7 @@ class Step:
             tuple((r.structure_version, r.schema_version, r.size) for r in self.relations)
 
     def _refuse_default(self) -> None:
-        op = next(op for op in self.ops if isinstance(op, _Launch) and op.follows_default)
+        op = next(op for op in _walk(self.ops) if isinstance(op, _Launch) and op.follows_default)
         raise CaptureError(f"{op!r} was captured under {op.config!r}, the default "
                            f"configuration then; the default is now {_config.current()!r}: "
                            f"capture the step again (or pass the configuration to foreach)")
@@ -178,8 +221,15 @@ class Step:
     # -- recording ------------------------------------------------------------------------
     def _finish(self) -> None:
         self.recording = False
+        self._collect()
+
+    def _collect(self) -> None:
+        """The fields and relations the plans depend on (again after a loop's body was
+        recorded late: the plans are made again)."""
+        self.plans.clear()
+        self.ended = self.next = None
         fields, relations = {}, {}
-        for op in self.ops:
+        for op in _walk(self.ops):
             if isinstance(op, _Launch) and op.follows_default:
                 self.default = op.config
             if isinstance(op, _Launch):
@@ -189,7 +239,7 @@ class Step:
                     if isinstance(t, Field):
                         fields[id(t)] = t
                         relations[id(t.relation)] = t.relation
-            elif not isinstance(op, _Assign):  # (Globals: no arrays or structure to watch)
+            elif isinstance(op, (_Swap, _Copy)):  # (Globals: no arrays or structure to watch)
                 for f in (op.field, getattr(op, "other", None), getattr(op, "source", None)):
                     if f is not None:
                         fields[id(f)] = f
@@ -207,59 +257,86 @@ class _Plan:
         # depends on this plan's state alone: no rows inserted or deleted, no keys recomputed
         self.next = None
         self.repeatable = True
-        run = []  # (op, launch, capture call) of the segment being gathered
+        run = []  # (op, [(launch op, launch)], call) of the segment being gathered
+        backend = None  # the run's
         undo = []  # swaps made while binding (the plan binds each launch as it will run)
         try:
             for op in ops:
-                call = exe = None
                 if isinstance(op, _Assign) and run:  # (computed inside the segment)
-                    run.append((op, None, Assign(op.target, op.expr)))
+                    run.append((op, [], Assign(op.target, op.expr)))
                     continue
-                if isinstance(op, _Launch):
-                    exe = execute.executable(op.kernel, op.relation, op.config)
-                    if exe.analysed.inserts or exe.analysed.deletes or \
-                            any(f._followers for f in op.kernel._writes[id(exe)]):
-                        self.repeatable = False
-                    else:
-                        # (not: keys that follow a field it writes are recomputed after it)
-                        call = exe.capture_call(op.relation, op.subset)
-                    if call is not None and run and \
-                            run[0][0].config.backend is not op.config.backend:
-                        self._close(run)
-                if call is not None:
-                    colours = op.kernel._colours[id(exe)]
-                    if colours is not None:  # (the launch space and keys are this plan's)
-                        colours.check(op.relation, op.subset)
-                    run.append((op, exe, call))
+                bound = self._bind(op)
+                if bound is not None:
+                    launched, call, its = bound
+                    if run and its is not backend:
+                        self._close(run, backend)
+                    run.append((op, launched, call))
+                    backend = its
                     continue
-                self._close(run)
+                self._close(run, backend)
                 self.items.append(op.replay)
+                if isinstance(op, _Loop):  # (its body may swap, insert rows: state found anew)
+                    self.repeatable = False
                 if isinstance(op, _Swap):
                     op.field.swap(op.other)  # (what the next launches bind)
                     undo.append(op)
-            self._close(run)
+            self._close(run, backend)
         finally:
             for op in reversed(undo):
                 op.field.swap(op.other)
 
-    def _close(self, run) -> None:
-        """Compile the launches gathered in `run` as one segment (or keep them launches)."""
+    def _bind(self, op):
+        """`op` as part of a segment: ([(launch op, launch) it runs], its backend's call
+        object, the backend), or None when it replays as it is."""
+        if isinstance(op, _Launch):
+            exe = execute.executable(op.kernel, op.relation, op.config)
+            if exe.analysed.inserts or exe.analysed.deletes or \
+                    any(f._followers for f in op.kernel._writes[id(exe)]):
+                self.repeatable = False  # (rows move; keys that follow a field it writes)
+                return None
+            call = exe.capture_call(op.relation, op.subset)
+            if call is None:
+                return None
+            colours = op.kernel._colours[id(exe)]
+            if colours is not None:  # (the launch space and keys are this plan's)
+                colours.check(op.relation, op.subset)
+            return [(op, exe)], call, op.config.backend
+        if isinstance(op, _Loop) and op.ops is not None:  # a body of launches and assigns
+            launched, calls, backend = [], [], None
+            for inner in op.ops:
+                if isinstance(inner, _Assign):
+                    calls.append(Assign(inner.target, inner.expr))
+                    continue
+                bound = self._bind(inner)
+                if bound is None or backend not in (None, bound[2]):
+                    return None
+                launched += bound[0]
+                calls.append(bound[1])
+                backend = bound[2]
+            if backend is None:
+                return None
+            loop = op.loop
+            return launched, Loop(loop.condition, tuple(calls), loop.max_iterations,
+                                  loop.count), backend
+        return None
+
+    def _close(self, run, backend) -> None:
+        """Compile the operations gathered in `run` as one segment (or replay them)."""
         tail = []  # assignments after the last launch: after the segment
-        while run and run[-1][1] is None:
+        while run and isinstance(run[-1][0], _Assign):
             tail.insert(0, run.pop())
         segment = None
         if run:
-            launches = tuple(op.replay for op, _, _ in run)
+            replays = tuple(op.replay for op, _, _ in run)
 
             def fallback():
-                for launch in launches:
-                    launch()
-            segment = run[0][0].config.backend.compile_segment([c for _, _, c in run],
-                                                               fallback)
+                for replay in replays:
+                    replay()
+            segment = backend.compile_segment([c for _, _, c in run], fallback)
         if segment is None:
             self.items += [op.replay for op, _, _ in run]
         else:
-            launched = [(op, exe) for op, exe, _ in run if exe is not None]
+            launched = [pair for _, pairs, _ in run for pair in pairs]
             watches = tuple(w for op, exe in launched
                             if (w := op.kernel._watches[id(exe)]) is not None)
             writes = tuple({id(f): f for op, exe in launched
@@ -295,6 +372,9 @@ class Capture(_launch.Recorder):
 
     def __init__(self):
         self.step = Step()
+        self.ops = self.step.ops  # where operations are recorded now (a loop's body, ...)
+        self.saved: list = []  # the lists `ops` was before each loop now running
+        self.loops: list = []  # the _Loop op of each loop now running
 
     def __enter__(self) -> Step:
         if any(isinstance(r, Capture) for r in _launch.recorders):
@@ -313,7 +393,7 @@ class Capture(_launch.Recorder):
 
     def before_launch(self, kernel, relation, subset, config) -> None:
         cfg = config if config is not None else _config.current()
-        self.step.ops.append(_Launch(kernel, relation, subset, cfg, config is None))
+        self.ops.append(_Launch(kernel, relation, subset, cfg, config is None))
 
     def before_host_write(self, target, value) -> None:
         raise CaptureError(f"{_name(target)} assigned from the host inside rs.capture: a replay "
@@ -326,13 +406,30 @@ class Capture(_launch.Recorder):
                            f"would not be decided again; read it after the block or a replay")
 
     def before_assign(self, target, expr, value) -> None:
-        self.step.ops.append(_Assign(target, expr))
+        self.ops.append(_Assign(target, expr))
 
     def before_swap(self, field, other) -> None:
-        self.step.ops.append(_Swap(field, other))
+        self.ops.append(_Swap(field, other))
 
     def before_copy(self, field, source) -> None:
-        self.step.ops.append(_Copy(field, source))
+        self.ops.append(_Copy(field, source))
+
+    def before_loop(self, loop) -> None:
+        op = _Loop(loop, self.step)
+        self.ops.append(op)
+        self.loops.append(op)
+        self.saved.append(self.ops)
+        self.ops = []  # (iterations after the first: not recorded)
+
+    def loop_iteration(self, loop, it: int) -> None:
+        if it == 0:  # the body's first run: recorded
+            self.loops[-1].ops = self.ops = []
+        elif it == 1:
+            self.ops = []
+
+    def after_loop(self, loop) -> None:
+        self.loops.pop()
+        self.ops = self.saved.pop()
 
 
 def _name(target) -> str:

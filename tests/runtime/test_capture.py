@@ -351,3 +351,120 @@ def test_config_segments_compiles_at_the_first_replay_or_never(segments):
     step()
     assert step.segments == (1 if segments == "now" else 0)
     assert all(s.ready for p in step.plans.values() for s in p.segments)
+
+
+iterations = rs.Global(rs.f64, 0.0, name="iterations")
+shrink = rs.Global(rs.f64, 0.0, name="shrink")
+
+
+def _loop_program(V, cfg, limit=50):
+    """Damp T until its sum of squares falls below a tenth of where it started."""
+    rs.assign(rr, 0.0)
+    V.foreach(dot_rr, cfg)
+    rs.assign(shrink, rr * 0.1)
+
+    def iteration():
+        V.foreach(damp, cfg)
+        rs.assign(rr, 0.0)
+        V.foreach(dot_rr, cfg)
+
+    return rs.while_loop(rr > shrink, iteration, max_iterations=limit, count=iterations)
+
+
+@pytest.mark.device_sized
+def test_a_while_loop_on_globals_replays_with_its_iterations(target):
+    V, _, _ = _graph()
+    W, _, _ = _graph()
+    with rs.capture() as step:
+        first = _loop_program(V, target)
+    got = [(first, iterations.value, rr.value)]
+    expected = [(_loop_program(W, target),)]
+    expected[0] += (iterations.value, rr.value)
+    for k in range(3):
+        V.T.load(np.linspace(1.0, 2.0 + k, V.size))
+        W.T.load(np.linspace(1.0, 2.0 + k, W.size))
+        step()
+        got.append((int(iterations.value), iterations.value, rr.value))
+        expected.append((_loop_program(W, target), iterations.value, rr.value))
+    assert got == expected and got[0][0] > 3
+    assert np.array_equal(_bits(V.T), _bits(W.T))
+
+
+def test_a_loop_that_did_not_run_while_recording_records_its_body_later():
+    cfg = rs.Config(target="cpu")
+    V, _, _ = _graph()
+    with rs.capture() as step:
+        n = _loop_program(V, cfg, limit=0)
+    assert n == 0 and "not recorded yet" in repr(step)
+    V.T.load(np.linspace(1.0, 2.0, V.size))
+    W, _, _ = _graph()
+    W.T.load(np.linspace(1.0, 2.0, W.size))
+    step.ops[-1].loop.max_iterations = 40  # (as a loop whose condition was false at first)
+    step()
+    assert "not recorded yet" not in repr(step)
+    assert int(iterations.value) == _loop_program(W, cfg, limit=40) > 3
+    assert np.array_equal(_bits(V.T), _bits(W.T))
+
+
+def test_while_loop_arguments_are_checked():
+    with pytest.raises(rs.DataError, match="must compare Globals"):
+        rs.while_loop(True, lambda: None, 3)
+    with pytest.raises(rs.DataError, match="max_iterations must be an int >= 0"):
+        rs.while_loop(rr > 1.0, lambda: None, -1)
+    with pytest.raises(rs.DataError, match="count must be a scalar f64 or i64 Global"):
+        rs.while_loop(None, lambda: None, 2, count=rs.Global(rs.f32, 0.0))
+    with pytest.raises(rs.DataError, match="no truth value"):
+        bool(rr > 1.0)
+    assert rs.while_loop(None, lambda: None, 4) == 4
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_while_loop_compiles_into_the_segment(threads):
+    cfg = rs.Config(target="cpu", parallel_threshold=1, threads=threads, segments="now")
+    V, _, _ = _graph(3000)
+    W, _, _ = _graph(3000)
+    with rs.capture() as step:
+        _loop_program(V, cfg)
+    step()
+    names = [item.__name__ for item in next(iter(step.plans.values())).items]
+    assert names == ["replay", "item"], names  # (the first assignment stays on the host)
+    for k in range(3):
+        V.T.load(np.linspace(1.0, 2.0 + k, V.size))
+        step()
+    _loop_program(W, cfg)
+    _loop_program(W, cfg)
+    for k in range(3):
+        W.T.load(np.linspace(1.0, 2.0 + k, W.size))
+        n = _loop_program(W, cfg)
+    assert iterations.value == n > 3
+    assert np.array_equal(_bits(V.T), _bits(W.T))
+
+
+def test_an_undecided_sum_inside_a_compiled_loop_resumes_inside_it():
+    """Each iteration's sum is an exact tie (2^52 + 2^52 + 1): the exact path on the host,
+    then the segment resumes in the same iteration."""
+    from relsim.runtime.backends.cpu import lanes
+    cfg = rs.Config(target="cpu", segments="now")
+
+    def program(V):
+        def iteration():
+            rs.assign(rr, 0.0)
+            V.foreach(dot_rr, cfg)
+            rs.assign(alpha, alpha + rr * 2.0 ** -60)
+            V.foreach(axpy, cfg)
+        rs.assign(alpha, 0.0)
+        return rs.while_loop(None, iteration, 5, count=iterations)
+
+    V = rs.Relation("V", 8)
+    V.new_field("T", rs.f64).load([2.0 ** 26, 2.0 ** 26, 1.0] + [0.0] * 5)
+    V.new_field("Tn", rs.f64)
+    with rs.capture() as step:
+        program(V)
+    before = lanes.EXACT_PATH["count"]
+    step()
+    step()
+    assert step.segments == 1 and lanes.EXACT_PATH["count"] >= before + 10
+    got = (alpha.value, rr.value, iterations.value, V.Tn.numpy().tolist())
+    program(V)
+    assert got == (alpha.value, rr.value, iterations.value, V.Tn.numpy().tolist())
+    assert got[2] == 5.0 and got[0] == 5 * (2.0 ** 53 * 2.0 ** -60)

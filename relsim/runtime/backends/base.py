@@ -119,7 +119,7 @@ class Backend(ABC):
 
     def compile_segment(self, calls, fallback):
         """One callable (no arguments) running `calls` in order — `Launch.capture_call`
-        results and `Assign`s — with the launches' bits and errors, or `fallback()` (the
+        results, `Assign`s and `Loop`s — with the launches' bits and errors, or `fallback()` (the
         launches) until it is ready, and with a ``compile()`` method making it ready now; or
         None to replay them one by one (default)."""
         return None
@@ -162,6 +162,18 @@ class Assign:
 
     def __init__(self, target, expr):
         self.target, self.expr = target, expr
+
+
+class Loop:
+    """In a captured step: `calls` (capture calls, `Assign`s, `Loop`s) run while `condition`
+    (a `relations.global_expr.Condition`, or None) holds, at most `max_iterations` times; the
+    count of iterations stored in the Global `count` (or None)."""
+
+    __slots__ = ("condition", "calls", "max_iterations", "count")
+
+    def __init__(self, condition, calls, max_iterations, count):
+        self.condition, self.calls = condition, calls
+        self.max_iterations, self.count = max_iterations, count
 
 
 def variant_note(options, debug: bool) -> str:

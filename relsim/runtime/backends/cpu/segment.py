@@ -25,17 +25,16 @@ from __future__ import annotations
 import ast
 
 import numba
-import numpy as np
 from numba.core.typing.typeof import Purpose, typeof
 
-from ....relations.global_expr import Expr, globals_of
+from ....relations.global_expr import globals_of
 from ...caches import modules
-from ...folds import lane_sums
 from ...host import compile_jobs, debug_checks
 from ...host.jit import describe_callee, entry_point, njit
 from .. import base
-from ..base import Assign
+from ..base import Assign, Loop
 from . import lanes, pending
+from .segment_code import SegmentCode
 
 FLAGS = dict(error_model="numpy", boundscheck=False)  # the segment's own (it only calls)
 MODES = ("background", "now", "off")  # `Config.segments`: when a segment compiles
@@ -91,82 +90,43 @@ def copy_values(dst, src):
 
 
 def compile_segment(calls: list, fallback):
-    """The runner of one compiled function running `calls` (`CapturedCall`s and
-    `base.Assign`s) in order, running `fallback()` until it is compiled; None when they need
+    """The runner of one compiled function running `calls` (`CapturedCall`s, `base.Assign`s
+    and `base.Loop`s) in order, running `fallback()` until it is compiled; None when they need
     different thread counts, or for one launch that is one compiled call already."""
-    launches = [c for c in calls if isinstance(c, CapturedCall)]
+    launches = [c for c in _flat(calls) if isinstance(c, CapturedCall)]
     threads = {c.threads for c in launches} - {None}  # (of the parallel ones)
     if len(threads) > 1:
         return None
-    if len(calls) == 1 and len(launches[0].calls) == 1 and launches[0].lanes is None:
+    if len(calls) == 1 and isinstance(calls[0], CapturedCall) and len(calls[0].calls) == 1 \
+            and calls[0].lanes is None:
         return None  # one launch, one call: nothing to save
-
-    params, args, index = [], [], {}  # parameter names, their values, array id -> name
-    callees, body, before = {}, [], []  # (before: assignments ahead of the next launch)
-
-    def param(value) -> ast.Name:
-        if isinstance(value, np.ndarray):
-            name = index.get(id(value))
-            if name is None:
-                name = index[id(value)] = f"a{len(params)}"
-                params.append(name)
-                args.append(value)
-            return ast.Name(name, ast.Load())
-        params.append(f"a{len(params)}")
-        args.append(value)
-        return ast.Name(params[-1], ast.Load())
-
-    def call(name, fn, fargs) -> ast.Call:
-        callees[name] = fn
-        return ast.Call(ast.Name(name, ast.Load()), [param(a) for a in fargs], [])
-
-    def value(x) -> ast.expr:  # an expression of Globals (global_expr)
-        if isinstance(x, float):
-            return ast.Constant(x)
-        if not isinstance(x, Expr):
-            return ast.Subscript(param(x._data), ast.Constant(0), ast.Load())
-        if x.op == "neg":
-            return ast.UnaryOp(ast.USub(), value(x.args[0]))
-        if x.op == "abs":
-            return ast.Call(ast.Name("abs", ast.Load()), [value(x.args[0])], [])
-        return ast.BinOp(value(x.args[0]), _BINOPS[x.op](), value(x.args[1]))
-
-    k = 0
-    for c in calls:
-        if isinstance(c, Assign):
-            target = ast.Subscript(param(c.target._data), ast.Constant(0), ast.Store())
-            before.append(ast.Assign([target], value(c.expr)))
-            continue
-        block = before + [ast.Expr(call(f"f{k}_0", *c.calls[0]))]
-        before = []
-        failed = ast.Compare(ast.Subscript(param(c.err), ast.Constant(0), ast.Load()),
-                             [ast.NotEq()], [ast.Constant(0)])
-        block.append(ast.If(failed, [ast.Return(ast.Constant(k))], []))  # (the launch raises)
-        if c.lanes is not None:  # rounded from the lanes, or the exact path on the host
-            for j, (_g, flat, q0, q1, out, _fold) in enumerate(c.lanes.sums):
-                decided = call(f"f{k}_lanes{j}", lane_sums.finish,
-                               (c.lanes.lanes, q0, q1, c.lanes.depth, flat, out))
-                block.append(ast.If(ast.UnaryOp(ast.Not(), decided),
-                                    [ast.Return(ast.Constant(-2 - k))], []))
-            for j, (_g, flat, _q0, _q1, out, _fold) in enumerate(c.lanes.sums):
-                if out is not flat:
-                    block.append(ast.Expr(call(f"f{k}_copy{j}", copy_values, (flat, out))))
-        block += [ast.Expr(call(f"f{k}_{j}", *fa)) for j, fa in enumerate(c.calls[1:], 1)]
-        resumes = ast.Compare(ast.Name("_start", ast.Load()), [ast.LtE()], [ast.Constant(k)])
-        body.append(ast.If(resumes, block, []))
-        k += 1
-    body += before  # (none: a segment ends with a launch)
-    body.append(ast.Return(ast.Constant(-1)))
-    mod = modules.module_for(_source(callees, params, body), launches[0].cache_dir, "segment")
-    for name, fn in callees.items():  # (this process's dispatchers: compiled already)
+    code = SegmentCode(copy_values)
+    body = code.statements(calls) + [ast.Return(ast.Constant(-1))]
+    mod = modules.module_for(_source(code.callees, code.params, body), launches[0].cache_dir,
+                             "segment")
+    for name, fn in code.callees.items():  # (this process's dispatchers: compiled already)
         setattr(mod, name, fn)
     on_disk = modules.on_disk(mod)
     fn = njit(cache=on_disk, **FLAGS)(mod.captured_segment)
-    return _Runner(fn, tuple(args), calls, threads.pop() if threads else None, fallback,
+    return _Runner(fn, tuple(code.args), calls, code.positions,
+                   threads.pop() if threads else None, fallback,
                    on_disk and launches[0].mode == "background")
 
 
-_BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
+def _flat(calls):
+    """Every call of `calls`, loops' bodies included."""
+    for c in calls:
+        if isinstance(c, Loop):
+            yield from _flat(c.calls)
+        else:
+            yield c
+
+
+def _loops(calls):
+    for c in calls:
+        if isinstance(c, Loop):
+            yield c
+            yield from _loops(c.calls)
 
 
 def _source(callees, params, body) -> str:
@@ -189,19 +149,24 @@ class _Runner:
     summed exactly on the host (the segment then resumes after that launch); until the
     segment is compiled (in the background), `fallback` (its launches)."""
 
-    def __init__(self, fn, args, calls, threads, fallback, background):
+    def __init__(self, fn, args, calls, positions, threads, fallback, background):
         self.fn, self.args, self.threads, self.fallback = fn, args, threads, fallback
+        self.positions = tuple(positions)  # position -> its launch (None: a loop's end)
         # compiled by a worker (not: a module in memory, or Config.segments "now")
         self.background = background
         self.entry = None
-        launches = [c for c in calls if isinstance(c, CapturedCall)]
-        self.launches = tuple(launches)
+        flat = list(_flat(calls))
+        launches = [c for c in flat if isinstance(c, CapturedCall)]
+        loops = list(_loops(calls))
         self.fields = tuple({id(f): f for c in launches for f in c.fields}.values())
-        read = [g for c in calls for g in (
-            c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))]
-        written = [g for c in calls for g in (
+        read = [g for c in flat for g in (
+            c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))] + \
+            [g for c in loops if c.condition is not None
+             for g in globals_of(c.condition.left) + globals_of(c.condition.right)]
+        written = [g for c in flat for g in (
             [c.target] if isinstance(c, Assign) else
-            [s[0] for s in c.lanes.sums] + list(c.folded) if c.lanes else c.folded)]
+            [s[0] for s in c.lanes.sums] + list(c.folded) if c.lanes else c.folded)] + \
+            [c.count for c in loops if c.count is not None]
         self.globals = tuple({id(g): g for g in read + written}.values())
         self.written = tuple({id(g): g for g in written}.values())
         self.signature = tuple(typeof(a, Purpose.argument) for a in (0, *args))
@@ -270,8 +235,8 @@ class _Runner:
             if code == -1:
                 return
             if code >= 0:
-                c = self.launches[code]
+                c = self.positions[code]
                 debug_checks.raise_flagged(c.kernel_name, c.err)
-            k = -2 - code  # its lanes left a sum undecided
-            self.launches[k].exact_rest()
-            start = k + 1
+            p = -2 - code  # its lanes left a sum undecided
+            self.positions[p].exact_rest()
+            start = p + 1

@@ -1,0 +1,148 @@
+"""The source of a captured segment's function (`segment.compile_segment`), as Python `ast`.
+
+``captured_segment(_start, a0, a1, ...)`` runs the segment's calls in order: each launch's
+compiled functions (its loop, then its folds), `Assign`s as float64 arithmetic on the Globals'
+arrays, `Loop`s as ``while`` loops. Every launch has a *position*; its block runs when
+``_start <= position``, so that the function can be called again from the position after a
+launch whose float64 sums its lanes left undecided (the host sums them exactly: `_Runner`).
+A loop keeps its iteration count in an array of its own, and has a position of its own at the
+end of its body (what the last launch of the body resumes at). The function returns -1 when
+done, a launch's position when its kernel flagged a failure, -2 - position when its lanes
+left a sum undecided.
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ....relations.global_expr import Expr
+from ...folds import lane_sums
+from ..base import Assign, Loop
+
+_BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
+_COMPARE = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
+
+
+def _name(name: str, store: bool = False) -> ast.Name:
+    return ast.Name(name, ast.Store() if store else ast.Load())
+
+
+def _first(array: ast.expr, store: bool = False) -> ast.Subscript:
+    return ast.Subscript(array, ast.Constant(0), ast.Store() if store else ast.Load())
+
+
+class SegmentCode:
+    """The parameters (`params`, their values `args`), callees and positions of one segment,
+    gathered while its statements are made (`statements`)."""
+
+    def __init__(self, copy_values):
+        self.copy_values = copy_values  # the compiled helper copying rounded sums in
+        self.params, self.args, self.index = [], [], {}  # (index: array id -> parameter)
+        self.callees = {}  # name -> compiled function
+        self.positions = []  # position -> its launch (`CapturedCall`), or None: a loop's end
+        self.loops = 0
+
+    def param(self, value) -> ast.Name:
+        """The parameter passing `value` (an array once however often it is passed)."""
+        if isinstance(value, np.ndarray):
+            name = self.index.get(id(value))
+            if name is None:
+                name = self.index[id(value)] = f"a{len(self.params)}"
+                self.params.append(name)
+                self.args.append(value)
+            return _name(name)
+        self.params.append(f"a{len(self.params)}")
+        self.args.append(value)
+        return _name(self.params[-1])
+
+    def call(self, fn, fargs) -> ast.Call:
+        name = f"f{len(self.callees)}"
+        self.callees[name] = fn
+        return ast.Call(_name(name), [self.param(a) for a in fargs], [])
+
+    def value(self, x) -> ast.expr:
+        """A `global_expr` operand: a float, a Global's value, or an `Expr`."""
+        if isinstance(x, float):
+            return ast.Constant(x)
+        if not isinstance(x, Expr):
+            return _first(self.param(x._data))
+        if x.op == "neg":
+            return ast.UnaryOp(ast.USub(), self.value(x.args[0]))
+        if x.op == "abs":
+            return ast.Call(_name("abs"), [self.value(x.args[0])], [])
+        return ast.BinOp(self.value(x.args[0]), _BINOPS[x.op](), self.value(x.args[1]))
+
+    def statements(self, calls) -> list:
+        """The statements running `calls`; an assignment goes ahead of the next launch or loop
+        (skipped with it when resuming past it); trailing ones run last, unguarded."""
+        out, before = [], []
+        for c in calls:
+            if isinstance(c, Assign):
+                before.append(self.assign(c))
+            elif isinstance(c, Loop):
+                out += self.loop(c, before)
+                before = []
+            else:
+                out.append(self.launch(c, before))
+                before = []
+        return out + before
+
+    def assign(self, c: Assign) -> ast.Assign:
+        return ast.Assign([_first(self.param(c.target._data), True)], self.value(c.expr))
+
+    def resumes(self, position: int) -> ast.Compare:
+        return ast.Compare(_name("_start"), [ast.LtE()], [ast.Constant(position)])
+
+    def launch(self, c, before) -> ast.If:
+        p = len(self.positions)
+        self.positions.append(c)
+        block = before + [ast.Expr(self.call(*c.calls[0]))]
+        failed = ast.Compare(_first(self.param(c.err)), [ast.NotEq()], [ast.Constant(0)])
+        block.append(ast.If(failed, [ast.Return(ast.Constant(p))], []))  # (the launch raises)
+        if c.lanes is not None:  # rounded from the lanes, or the exact path on the host
+            for _g, flat, q0, q1, out, _fold in c.lanes.sums:
+                decided = self.call(lane_sums.finish,
+                                    (c.lanes.lanes, q0, q1, c.lanes.depth, flat, out))
+                block.append(ast.If(ast.UnaryOp(ast.Not(), decided),
+                                    [ast.Return(ast.Constant(-2 - p))], []))
+            for _g, flat, _q0, _q1, out, _fold in c.lanes.sums:
+                if out is not flat:
+                    block.append(ast.Expr(self.call(self.copy_values, (flat, out))))
+        block += [ast.Expr(self.call(fn, fargs)) for fn, fargs in c.calls[1:]]
+        return ast.If(self.resumes(p), block, [])
+
+    def loop(self, c: Loop, before) -> list:
+        first = len(self.positions)
+        k = self.loops
+        self.loops += 1
+        count = self.param(np.zeros(1, dtype=np.int64))  # (kept between calls: a resume)
+        go, it = f"go{k}", _first(count)
+
+        def test() -> ast.Assign:  # go = count < max and condition
+            more = ast.Compare(it, [ast.Lt()], [ast.Constant(c.max_iterations)])
+            if c.condition is not None:
+                cond = c.condition
+                more = ast.BoolOp(ast.And(), [more, ast.Compare(
+                    self.value(cond.left), [_COMPARE[cond.op]()], [self.value(cond.right)])])
+            return ast.Assign([_name(go, True)], more)
+
+        fresh = [ast.Assign([_first(count, True)], ast.Constant(0)), test()]
+        calls = list(c.calls)
+        trailing = []  # the body's last assignments: run at its end position
+        while calls and isinstance(calls[-1], Assign):
+            trailing.insert(0, self.assign(calls.pop()))
+        body = self.statements(calls)  # (positions first .. end - 1)
+        end = len(self.positions)
+        self.positions.append(None)
+        if trailing:
+            body.append(ast.If(self.resumes(end), trailing, []))
+        body += [ast.Assign([_name("_start", True)], ast.Constant(0)),
+                 ast.AugAssign(_first(count, True), ast.Add(), ast.Constant(1)), test()]
+        # a fresh start (a resume inside the body is at a later position than its first)
+        entry = ast.If(self.resumes(first), before + fresh,
+                       [ast.Assign([_name(go, True)], ast.Constant(True))])
+        stmts = [entry, ast.While(_name(go), body, [])]
+        if c.count is not None:
+            stmts.append(ast.Assign([_first(self.param(c.count._data), True)], it))
+        return [ast.If(self.resumes(end), stmts, [])]
