@@ -18,6 +18,10 @@ t (``--threads``: 1 2):
   over the 29,791 rows run their parallel variants, ``parallel_threshold`` 4096); its dot
   products are exact Global sums; each iteration is a captured step (one compiled call,
   compiled at the first solve, not in the background);
+* captured solve: the same iterations written as a user writes a solver to run as one compiled
+  call (`solve_step`: kernels for r, p, the dot products and updates, ``K.matvec``, the scalars
+  by ``rs.assign``, the ``m`` iterations by ``rs.while_loop``, captured by ``rs.capture``);
+  checked to give linalg.cg's x bit for bit;
 * scipy: ``scipy.sparse.linalg.cg(A, b, x0=zeros, rtol=0.0, atol=0.0, maxiter=m)`` (SciPy >= 1.12
   spells the tolerance ``rtol``, older ones ``tol``: both handled) with OpenBLAS (numpy's dots and
   norms) on 1 thread; at t > 1 also on t threads (``scipy, t BLAS threads``). SciPy's sparse
@@ -81,12 +85,63 @@ def dot(v):
     pq += v.x * v.b
 
 
+# a whole solve captured as a user writes it (`solve_step`): rs.capture and rs.while_loop
+rr, rr_new, curv, alpha, beta = (rs.Global(rs.f64, 0.0) for _ in range(5))
+
+
+@rs.kernel
+def cg_start(v):  # x = 0, r = p = b, rr = b.b
+    v.x = 0.0
+    v.r = v.b
+    v.p = v.b
+    rr += v.b * v.b
+
+
+@rs.kernel
+def cg_curvature(v):
+    curv += v.p * v.Ap
+
+
+@rs.kernel
+def cg_update(v):
+    v.x = v.x + alpha * v.p
+    v.r = v.r - alpha * v.Ap
+    rr_new += v.r * v.r
+
+
+@rs.kernel
+def cg_direction(v):
+    v.p = v.r + beta * v.p
+
+
+def solve_step(V, K, m, cfg):
+    """`m` CG iterations from x = 0 as one captured step (the first call records them)."""
+    matvec = linalg.Operator(K.matvec(V.p, V.Ap), x=V.p, y=V.Ap)
+
+    def iteration():
+        matvec(cfg)
+        rs.assign(curv, 0.0)
+        V.foreach(cg_curvature, cfg)
+        rs.assign(alpha, rr / curv)
+        rs.assign(rr_new, 0.0)
+        V.foreach(cg_update, cfg)
+        rs.assign(beta, rr_new / rr)
+        rs.assign(rr, rr_new)
+        V.foreach(cg_direction, cfg)
+
+    def solve():
+        rs.assign(rr, 0.0)
+        V.foreach(cg_start, cfg)
+        rs.while_loop(None, iteration, m)
+    return rs.capture(solve)
+
+
 def poisson(n: int):
     """(V, K, sides): the stiffness matrix and load vector (f = 1 + x y z) of tetmesh.box(n),
     zero values imposed on its sides."""
     mesh = tetmesh.box(n)
     V, T = mesh.vertices, mesh.tets
-    for name in ("f", "b", "x"):
+    for name in ("f", "b", "x", "r", "p", "Ap"):
         V.new_field(name, rs.f64)
     P = V.pos.numpy()
     V.f.load(1.0 + P[:, 0] * P[:, 1] * P[:, 2])
@@ -170,6 +225,11 @@ def main(argv=None) -> None:
             raise SystemExit(f"relsim and scipy iterates differ after {m1} iterations: {err:.3g}")
         sp_run(A, b, m2)
         rel_cg(m2, cfg)
+        x_cg = V.x.numpy(copy=True)
+        solves = {m: solve_step(V, K, m, cfg) for m in (m1, m2)}
+        for m in (m1, m2, m1, m2):  # record; replay (compiled at the first)
+            solves[m]()
+        same = "yes" if np.array_equal(V.x.numpy(), x_cg) else "NO"  # (m2 iterations each)
 
         def one_blas():
             _blas.set_threads(1)
@@ -182,12 +242,13 @@ def main(argv=None) -> None:
         variants = {}  # name -> (set-up or None, fn); a repeat runs each once, interleaved
         for m in (m1, m2):
             variants[f"relsim {m}"] = (calm, lambda m=m, cfg=cfg: rel_cg(m, cfg))
+            variants[f"captured {m}"] = (calm, solves[m])
             variants[f"scipy {m}"] = (one_blas if blas else None, lambda m=m: sp_run(A, b, m))
             if t > 1 and blas:
                 variants[f"scipy_t {m}"] = (t_blas, lambda m=m: sp_run(A, b, m))
         r = _blas.interleaved(variants, args.repeats)
         it = {k: per_iteration(r[f"{k} {m1}"], r[f"{k} {m2}"], m2 - m1)
-              for k in ("relsim", "scipy", "scipy_t") if f"{k} {m1}" in r}
+              for k in ("relsim", "captured", "scipy", "scipy_t") if f"{k} {m1}" in r}
         best = [min(a, c) for a, c in zip(it["scipy"], it.get("scipy_t", it["scipy"]))]
         res[t] = it
         med = {k: statistics.median(v) for k, v in it.items()}
@@ -197,6 +258,9 @@ def main(argv=None) -> None:
                      f"{ms3(med['scipy_t'])} ({ms3(min(it['scipy_t']))})" if "scipy_t" in med
                      else "(same)",
                      f"{ratio:.2f}",
+                     f"{ms3(med['captured'])} ({ms3(min(it['captured']))})",
+                     f"{statistics.median(a / c for a, c in zip(it['captured'], best)):.2f}",
+                     same,
                      f"{C.ms(statistics.median(r[f'relsim {m1}']))}",
                      f"{C.ms(statistics.median(r[f'scipy {m1}']))}",
                      f"{err:.1e}"])
@@ -224,7 +288,9 @@ def main(argv=None) -> None:
 
     variant = "parallel" if K.n >= cfg.parallel_threshold else "serial"
     headers = ["threads", "relsim ms/iter", "scipy ms/iter (1 BLAS thread)",
-               "scipy ms/iter (t BLAS threads)", "relsim / scipy", f"relsim solve m={m1} ms",
+               "scipy ms/iter (t BLAS threads)", "relsim / scipy",
+               "captured solve ms/iter", "captured / scipy", "captured x = linalg.cg's",
+               f"relsim solve m={m1} ms",
                f"scipy solve m={m1} ms", "relsim vs scipy x (rel. diff)"]
     out = [f"Machine: {C.machine_line()}.",
            f"Matrix: P1 stiffness of -Laplace u = f on `tetmesh.box({args.n})`, zero Dirichlet "
@@ -243,7 +309,10 @@ def main(argv=None) -> None:
               "relsim's runs start once OpenBLAS's workers sleep, `_blas.quiet`, untimed). "
               if blas else "BLAS threads not controlled). ")
            + "`relsim / scipy`: median over repeats of relsim's per-iteration time over the "
-           "faster of the SciPy figures of that repeat. The solve columns include the set-up "
+           "faster of the SciPy figures of that repeat (`captured / scipy` likewise). Captured "
+           "solve: the whole solve as one captured step (`rs.capture`, the iterations by "
+           "`rs.while_loop`: one compiled call; `solve_step`), its x checked against "
+           "linalg.cg's bit for bit. The solve columns include the set-up "
            f"(r = b - A x, first sums) and {m1} iterations.",
            "", C.table(headers, rows)]
     if breakdown:
