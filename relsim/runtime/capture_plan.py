@@ -1,0 +1,126 @@
+"""A captured step's plan (`runtime/capture.py`): its operations bound for one state of the
+fields' arrays, consecutive launches (with the assignments and loops between them) handed to
+their backend as one compiled segment where it can, the rest replayed as they are."""
+from __future__ import annotations
+
+from . import execute
+from .backends.base import Assign, Loop
+from .capture_ops import AssignOp, LaunchOp, LoopOp, SwapOp
+
+
+class Plan:
+    """The operations of one step bound for one state of its fields' arrays: compiled
+    segments (one call each) and the operations replayed as they are."""
+
+    def __init__(self, ops, eager=False):
+        self.items, self.segments, self.eager = [], [], eager
+        # the plan for the state a run ends in (found after the first run), when that state
+        # depends on this plan's state alone: no rows inserted or deleted, no keys recomputed
+        self.next = None
+        self.repeatable = True
+        run = []  # (op, [(launch op, launch)], call) of the segment being gathered
+        backend = None  # the run's
+        undo = []  # swaps made while binding (the plan binds each launch as it will run)
+        try:
+            for op in ops:
+                if isinstance(op, AssignOp) and run:  # (computed inside the segment)
+                    run.append((op, [], Assign(op.target, op.expr)))
+                    continue
+                bound = self._bind(op)
+                if bound is not None:
+                    launched, call, its = bound
+                    if run and its is not backend:
+                        self._close(run, backend)
+                    run.append((op, launched, call))
+                    backend = its
+                    continue
+                self._close(run, backend)
+                self.items.append(op.replay)
+                if isinstance(op, LoopOp):  # (its body may swap, insert rows: state found anew)
+                    self.repeatable = False
+                if isinstance(op, SwapOp):
+                    op.field.swap(op.other)  # (what the next launches bind)
+                    undo.append(op)
+            self._close(run, backend)
+        finally:
+            for op in reversed(undo):
+                op.field.swap(op.other)
+
+    def _bind(self, op):
+        """`op` as part of a segment: ([(launch op, launch) it runs], its backend's call
+        object, the backend), or None when it replays as it is."""
+        if isinstance(op, LaunchOp):
+            exe = execute.executable(op.kernel, op.relation, op.config)
+            if exe.analysed.inserts or exe.analysed.deletes or \
+                    any(f._followers for f in op.kernel._writes[id(exe)]):
+                self.repeatable = False  # (rows move; keys that follow a field it writes)
+                return None
+            call = exe.capture_call(op.relation, op.subset)
+            if call is None:
+                return None
+            colours = op.kernel._colours[id(exe)]
+            if colours is not None:  # (the launch space and keys are this plan's)
+                colours.check(op.relation, op.subset)
+            return [(op, exe)], call, op.config.backend
+        if isinstance(op, LoopOp) and op.ops is not None:  # a body of launches and assigns
+            launched, calls, backend = [], [], None
+            for inner in op.ops:
+                if isinstance(inner, AssignOp):
+                    calls.append(Assign(inner.target, inner.expr))
+                    continue
+                bound = self._bind(inner)
+                if bound is None or backend not in (None, bound[2]):
+                    return None
+                launched += bound[0]
+                calls.append(bound[1])
+                backend = bound[2]
+            if backend is None:
+                return None
+            loop = op.loop
+            return launched, Loop(loop.condition, tuple(calls), loop.max_iterations,
+                                  loop.count), backend
+        return None
+
+    def _close(self, run, backend) -> None:
+        """Compile the operations gathered in `run` as one segment (or replay them)."""
+        tail = []  # assignments after the last launch: after the segment
+        while run and isinstance(run[-1][0], AssignOp):
+            tail.insert(0, run.pop())
+        segment = None
+        if run:
+            replays = tuple(op.replay for op, _, _ in run)
+
+            def fallback():
+                for replay in replays:
+                    replay()
+            segment = backend.compile_segment([c for _, _, c in run], fallback)
+        if segment is None:
+            self.items += [op.replay for op, _, _ in run]
+        else:
+            launched = [pair for _, pairs, _ in run for pair in pairs]
+            watches = tuple(w for op, exe in launched
+                            if (w := op.kernel._watches[id(exe)]) is not None)
+            writes = tuple({id(f): f for op, exe in launched
+                            for f in op.kernel._writes[id(exe)]}.values())
+            self.items.append(segment_item(segment, watches, writes))
+            self.segments.append(segment)
+            if self.eager:
+                segment.compile()
+        run.clear()
+        self.items += [op.replay for op, _, _ in tail]
+
+    def run(self) -> None:
+        for item in self.items:
+            item()
+
+
+def segment_item(segment, watches, writes):
+    """A compiled segment with what `execute.run` does around each launch: the captured
+    constants checked before, the written fields told after."""
+    def item():
+        for w in watches:
+            w.check()
+        segment()
+        for f in writes:
+            f._values_changed()
+    return item
