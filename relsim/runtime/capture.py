@@ -97,6 +97,8 @@ class Step:
         for plan in self.plans.values():
             for segment in plan.segments:
                 segment.compile()
+            if plan.rest is not None:
+                plan.rest.compile()
         return self
 
     def __repr__(self) -> str:
@@ -117,13 +119,21 @@ class Step:
     def _plan(self, state) -> Plan:
         if len(self.plans) >= PLANS_KEPT:
             self.plans.pop(next(iter(self.plans)))
-        plan = self.plans[state] = Plan(self.ops, self.eager)
+        plan = self.plans[state] = Plan(self.ops, self.eager, self._rest)
         return plan
 
     # -- recording ------------------------------------------------------------------------
     def _finish(self) -> None:
         self.recording = False
         self._collect()
+
+    def _rest(self, ops) -> Step:
+        """The step of `ops` (what follows an operation that moves rows or may swap arrays):
+        planned when it runs, for the arrays its fields hold then."""
+        rest = Step()
+        rest.ops, rest.eager = list(ops), self.eager
+        rest._finish()
+        return rest
 
     def record_body(self, op) -> None:
         """Run the body of `op` (a LoopOp whose body did not run while recording) and record

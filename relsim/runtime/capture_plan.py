@@ -10,19 +10,28 @@ from .capture_ops import AssignOp, LaunchOp, LoopOp, SwapOp
 
 class Plan:
     """The operations of one step bound for one state of its fields' arrays: compiled
-    segments (one call each) and the operations replayed as they are."""
+    segments (one call each) and the operations replayed as they are; after an operation that
+    moves rows or may swap arrays (a launch inserting rows, a loop replayed in Python), the
+    rest as a step of its own (`rest(ops)`), planned for the arrays it finds."""
 
-    def __init__(self, ops, eager=False):
+    def __init__(self, ops, eager, rest):
         self.items, self.segments, self.eager = [], [], eager
         # the plan for the state a run ends in (found after the first run), when that state
         # depends on this plan's state alone: no rows inserted or deleted, no keys recomputed
         self.next = None
         self.repeatable = True
+        self.moves = False  # an operation bound so far changes arrays unforeseeably
+        self.rest = None  # the step of the operations after it (`rest(ops)`)
         run = []  # (op, [(launch op, launch)], call) of the segment being gathered
         backend = None  # the run's
         undo = []  # swaps made while binding (the plan binds each launch as it will run)
         try:
-            for op in ops:
+            for i, op in enumerate(ops):
+                if self.moves:  # (rows inserted, a loop that may swap): the operations after
+                    # it are a step of their own, planned when it runs, for the arrays then
+                    self.rest = rest(ops[i:])
+                    self.items.append(self.rest)
+                    break
                 if isinstance(op, AssignOp) and run:  # (computed inside the segment)
                     run.append((op, [], Assign(op.target, op.expr)))
                     continue
@@ -38,6 +47,7 @@ class Plan:
                 self.items.append(op.replay)
                 if isinstance(op, LoopOp):  # (its body may swap, insert rows: state found anew)
                     self.repeatable = False
+                    self.moves = True
                 if isinstance(op, SwapOp):
                     op.field.swap(op.other)  # (what the next launches bind)
                     undo.append(op)
@@ -54,6 +64,7 @@ class Plan:
             if exe.analysed.inserts or exe.analysed.deletes or \
                     any(f._followers for f in op.kernel._writes[id(exe)]):
                 self.repeatable = False  # (rows move; keys that follow a field it writes)
+                self.moves = True
                 return None
             call = exe.capture_call(op.relation, op.subset)
             if call is None:

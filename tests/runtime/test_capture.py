@@ -468,3 +468,52 @@ def test_an_undecided_sum_inside_a_compiled_loop_resumes_inside_it():
     program(V)
     assert got == (alpha.value, rr.value, iterations.value, V.Tn.numpy().tolist())
     assert got[2] == 5.0 and got[0] == 5 * (2.0 ** 53 * 2.0 ** -60)
+
+
+def _splitting(cfg):
+    """A 4-row elastic relation and a program whose first launch inserts rows."""
+    P = rs.Relation("P", 4, elastic=True)
+    P.new_field("x", rs.f64).load([1.0, 2.0, 3.0, 4.0])
+
+    @rs.kernel
+    def split_big(p):
+        if p.x > 2.5:
+            rs.insert(P, x=p.x * 0.5)
+            p.x = p.x * 0.5
+
+    @rs.kernel
+    def nudge(p):
+        p.x = p.x + 0.75
+
+    @rs.kernel
+    def add_x(p):
+        total += p.x
+
+    def program():
+        P.foreach(split_big, cfg)
+        P.foreach(nudge, cfg)
+        P.foreach(nudge, cfg)
+        rs.assign(total, 0.0)
+        P.foreach(add_x, cfg)
+    return P, program
+
+
+def test_launches_after_rows_were_inserted_run_on_the_new_arrays():
+    """A launch that inserts rows reallocates the relation's arrays: the launches after it in
+    the same replay must run on those, not on arrays bound before it."""
+    cfg = rs.Config(target="cpu", segments="now")
+    runs = []
+    for captured in (True, False):
+        P, program = _splitting(cfg)
+        if captured:
+            with rs.capture() as step:
+                program()
+        else:
+            step = program
+            step()
+        out = [(P.size, total.value)]
+        for _ in range(3):
+            step()
+            out.append((P.size, total.value))
+        runs.append((out, P.x.numpy().tolist()))
+    assert runs[0] == runs[1] and runs[0][0][-1][0] > 8

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...relations import elastic
+
 
 def apply(relation, deleted, inserted: dict) -> None:
-    """`deleted`: a row mask of `relation` or None; `inserted`: {relation: (count, columns)}."""
+    """`deleted`: a row mask of `relation` or None; `inserted`: {relation: (count, columns)}.
+    (A launch's own changes: not `Relation.insert` / `delete`, which a recorder refuses from the
+    host, while a captured step repeats a kernel's.)"""
     if deleted is not None and deleted.any():
-        relation.delete(deleted)
+        elastic.delete_rows(relation, deleted)
     for rel, (count, cols) in inserted.items():
         if count:
-            rel.insert(count, **cols)
+            elastic.append_rows(rel, count, cols)
 
 
 def apply_flagged(relation, deleted, inserts, rows, sink) -> None:
