@@ -18,13 +18,11 @@ OPS = ("+", "-", "*", "/", "neg", "abs")
 GLOBAL = None  # the Global class (set by globals.py, which imports this module)
 
 
-class Expr:
-    """A float64 value computed from scalar float64 Globals and numbers (`op` of `args`)."""
+class Operand:
+    """Arithmetic and comparisons that build expressions: shared by `Expr` and scalar f64
+    Globals (`relations.globals.Global`). Ordering only: == and hashing stay identity's."""
 
-    __slots__ = ("op", "args")
-
-    def __init__(self, op: str, args: tuple):
-        self.op, self.args = op, args
+    __slots__ = ()
 
     def __add__(self, other):
         return _binary("+", self, other)
@@ -51,10 +49,10 @@ class Expr:
         return _binary("/", other, self)
 
     def __neg__(self):
-        return Expr("neg", (self,))
+        return Expr("neg", (operand(self),))
 
     def __abs__(self):
-        return Expr("abs", (self,))
+        return Expr("abs", (operand(self),))
 
     def __lt__(self, other):
         return Condition("<", self, other)
@@ -67,6 +65,15 @@ class Expr:
 
     def __ge__(self, other):
         return Condition(">=", self, other)
+
+
+class Expr(Operand):
+    """A float64 value computed from scalar float64 Globals and numbers (`op` of `args`)."""
+
+    __slots__ = ("op", "args")
+
+    def __init__(self, op: str, args: tuple):
+        self.op, self.args = op, args
 
     def __bool__(self):
         raise DataError("a Global expression has no truth value: read `.value` after the "

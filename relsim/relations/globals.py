@@ -18,7 +18,7 @@ from . import launch as _launch
 SUMS = ("exact", "ordered")
 
 
-class Global:
+class Global(global_expr.Operand):
     """A scalar / vector / matrix value. Kernels read it, or reduce into it (+ * min max and
     or, arg-min/arg-max). After an arg reduction, ``g.row`` is the row that attained it.
 
@@ -30,6 +30,8 @@ class Global:
     code's history bit for bit. Both give the same bits on every target, thread count and rank
     count; "ordered" folds the contributions serially after the loop (slower)."""
 
+    # (arithmetic and comparisons of scalar f64 Globals build expressions for rs.assign and
+    # rs.while_loop: `global_expr.Operand`)
     SUMS = SUMS
     no_gradient = None  # why the last tape.backward could not give this Global's gradient
 
@@ -87,50 +89,6 @@ class Global:
         self._row_data[0] = -1
         if self.residency is not None:
             self.residency.after_host_write(self)
-
-    # arithmetic of scalar f64 Globals builds an expression for `rs.assign` (global_expr.py)
-    def __add__(self, other):
-        return global_expr._binary("+", self, other)
-
-    def __radd__(self, other):
-        return global_expr._binary("+", other, self)
-
-    def __sub__(self, other):
-        return global_expr._binary("-", self, other)
-
-    def __rsub__(self, other):
-        return global_expr._binary("-", other, self)
-
-    def __mul__(self, other):
-        return global_expr._binary("*", self, other)
-
-    def __rmul__(self, other):
-        return global_expr._binary("*", other, self)
-
-    def __truediv__(self, other):
-        return global_expr._binary("/", self, other)
-
-    def __rtruediv__(self, other):
-        return global_expr._binary("/", other, self)
-
-    # (ordering only: == and hash stay identity's, as containers of Globals need)
-    def __lt__(self, other):
-        return global_expr.Condition("<", self, other)
-
-    def __le__(self, other):
-        return global_expr.Condition("<=", self, other)
-
-    def __gt__(self, other):
-        return global_expr.Condition(">", self, other)
-
-    def __ge__(self, other):
-        return global_expr.Condition(">=", self, other)
-
-    def __neg__(self):
-        return global_expr.Expr("neg", (global_expr.operand(self),))
-
-    def __abs__(self):
-        return global_expr.Expr("abs", (global_expr.operand(self),))
 
     @property
     def grad(self):
