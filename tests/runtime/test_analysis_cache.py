@@ -190,3 +190,27 @@ def test_launches_from_the_cache_give_the_same_bits(tmp_path):
         out.append((V.T.numpy(copy=True).tobytes(), float(total.value)))
     assert out[0] == out[1]
     assert len(list((tmp_path / "analysed").iterdir())) == 2
+
+
+def _summing(glob):
+    @rs.kernel
+    def sums(v):
+        glob += v.T * v.T  # noqa: F821 (a captured Global)
+    return sums
+
+
+def test_a_global_summed_in_order_and_one_summed_exactly_are_lowered_apart(tmp_path):
+    """The same kernel text over a Global with sum="ordered" (no lanes: a serial fold) and
+    one with the default exact sum (lanes in the loop): each its own lowering, whichever
+    came first (the ordered one's lowering had been taken for the exact one: slower)."""
+    from relsim.runtime import execute
+    cfg = rs.Config(target="cpu", cache_dir=str(tmp_path))
+    V, _ = heat_graph.chain(8, T=np.linspace(0.0, 1.0, 8))
+    exes = []
+    for mode in ("ordered", "exact"):
+        g = rs.Global(rs.f64, 0.0, sum=mode)
+        k = _summing(g)
+        V.foreach(k, cfg)
+        exes.append(execute.executable(k, V, cfg))
+    assert exes[0].lane_offsets == {} and exes[1].lane_offsets == {0: 0}
+    assert exes[0].path != exes[1].path

@@ -134,8 +134,8 @@ class Walk:
         elif isinstance(v, Field):
             self.out.append(("Field", v.name, repr(v.type), v.is_key))
             self.value(v.relation)
-        elif isinstance(v, Global):
-            self.out.append(("Global", repr(v.type)))
+        elif isinstance(v, Global):  # (how it sums: an exact sum's lowering has lanes)
+            self.out.append(("Global", repr(v.type), v.sum))
         else:
             self.out.append(("Grouping", v.name))
             self.value(v.key_field)
