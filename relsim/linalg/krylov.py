@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import weakref
 
+import numpy as np
+
 import relsim as rs
 
 from . import adjoint as _adjoint
@@ -52,6 +54,11 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
     bits. A non-positive or non-finite curvature p.Ap (an operator that is not positive
     definite), a NaN or infinite residual, or a residual that stops changing raises a
     `SolverError`.
+
+    The loop runs as one captured step (`rs.capture`, `rs.while_loop`: on the cpu one compiled
+    call), its checks and residual history made after it from each iteration's r.r; with a
+    `callback`, each iteration is one replay; with `timers`, launch by launch. The same bits
+    every way; where a check fails, x holds what the loop computed until it stopped.
 
     On an `rs.Tape` a solve with a `SparseMatrix` is one step, differentiated implicitly with
     respect to b and A's entries (one more solve, with A^T: `linalg/adjoint.py`)."""
@@ -101,6 +108,8 @@ def _cg_captured(A, ws, config, info, rz, maxiter, callback, preconditioned) -> 
     iteration fails a check (a curvature or r.z not positive) it has already updated x."""
     g = ws.globals
     rz_sum = g["rz"] if preconditioned else g["rr"]
+    if callback is None:
+        return _cg_solve(A, ws, config, info, rz, maxiter, rz_sum)
     step = _cg_step(A, ws, config, rz_sum)
     rs.assign(g["rz_old"], rz)
     stuck = 0
@@ -117,16 +126,48 @@ def _cg_captured(A, ws, config, info, rz, maxiter, callback, preconditioned) -> 
     return info
 
 
-def _cg_step(A, ws, config, rz_sum):
+def _cg_solve(A, ws, config, info, rz, maxiter, rz_sum) -> SolveInfo:
+    """cg's whole loop as one replay of a captured step (`_cg_step` inside `rs.while_loop`:
+    on the cpu one compiled call), while the residual norm is above the tolerance, the
+    curvature and r.z positive, and below `maxiter` iterations, each iteration's r.r recorded;
+    then the checks and history on the host, iteration by iteration, as the loop of `cg` makes
+    them. The same iterates, bit for bit; where an iteration fails a check, x holds that
+    iteration's update (a stagnation is found after the loop: x holds the last iteration's)."""
+    g = ws.globals
+    step, history = _cg_step(A, ws, config, rz_sum, maxiter)
+    rs.assign(g["rz_old"], rz)
+    rs.assign(g["pq"], 1.0)  # (the loop's test of the last curvature and r.z: none yet)
+    rs.assign(g["rz_now"], 1.0)
+    rs.assign(g["norm"], info.residuals[-1])
+    rs.assign(g["tol"], info.tolerance)
+    step()
+    n = int(g["count"].value)
+    stuck = 0
+    for it in range(1, n + 1):
+        if it == n:
+            _positive_curvature(g["pq"].value, it)
+        _record(info, "cg", float(history[it - 1]), it, None)
+        stuck = _stalled(info, stuck, it)
+        if info.converged:
+            break
+        if it == n:
+            _positive_rz(rz_sum.value, it)
+    return info
+
+
+def _cg_step(A, ws, config, rz_sum, maxiter=None):
     """One cg iteration as a captured step, made once per workspace and configuration: A p,
-    p.Ap, alpha, x and r with their sums, beta, p (the loop of `cg`, without its checks)."""
+    p.Ap, alpha, x and r with their sums, beta, p (the loop of `cg`, without its checks); with
+    `maxiter`, the whole loop (`_cg_solve`) and the array its r.r are recorded in."""
     cfg = config if config is not None else rs.config.current()
-    kept = ws.steps.get(id(cfg))
+    key = (id(cfg), maxiter)
+    kept = ws.steps.get(key)
     if kept is not None:
-        return kept[1]
+        return kept[1] if maxiter is None else kept[1:]
     g, k = ws.globals, ws.kernels
-    if "rz_old" not in g:
-        g["rz_old"] = rs.Global(rs.f64, 0.0, name="cg_rz_old")
+    for name in ("rz_old", "rz_now", "norm", "tol", "count"):
+        if name not in g:
+            g[name] = rs.Global(rs.f64, 0.0, name=f"cg_{name}")
     rzo = g["rz_old"]
 
     def iteration():
@@ -141,9 +182,25 @@ def _cg_step(A, ws, config, rz_sum):
         rs.assign(rzo, rz_sum)
         A.relation.foreach(k["direction"], config)
 
-    step = rs.capture(iteration)
-    ws.steps[id(cfg)] = (cfg, step)
-    return step
+    if maxiter is None:
+        step = rs.capture(iteration)
+        ws.steps[key] = (cfg, step)
+        return step
+    history = np.empty(maxiter)
+
+    def checked():  # (what the loop tests: the norm, the last curvature and r.z)
+        iteration()
+        rs.assign(g["norm"], g["rr"].sqrt())
+        rs.assign(g["rz_now"], rz_sum)
+
+    # (the checks of `cg`: not above the tolerance, or an infinite or NaN norm, curvature
+    # or r.z, ends the loop; NaN fails every comparison)
+    go = (g["norm"] > g["tol"]) & (g["norm"] < math.inf) & (g["pq"] > 0.0) & \
+        (g["pq"] < math.inf) & (g["rz_now"] > 0.0) & (g["rz_now"] < math.inf)
+    step = rs.capture(lambda: rs.while_loop(go, checked, maxiter, count=g["count"],
+                                            record=(g["rr"], history)))
+    ws.steps[key] = (cfg, step, history)
+    return step, history
 
 
 def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,

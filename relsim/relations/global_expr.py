@@ -3,18 +3,22 @@
 ``rs.assign(alpha, rz / pq)`` sets ``alpha`` to ``rz.value / pq.value`` now, like
 ``alpha.value = rz.value / pq.value``; inside an `rs.capture` block it is also recorded, and
 each replay computes it again from the Globals' values then (compiled into the step on the
-cpu). ``rz / pq`` is an `Expr`: `+ - * /`, unary minus and `abs` of scalar float64 Globals and
-Python numbers. Evaluated on the host in Python floats, in compiled code in float64: the same
-IEEE operations, the same bits.
+cpu). ``rz / pq`` is an `Expr`: `+ - * /`, unary minus, `abs` and ``.sqrt()`` of scalar float64
+Globals and Python numbers; ``rr > tol`` a `Condition` (`< <= > >=`; `&` joins them: `AllOf`),
+what `rs.while_loop` tests. Evaluated on the host in Python floats, in compiled code in float64:
+the same IEEE operations, the same bits.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..errors import DataError
 from . import launch as _launch
 
-OPS = ("+", "-", "*", "/", "neg", "abs")
+OPS = ("+", "-", "*", "/", "neg", "abs", "sqrt")
+UNARY = ("neg", "abs", "sqrt")
 GLOBAL = None  # the Global class (set by globals.py, which imports this module)
 
 
@@ -54,6 +58,10 @@ class Operand:
     def __abs__(self):
         return Expr("abs", (operand(self),))
 
+    def sqrt(self):
+        """The correctly rounded square root (NaN below zero, as compiled code gives it)."""
+        return Expr("sqrt", (operand(self),))
+
     def __lt__(self, other):
         return Condition("<", self, other)
 
@@ -68,7 +76,8 @@ class Operand:
 
 
 class Expr(Operand):
-    """A float64 value computed from scalar float64 Globals and numbers (`op` of `args`)."""
+    """A float64 value computed from scalar float64 Globals and numbers (`op` of `args`: +, -,
+    *, / of two; neg, abs, sqrt of one)."""
 
     __slots__ = ("op", "args")
 
@@ -80,8 +89,8 @@ class Expr(Operand):
                         "step, or give it to rs.assign")
 
     def __repr__(self) -> str:
-        if self.op in ("neg", "abs"):
-            return f"{'-' if self.op == 'neg' else 'abs'}({_show(self.args[0])})"
+        if self.op in UNARY:
+            return f"{'-' if self.op == 'neg' else self.op}({_show(self.args[0])})"
         return f"({_show(self.args[0])} {self.op} {_show(self.args[1])})"
 
 
@@ -100,12 +109,48 @@ class Condition:
         return a < b if self.op == "<" else a <= b if self.op == "<=" else \
             a > b if self.op == ">" else a >= b
 
+    @property
+    def parts(self) -> tuple:
+        """The comparisons that must all hold (one here: `AllOf` has several)."""
+        return (self,)
+
+    def __and__(self, other):
+        return AllOf(self.parts + _condition(other).parts)
+
     def __bool__(self):
         raise DataError("a Global condition has no truth value on the host: give it to "
                         "rs.while_loop, or compare `.value`s")
 
     def __repr__(self) -> str:
         return f"{_show(self.left)} {self.op} {_show(self.right)}"
+
+
+class AllOf:
+    """Comparisons that must all hold (`c1 & c2`), tested in order."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: tuple):
+        self.parts = parts
+
+    def holds(self) -> bool:
+        return all(c.holds() for c in self.parts)
+
+    def __and__(self, other):
+        return AllOf(self.parts + _condition(other).parts)
+
+    def __bool__(self):
+        raise DataError("a Global condition has no truth value on the host: give it to "
+                        "rs.while_loop, or compare `.value`s")
+
+    def __repr__(self) -> str:
+        return " & ".join(f"({c!r})" for c in self.parts)
+
+
+def _condition(c):
+    if not isinstance(c, (Condition, AllOf)):
+        raise DataError(f"`&` joins comparisons of Globals (rr > tol), got {c!r}")
+    return c
 
 
 def operand(x, what: str = "rs.assign"):
@@ -142,6 +187,8 @@ def evaluate(x) -> float:
         return -a
     if x.op == "abs":
         return abs(a)
+    if x.op == "sqrt":
+        return math.sqrt(a) if not a < 0.0 else math.nan
     b = evaluate(x.args[1])
     if x.op == "+":
         return a + b

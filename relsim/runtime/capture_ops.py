@@ -80,6 +80,7 @@ class LoopOp:
             else:
                 for op in self.ops:
                     op.replay()
+            loop.recorded(it)
             it += 1
         loop.set_count(it)
 

@@ -89,7 +89,7 @@ class Plan:
                 return None
             loop = op.loop
             return launched, Loop(loop.condition, tuple(calls), loop.max_iterations,
-                                  loop.count), backend
+                                  loop.count, loop.record), backend
         return None
 
     def _close(self, run, backend) -> None:

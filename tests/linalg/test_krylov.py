@@ -110,29 +110,31 @@ def test_the_same_iterates_on_every_target(solver, w, kw):
 
 @pytest.mark.parametrize("M,dots", [(False, "exact"), (True, "exact"), (False, "ordered")])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_cg_iterations_captured_give_the_launch_by_launch_iterates(M, dots, threads):
-    """cg replays each iteration as a captured step (rs.capture: on the cpu one compiled call
-    with its sums and scalars), unless timers are asked for: the same histories and x."""
+def test_cg_captured_gives_the_launch_by_launch_iterates(M, dots, threads):
+    """cg runs its whole loop as one captured step (rs.while_loop inside rs.capture: on the cpu
+    one compiled call), or each iteration as one with a callback; launch by launch when timers
+    are asked for: the same histories and x in all three."""
     cfg = rs.Config(target="cpu", parallel_threshold=1, threads=threads)
     V, E = systems.graph(60, 150)
     A = systems.operator(V, E, c=0.5)
     if M:
         V.diag.load(systems.matrix(V, E, c=0.5).diagonal())
-    out = []
-    for timers in ({}, None, None):  # launch by launch; recorded; replayed compiled
+    out, seen = [], []
+    for kw in ({"timers": {}}, {}, {}, {"callback": lambda it, norm: seen.append(norm)}):
         _rhs(V)
         V.x.fill(0.0)
-        info = linalg.cg(A, V.b, V.x, rtol=1e-12, dots=dots, timers=timers, config=cfg,
-                         **({"M": V.diag} if M else {}))
+        info = linalg.cg(A, V.b, V.x, rtol=1e-12, dots=dots, config=cfg,
+                         **({"M": V.diag} if M else {}), **kw)
         out.append((info.iterations, [x.hex() for x in info.residuals], V.x.numpy().tobytes()))
-        for _, step in _workspace_of(V).steps.values():
+        for _, step, *_ in _workspace_of(V).steps.values():
             step.step.compile()  # (else compiled in the background meanwhile)
-    assert out[0][0] > 10 and out[0] == out[1] == out[2]
-    steps = [s.step for _, s in _workspace_of(V).steps.values()]
-    assert len(steps) == 1 and steps[0].replays >= 2 * (out[0][0] - 1)
-    # the whole iteration one compiled call (exact sums rounded from their lanes, ordered ones
+    assert out[0][0] > 10 and out[0] == out[1] == out[2] == out[3]
+    assert seen == info.residuals[1:]
+    whole = [s.step for key, (_, s, *_) in _workspace_of(V).steps.items() if key[1] is not None]
+    assert len(whole) == 1 and whole[0].replays == 1
+    # the whole loop one compiled call (exact sums rounded from their lanes, ordered ones
     # folded by their compiled slot fold)
-    names = [item.__name__ for item in next(iter(steps[0].plans.values())).items]
+    names = [item.__name__ for item in next(iter(whole[0].plans.values())).items]
     assert names == ["item"], names
 
 
@@ -204,9 +206,15 @@ def test_an_indefinite_operator_is_a_solver_error_naming_the_iteration():
     V, E = systems.graph()
     _rhs(V)
     A = systems.operator(V, E, c=-8.0)  # negative definite: the first curvature is negative
-    with pytest.raises(linalg.SolverError, match=r"cg: the curvature p\.Ap = -[0-9.e+]+ at "
-                                                 r"iteration 1 is not positive"):
-        linalg.cg(A, V.b, V.x, config=rs.Config(target="cpu"))
+    messages = []
+    for kw in ({}, {"timers": {}}, {"callback": lambda it, norm: None}):  # (whole loop captured,
+        # launch by launch, each iteration captured: the same error)
+        V.x.fill(0.0)
+        with pytest.raises(linalg.SolverError, match=r"cg: the curvature p\.Ap = -[0-9.e+]+ "
+                                                     r"at iteration 1 is not positive") as e:
+            linalg.cg(A, V.b, V.x, config=rs.Config(target="cpu"), **kw)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] == messages[2]
     assert isinstance(linalg.SolverError("x"), ArithmeticError)
 
 

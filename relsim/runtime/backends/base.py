@@ -166,14 +166,15 @@ class Assign:
 
 class Loop:
     """In a captured step: `calls` (capture calls, `Assign`s, `Loop`s) run while `condition`
-    (a `relations.global_expr.Condition`, or None) holds, at most `max_iterations` times; the
-    count of iterations stored in the Global `count` (or None)."""
+    (a `relations.global_expr.Condition` or `AllOf`, or None) holds, at most `max_iterations`
+    times; the count of iterations stored in the Global `count` (or None), and after each
+    iteration i, with `record` = (Global, array), the Global's value in array[i]."""
 
-    __slots__ = ("condition", "calls", "max_iterations", "count")
+    __slots__ = ("condition", "calls", "max_iterations", "count", "record")
 
-    def __init__(self, condition, calls, max_iterations, count):
+    def __init__(self, condition, calls, max_iterations, count, record=None):
         self.condition, self.calls = condition, calls
-        self.max_iterations, self.count = max_iterations, count
+        self.max_iterations, self.count, self.record = max_iterations, count, record
 
 
 def variant_note(options, debug: bool) -> str:

@@ -139,7 +139,7 @@ def _source(callees, params, body) -> str:
         "captured_segment", ast.arguments([], [ast.arg(p) for p in ["_start", *params]], None,
                                           [], [], None, []), body, [], None, type_params=[])
     module = ast.fix_missing_locations(ast.Module([table, fn_def], []))
-    return "# relsim captured segment (rs.capture): launches called in order\n" + \
+    return "# relsim captured segment (rs.capture): launches called in order\nimport math\n" + \
         ast.unparse(module) + "\n"
 
 
@@ -161,8 +161,9 @@ class _Runner:
         self.fields = tuple({id(f): f for c in launches for f in c.fields}.values())
         read = [g for c in flat for g in (
             c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))] + \
-            [g for c in loops if c.condition is not None
-             for g in globals_of(c.condition.left) + globals_of(c.condition.right)]
+            [g for c in loops if c.condition is not None for p in c.condition.parts
+             for g in globals_of(p.left) + globals_of(p.right)] + \
+            [c.record[0] for c in loops if c.record is not None]
         written = [g for c in flat for g in (
             [c.target] if isinstance(c, Assign) else
             [s[0] for s in c.lanes.sums] + list(c.folded) if c.lanes else c.folded)] + \

@@ -71,6 +71,9 @@ class SegmentCode:
             return ast.UnaryOp(ast.USub(), self.value(x.args[0]))
         if x.op == "abs":
             return ast.Call(_name("abs"), [self.value(x.args[0])], [])
+        if x.op == "sqrt":  # (llvm's sqrt: correctly rounded, NaN below zero)
+            return ast.Call(ast.Attribute(_name("math"), "sqrt", ast.Load()),
+                            [self.value(x.args[0])], [])
         return ast.BinOp(self.value(x.args[0]), _BINOPS[x.op](), self.value(x.args[1]))
 
     def statements(self, calls) -> list:
@@ -122,9 +125,9 @@ class SegmentCode:
         def test() -> ast.Assign:  # go = count < max and condition
             more = ast.Compare(it, [ast.Lt()], [ast.Constant(c.max_iterations)])
             if c.condition is not None:
-                cond = c.condition
-                more = ast.BoolOp(ast.And(), [more, ast.Compare(
-                    self.value(cond.left), [_COMPARE[cond.op]()], [self.value(cond.right)])])
+                more = ast.BoolOp(ast.And(), [more] + [ast.Compare(
+                    self.value(p.left), [_COMPARE[p.op]()], [self.value(p.right)])
+                    for p in c.condition.parts])
             return ast.Assign([_name(go, True)], more)
 
         fresh = [ast.Assign([_first(count, True)], ast.Constant(0)), test()]
@@ -137,6 +140,10 @@ class SegmentCode:
         self.positions.append(None)
         if trailing:
             body.append(ast.If(self.resumes(end), trailing, []))
+        if c.record is not None:  # values[count] = g
+            g, values = c.record
+            body.append(ast.Assign([ast.Subscript(self.param(values), it, ast.Store())],
+                                   _first(self.param(g._data))))
         body += [ast.Assign([_name("_start", True)], ast.Constant(0)),
                  ast.AugAssign(_first(count, True), ast.Add(), ast.Constant(1)), test()]
         # a fresh start (a resume inside the body is at a later position than its first)
