@@ -415,7 +415,16 @@ def test_while_loop_arguments_are_checked():
         rs.while_loop(None, lambda: None, 2, count=rs.Global(rs.f32, 0.0))
     with pytest.raises(rs.DataError, match="no truth value"):
         bool(rr > 1.0)
+    with pytest.raises(rs.DataError, match="at least max_iterations = 4"):
+        rs.while_loop(None, lambda: None, 4, record=(rr, np.zeros(3)))
+    with pytest.raises(rs.DataError, match="`&` joins comparisons"):
+        (rr > 1.0) & True
     assert rs.while_loop(None, lambda: None, 4) == 4
+    values = np.zeros(5)
+    rs.assign(rr, 2.0)
+    n = rs.while_loop((rr > 1.0) & (rr < 100.0), lambda: rs.assign(rr, (rr * rr).sqrt() * 3.0),
+                      5, record=(rr, values))
+    assert n == 4 and values[:4].tolist() == [6.0, 18.0, 54.0, 162.0]  # (162: the last test)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
