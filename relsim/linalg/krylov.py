@@ -78,7 +78,20 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
     stuck = 0
     clock = _Clock(timers)
     if timers is None:  # (parts timed apart: launch by launch)
-        return _cg_captured(A, ws, config, info, rz, maxiter, callback, M is not None)
+        # each iteration one captured step (recorded at the first solve); once it is compiled
+        # (until then, and on a target that compiles none: launch by launch), each iteration
+        # one compiled call, and the whole loop one step (recorded at the next solve), one
+        # call once that is compiled too
+        rz_sum = g["rz"] if M is not None else g["rr"]
+        each = _cg_step(A, ws, config, rz_sum)
+        if each.step is None:
+            return _cg_captured(A, ws, info, rz, maxiter, callback, rz_sum, each)
+        if each.step.compiled():
+            if callback is None:
+                whole, history = _cg_step(A, ws, config, rz_sum, maxiter)
+                if whole.step is None or whole.step.compiled():
+                    return _cg_solve(A, ws, config, info, rz, maxiter, rz_sum, whole, history)
+            return _cg_captured(A, ws, info, rz, maxiter, callback, rz_sum, each)
     while not info.converged and info.iterations < maxiter:
         it = info.iterations + 1
         pq = _curvature(A, ws, config, it, clock)
@@ -100,17 +113,14 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
     return info
 
 
-def _cg_captured(A, ws, config, info, rz, maxiter, callback, preconditioned) -> SolveInfo:
-    """cg's iterations, each one replay of a captured step (`rs.capture`; `_cg_step`): the
+def _cg_captured(A, ws, info, rz, maxiter, callback, rz_sum, step) -> SolveInfo:
+    """cg's iterations, each one replay of the captured step `step` (`_cg_step`): the
     launches and the recurrence's scalars (alpha = rz / pq, beta = rz' / rz, as Python floats
     would give them) with no host work between them (on the cpu one compiled call), the checks
     and the history on the host after each. The same iterates, bit for bit; where an
-    iteration fails a check (a curvature or r.z not positive) it has already updated x."""
+    iteration fails a check (a curvature or r.z not positive) it has already updated x. (What
+    `cg` runs with a callback, and until the whole loop's step is compiled.)"""
     g = ws.globals
-    rz_sum = g["rz"] if preconditioned else g["rr"]
-    if callback is None:
-        return _cg_solve(A, ws, config, info, rz, maxiter, rz_sum)
-    step = _cg_step(A, ws, config, rz_sum)
     rs.assign(g["rz_old"], rz)
     stuck = 0
     while not info.converged and info.iterations < maxiter:
@@ -126,7 +136,7 @@ def _cg_captured(A, ws, config, info, rz, maxiter, callback, preconditioned) -> 
     return info
 
 
-def _cg_solve(A, ws, config, info, rz, maxiter, rz_sum) -> SolveInfo:
+def _cg_solve(A, ws, config, info, rz, maxiter, rz_sum, step, history) -> SolveInfo:
     """cg's whole loop as one replay of a captured step (`_cg_step` inside `rs.while_loop`:
     on the cpu one compiled call), while the residual norm is above the tolerance, the
     curvature and r.z positive, and below `maxiter` iterations, each iteration's r.r recorded;
@@ -134,7 +144,6 @@ def _cg_solve(A, ws, config, info, rz, maxiter, rz_sum) -> SolveInfo:
     them. The same iterates, bit for bit; where an iteration fails a check, x holds that
     iteration's update (a stagnation is found after the loop: x holds the last iteration's)."""
     g = ws.globals
-    step, history = _cg_step(A, ws, config, rz_sum, maxiter)
     rs.assign(g["rz_old"], rz)
     rs.assign(g["pq"], 1.0)  # (the loop's test of the last curvature and r.z: none yet)
     rs.assign(g["rz_now"], 1.0)

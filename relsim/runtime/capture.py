@@ -89,6 +89,21 @@ class Step:
         """How many compiled calls a plan replaces launches with (the most of any plan)."""
         return max((len(p.segments) for p in self.plans.values()), default=0)
 
+    def compiled(self) -> bool | None:
+        """For the arrays the fields hold now: None when no operation of the step becomes a
+        compiled segment on its backend (it replays launch by launch); else whether every
+        segment is compiled (starting the compilation of those that are not: in the
+        background, unless `Config(segments="now")`). Recorded steps only."""
+        if self.recording:
+            raise CaptureError("a step cannot be asked about inside its own rs.capture block")
+        state = self._state()
+        plan = self.plans.get(state) or self._plan(state)
+        done = [segment.poll() for segment in plan.segments]  # (each polled: each starts)
+        rest = None if plan.rest is None else plan.rest.compiled()
+        if not done and rest is None:
+            return None
+        return all(done) and rest is not False
+
     def compile(self) -> Step:
         """Compile the compiled segments of every plan now, and of later plans when they are
         made (by default they compile in the background while the first replays run their

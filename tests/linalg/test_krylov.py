@@ -111,16 +111,17 @@ def test_the_same_iterates_on_every_target(solver, w, kw):
 @pytest.mark.parametrize("M,dots", [(False, "exact"), (True, "exact"), (False, "ordered")])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_cg_captured_gives_the_launch_by_launch_iterates(M, dots, threads):
-    """cg runs its whole loop as one captured step (rs.while_loop inside rs.capture: on the cpu
-    one compiled call), or each iteration as one with a callback; launch by launch when timers
-    are asked for: the same histories and x in all three."""
+    """cg runs each iteration as a captured step (recorded at the first solve), then, that
+    compiled, its whole loop as one (rs.while_loop inside rs.capture: on the cpu one compiled
+    call; recorded at the next solve); each iteration with a callback; launch by launch when
+    timers are asked for: the same histories and x every way."""
     cfg = rs.Config(target="cpu", parallel_threshold=1, threads=threads)
     V, E = systems.graph(60, 150)
     A = systems.operator(V, E, c=0.5)
     if M:
         V.diag.load(systems.matrix(V, E, c=0.5).diagonal())
     out, seen = [], []
-    for kw in ({"timers": {}}, {}, {}, {"callback": lambda it, norm: seen.append(norm)}):
+    for kw in ({"timers": {}}, {}, {}, {}, {"callback": lambda it, norm: seen.append(norm)}):
         _rhs(V)
         V.x.fill(0.0)
         info = linalg.cg(A, V.b, V.x, rtol=1e-12, dots=dots, config=cfg,
@@ -128,7 +129,7 @@ def test_cg_captured_gives_the_launch_by_launch_iterates(M, dots, threads):
         out.append((info.iterations, [x.hex() for x in info.residuals], V.x.numpy().tobytes()))
         for _, step, *_ in _workspace_of(V).steps.values():
             step.step.compile()  # (else compiled in the background meanwhile)
-    assert out[0][0] > 10 and out[0] == out[1] == out[2] == out[3]
+    assert out[0][0] > 10 and out[0] == out[1] == out[2] == out[3] == out[4]
     assert seen == info.residuals[1:]
     whole = [s.step for key, (_, s, *_) in _workspace_of(V).steps.items() if key[1] is not None]
     assert len(whole) == 1 and whole[0].replays == 1

@@ -120,8 +120,9 @@ class Backend(ABC):
     def compile_segment(self, calls, fallback):
         """One callable (no arguments) running `calls` in order — `Launch.capture_call`
         results, `Assign`s and `Loop`s — with the launches' bits and errors, or `fallback()` (the
-        launches) until it is ready, and with a ``compile()`` method making it ready now; or
-        None to replay them one by one (default)."""
+        launches) until it is ready, with a ``compile()`` method making it ready now and a
+        ``poll()`` method telling whether it is (starting its compilation); or None to replay
+        them one by one (default)."""
         return None
 
     def check_options(self, config) -> None:  # noqa: B027 (optional: most targets own none)

@@ -180,6 +180,11 @@ class _Runner:
             self.fn.compile(self.signature)
         self.ready = True
 
+    def poll(self) -> bool:
+        """Whether the segment is compiled now (starting its compilation if it has not: in the
+        background, or here with `Config(segments="now")`)."""
+        return self.ready or not self._waiting()
+
     def _waiting(self) -> bool:
         """Still compiling in the background (started at the first call)?"""
         if not self.background:
@@ -188,7 +193,7 @@ class _Runner:
         if self.done is None:
             job = compile_jobs.CompileJob(
                 self.fn.py_func.__globals__["__file__"], "captured_segment",
-                tuple(sorted(FLAGS.items())), self.signature, 1)
+                tuple(sorted(dict(FLAGS, cache=True).items())), self.signature, 1)
             try:
                 self.done = compile_jobs.Progress(
                     compile_jobs.start([job], background=True)).test({0})
