@@ -76,13 +76,14 @@ class Step:
             state = self._state()
             plan = self.plans.get(state) or self._plan(state)
         plan.run()
+        if not plan.repeatable:  # (the state it ends in depends on more than its start)
+            self.ended = self.next = None
+            return
+        if plan.next is None:  # the state it ends in: found once per plan
+            state = self._state()
+            plan.next = self.plans.get(state) or self._plan(state)
         self.ended = tuple([r.storage_version for r in self.relations])
         self.next = plan.next
-        if self.next is None:  # (the state it ends in: found once per plan)
-            state = self._state()
-            self.next = self.plans.get(state) or self._plan(state)
-            if plan.repeatable:
-                plan.next = self.next
 
     @property
     def segments(self) -> int:
