@@ -23,6 +23,7 @@ launch between segments.
 from __future__ import annotations
 
 import ast
+import time
 
 import numba
 from numba.core.typing.typeof import Purpose, typeof
@@ -38,6 +39,7 @@ from .segment_code import SegmentCode
 
 FLAGS = dict(error_model="numpy", boundscheck=False)  # the segment's own (it only calls)
 MODES = ("background", "now", "off")  # `Config.segments`: when a segment compiles
+POLL_SECONDS = 0.002  # how often a replay waiting for its segment asks the worker
 
 
 class CompiledFold:
@@ -172,6 +174,7 @@ class _Runner:
         self.written = tuple({id(g): g for g in written}.values())
         self.signature = tuple(typeof(a, Purpose.argument) for a in (0, *args))
         self.done = None  # the background worker's test, while it compiles
+        self.next_poll = 0.0  # (perf_counter) when to read the worker's pipe again
         self.ready = compile_jobs.load_cached(fn, self.signature)
 
     def compile(self) -> None:
@@ -200,6 +203,10 @@ class _Runner:
             except OSError:  # no process to start: compiled here
                 self.compile()
                 return False
+        now = time.perf_counter()
+        if now < self.next_poll:  # (reading the worker's pipe costs a system call)
+            return True
+        self.next_poll = now + POLL_SECONDS
         if not self.done():
             return True
         self.compile()  # (loaded from the cache; compiled here if the worker failed)
