@@ -88,7 +88,7 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
             return _cg_captured(A, ws, info, rz, maxiter, callback, rz_sum, each)
         if each.step.compiled():
             if callback is None:
-                whole, history = _cg_step(A, ws, config, rz_sum, maxiter)
+                whole, history = _cg_loop(A, ws, config, rz_sum, maxiter)
                 if whole.step is None or whole.step.compiled():
                     return _cg_solve(A, ws, config, info, rz, maxiter, rz_sum, whole, history)
             return _cg_captured(A, ws, info, rz, maxiter, callback, rz_sum, each)
@@ -137,7 +137,8 @@ def _cg_captured(A, ws, info, rz, maxiter, callback, rz_sum, step) -> SolveInfo:
 
 
 def _cg_solve(A, ws, config, info, rz, maxiter, rz_sum, step, history) -> SolveInfo:
-    """cg's whole loop as one replay of a captured step (`_cg_step` inside `rs.while_loop`:
+    """cg's whole loop as one replay of a captured step (`_cg_loop`: the iteration inside
+    `rs.while_loop`:
     on the cpu one compiled call), while the residual norm is above the tolerance, the
     curvature and r.z positive, and below `maxiter` iterations, each iteration's r.r recorded;
     then the checks and history on the host, iteration by iteration, as the loop of `cg` makes
@@ -164,15 +165,47 @@ def _cg_solve(A, ws, config, info, rz, maxiter, rz_sum, step, history) -> SolveI
     return info
 
 
-def _cg_step(A, ws, config, rz_sum, maxiter=None):
+def _cg_step(A, ws, config, rz_sum):
     """One cg iteration as a captured step, made once per workspace and configuration: A p,
-    p.Ap, alpha, x and r with their sums, beta, p (the loop of `cg`, without its checks); with
-    `maxiter`, the whole loop (`_cg_solve`) and the array its r.r are recorded in."""
+    p.Ap, alpha, x and r with their sums, beta, p (the loop of `cg`, without its checks)."""
     cfg = config if config is not None else rs.config.current()
-    key = (id(cfg), maxiter)
-    kept = ws.steps.get(key)
+    kept = ws.steps.get((id(cfg), None))
+    if kept is None:
+        kept = ws.steps[id(cfg), None] = (cfg, rs.capture(_cg_iteration(A, ws, config,
+                                                                        rz_sum)))
+    return kept[1]
+
+
+def _cg_loop(A, ws, config, rz_sum, maxiter):
+    """cg's whole loop as a captured step (`_cg_solve`: the iteration in `rs.while_loop`) and
+    the array each iteration's r.r is recorded in, made once per workspace, configuration and
+    `maxiter`."""
+    cfg = config if config is not None else rs.config.current()
+    kept = ws.steps.get((id(cfg), maxiter))
     if kept is not None:
-        return kept[1] if maxiter is None else kept[1:]
+        return kept[1:]
+    g = ws.globals
+    iteration = _cg_iteration(A, ws, config, rz_sum)
+    history = np.empty(maxiter)
+
+    def checked():  # (what the loop tests: the norm, the last curvature and r.z)
+        iteration()
+        rs.assign(g["norm"], g["rr"].sqrt())
+        rs.assign(g["rz_now"], rz_sum)
+
+    # (the checks of `cg`: not above the tolerance, or an infinite or NaN norm, curvature
+    # or r.z, ends the loop; NaN fails every comparison)
+    go = (g["norm"] > g["tol"]) & (g["norm"] < math.inf) & (g["pq"] > 0.0) & \
+        (g["pq"] < math.inf) & (g["rz_now"] > 0.0) & (g["rz_now"] < math.inf)
+    step = rs.capture(lambda: rs.while_loop(go, checked, maxiter, count=g["count"],
+                                            record=(g["rr"], history)))
+    ws.steps[id(cfg), maxiter] = (cfg, step, history)
+    return step, history
+
+
+def _cg_iteration(A, ws, config, rz_sum):
+    """The function launching one cg iteration, its scalars by `rs.assign` (and the Globals
+    the captured loops use, made on first use)."""
     g, k = ws.globals, ws.kernels
     for name in ("rz_old", "rz_now", "norm", "tol", "count"):
         if name not in g:
@@ -190,26 +223,7 @@ def _cg_step(A, ws, config, rz_sum, maxiter=None):
         rs.assign(g["beta"], rz_sum / rzo)
         rs.assign(rzo, rz_sum)
         A.relation.foreach(k["direction"], config)
-
-    if maxiter is None:
-        step = rs.capture(iteration)
-        ws.steps[key] = (cfg, step)
-        return step
-    history = np.empty(maxiter)
-
-    def checked():  # (what the loop tests: the norm, the last curvature and r.z)
-        iteration()
-        rs.assign(g["norm"], g["rr"].sqrt())
-        rs.assign(g["rz_now"], rz_sum)
-
-    # (the checks of `cg`: not above the tolerance, or an infinite or NaN norm, curvature
-    # or r.z, ends the loop; NaN fails every comparison)
-    go = (g["norm"] > g["tol"]) & (g["norm"] < math.inf) & (g["pq"] > 0.0) & \
-        (g["pq"] < math.inf) & (g["rz_now"] > 0.0) & (g["rz_now"] < math.inf)
-    step = rs.capture(lambda: rs.while_loop(go, checked, maxiter, count=g["count"],
-                                            record=(g["rr"], history)))
-    ws.steps[key] = (cfg, step, history)
-    return step, history
+    return iteration
 
 
 def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,

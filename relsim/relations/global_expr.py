@@ -94,7 +94,20 @@ class Expr(Operand):
         return f"({_show(self.args[0])} {self.op} {_show(self.args[1])})"
 
 
-class Condition:
+class _Test:
+    """What `Condition` and `AllOf` share: `&` joins them; no truth value on the host."""
+
+    __slots__ = ()
+
+    def __and__(self, other):
+        return AllOf(self.parts + _condition(other).parts)
+
+    def __bool__(self):
+        raise DataError("a Global condition has no truth value on the host: give it to "
+                        "rs.while_loop, or compare `.value`s")
+
+
+class Condition(_Test):
     """`left op right` (op one of < <= > >=) of two operands: a loop's condition
     (`global_loop.while_loop`). False when either side is NaN, as in Python and compiled
     code."""
@@ -114,18 +127,11 @@ class Condition:
         """The comparisons that must all hold (one here: `AllOf` has several)."""
         return (self,)
 
-    def __and__(self, other):
-        return AllOf(self.parts + _condition(other).parts)
-
-    def __bool__(self):
-        raise DataError("a Global condition has no truth value on the host: give it to "
-                        "rs.while_loop, or compare `.value`s")
-
     def __repr__(self) -> str:
         return f"{_show(self.left)} {self.op} {_show(self.right)}"
 
 
-class AllOf:
+class AllOf(_Test):
     """Comparisons that must all hold (`c1 & c2`), tested in order."""
 
     __slots__ = ("parts",)
@@ -136,19 +142,12 @@ class AllOf:
     def holds(self) -> bool:
         return all(c.holds() for c in self.parts)
 
-    def __and__(self, other):
-        return AllOf(self.parts + _condition(other).parts)
-
-    def __bool__(self):
-        raise DataError("a Global condition has no truth value on the host: give it to "
-                        "rs.while_loop, or compare `.value`s")
-
     def __repr__(self) -> str:
         return " & ".join(f"({c!r})" for c in self.parts)
 
 
 def _condition(c):
-    if not isinstance(c, (Condition, AllOf)):
+    if not isinstance(c, _Test):
         raise DataError(f"`&` joins comparisons of Globals (rr > tol), got {c!r}")
     return c
 

@@ -302,9 +302,7 @@ class CpuExecutable(Launch):
         if self.tier_done is not None or self.partials is not None or \
                 self.options.segments == "off":
             return None
-        b = self.bindings.get(subset)
-        if b is None or b.epoch != epoch.value or b.size != relation.size:
-            b = self.refresh(relation, subset, b)
+        b = self.current(relation, subset)
         if b.device or b.prints is not None or b.debug is not None or \
                 (b.lanes is not None and b.lanes.chunks):
             return None
@@ -393,9 +391,7 @@ class CpuExecutable(Launch):
         runs after it (a scatter's shared slots, parked slots), each for its arguments' types
         and not compiled (or loaded) yet (binding now, as that launch would; the launch then
         reuses the binding)."""
-        b = self.bindings.get(subset)
-        if b is None or b.epoch != epoch.value or b.size != relation.size:
-            b = self.refresh(relation, subset, b)
+        b = self.current(relation, subset)
         calls = [(b.fn, b.call_args)] + [(fn, args) for fn, args in b.post
                                          if hasattr(fn, "typeof_pyval")] + \
             [(pf.fn, pf.args) for pf in b.deferred]
@@ -425,6 +421,14 @@ class CpuExecutable(Launch):
             self.launch(relation, subset)
         finally:
             numba.set_num_threads(before)
+
+    def current(self, relation, subset) -> _Binding:
+        """The binding a launch over `relation` (or `subset`) would use now (`launch` tests
+        the same inline: its hot path)."""
+        b = self.bindings.get(subset)
+        if b is None or b.epoch != epoch.value or b.size != relation.size:
+            b = self.refresh(relation, subset, b)
+        return b
 
     def refresh(self, relation, subset, b) -> _Binding:
         """Re-bind if any relation's storage changed since `b` was bound (else keep `b`)."""

@@ -95,7 +95,7 @@ def compile_segment(calls: list, fallback):
     """The runner of one compiled function running `calls` (`CapturedCall`s, `base.Assign`s
     and `base.Loop`s) in order, running `fallback()` until it is compiled; None when they need
     different thread counts, or for one launch that is one compiled call already."""
-    launches = [c for c in _flat(calls) if isinstance(c, CapturedCall)]
+    launches = [c for c in _walk(calls) if isinstance(c, CapturedCall)]
     threads = {c.threads for c in launches} - {None}  # (of the parallel ones)
     if len(threads) > 1:
         return None
@@ -115,20 +115,12 @@ def compile_segment(calls: list, fallback):
                    on_disk and launches[0].mode == "background")
 
 
-def _flat(calls):
-    """Every call of `calls`, loops' bodies included."""
+def _walk(calls):
+    """Every call of `calls`, each loop followed by its body's."""
     for c in calls:
+        yield c
         if isinstance(c, Loop):
-            yield from _flat(c.calls)
-        else:
-            yield c
-
-
-def _loops(calls):
-    for c in calls:
-        if isinstance(c, Loop):
-            yield c
-            yield from _loops(c.calls)
+            yield from _walk(c.calls)
 
 
 def _source(callees, params, body) -> str:
@@ -157,9 +149,9 @@ class _Runner:
         # compiled by a worker (not: a module in memory, or Config.segments "now")
         self.background = background
         self.entry = None
-        flat = list(_flat(calls))
+        flat = [c for c in _walk(calls) if not isinstance(c, Loop)]
         launches = [c for c in flat if isinstance(c, CapturedCall)]
-        loops = list(_loops(calls))
+        loops = [c for c in _walk(calls) if isinstance(c, Loop)]
         self.fields = tuple({id(f): f for c in launches for f in c.fields}.values())
         read = [g for c in flat for g in (
             c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))] + \
