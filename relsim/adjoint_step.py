@@ -29,9 +29,12 @@ class AdjointStep:
     writes: tuple = ()
 
     def run(self) -> None:
+        """The forward computation (a subclass defines it)."""
         raise NotImplementedError
 
     def reverse(self) -> None:
+        """The adjoint: adds into the ``.grad`` of `reads`, sets that of `writes` (a subclass
+        defines it; the class docstring says what it is given)."""
         raise NotImplementedError
 
 

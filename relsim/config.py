@@ -72,6 +72,8 @@ class Config:
         return self.backend.threads(self)
 
     def cache_path(self) -> Path:
+        """The cache folder this configuration uses: `cache_dir`, else $RELSIM_CACHE_DIR, else
+        ``~/.cache/relsim``."""
         return Path(self.cache_dir) if self.cache_dir else default_cache_path()
 
 

@@ -254,6 +254,12 @@ class TimeSeries:
         self._xdmf.write(t, pts, cells, ctype, data if point else {}, {} if point else data)
 
     def close(self) -> None:
+        """Close an XDMF series' files (a .pvd index is complete after every `write`); leaving
+        a ``with TimeSeries(...)`` block calls it."""
         if self._xdmf is not None:
             self._xdmf.close()
             self._xdmf = None
+
+
+# the public API (docs/api/ renders it; tests/test_docs.py checks each name is documented)
+__all__ = ["write", "TimeSeries", "geometry", "geometry_fields", "has_geometry", "row_coordinates"]

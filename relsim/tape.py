@@ -129,6 +129,8 @@ class Tape(_launch.Recorder):
         return a
 
     def before_launch(self, kernel, relation, subset, config) -> None:
+        """Recorder hook (relsim calls it, a program does not): records the launch about to
+        run, with the values it will overwrite."""
         if isinstance(kernel, GivenKernel):
             return
         cfg = config if config is not None else _config.current()
@@ -149,6 +151,7 @@ class Tape(_launch.Recorder):
         self.events.append(_Launch(kernel, base, subset, cfg, a, saved))
 
     def before_step(self, step) -> None:
+        """Recorder hook: records an `AdjointStep` about to run (`rs.record_step`)."""
         if self.checkpoint_every is None:
             saved = [(t, _value_of(t)) for t in step.writes]
         else:
@@ -159,6 +162,8 @@ class Tape(_launch.Recorder):
         self.events.append(_Step(step, saved))
 
     def before_host_write(self, target, value) -> None:
+        """Recorder hook: records a host assignment (a `load`, a Global's ``value``) with the
+        value it overwrites."""
         new = value.copy() if isinstance(value, np.ndarray) else value
         if self.checkpoint_every is None:
             self.events.append(_HostWrite(target, _value_of(target), new))

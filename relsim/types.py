@@ -54,10 +54,15 @@ class ScalarType:
 
 
 bool_ = ScalarType("bool", "bool", 0)
+"""Booleans (NumPy bool; stored one byte per row). Comparisons in kernels give bool_."""
 i32 = ScalarType("i32", "int32", 1)
+"""32-bit signed integers. In a kernel ``rs.i32(x)`` casts (truncating toward zero)."""
 i64 = ScalarType("i64", "int64", 2)
+"""64-bit signed integers: the type of integer literals and of row counts in kernels."""
 f32 = ScalarType("f32", "float32", 3)
+"""32-bit IEEE floats. Mixed with f64 in a kernel, arithmetic promotes to f64."""
 f64 = ScalarType("f64", "float64", 4)
+"""64-bit IEEE floats: the type of float literals in kernels."""
 SCALARS = (bool_, i32, i64, f32, f64)
 
 

@@ -24,6 +24,11 @@ _SIDES = ("x", "y", "z")
 
 
 class Grid:
+    """A structured 2-D or 3-D grid: `shape` cells per axis, `spacing` and `origin` (one value
+    or one per axis), `periodic` (a bool or one per axis); `name` names the cells relation.
+    ``g.cells`` (field ``center``, key vector ``v`` of corner vertices, boundary subsets) and
+    ``g.vertices`` (field ``pos``); the module docstring shows the neighbour access."""
+
     def __init__(self, shape, spacing=1.0, origin=0.0, periodic=False, name="cells"):
         shape = tuple(int(n) for n in shape)
         if len(shape) not in (2, 3) or any(n < 1 for n in shape):
@@ -151,3 +156,7 @@ def _per_axis(value, d, what, kind):
 def box(shape, **kw) -> Grid:
     """A grid over [origin, origin + shape*spacing]; same arguments as Grid."""
     return Grid(shape, **kw)
+
+
+# the public API (docs/api/ renders it; tests/test_docs.py checks each name is documented)
+__all__ = ["Grid", "box"]

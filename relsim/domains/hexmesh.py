@@ -146,3 +146,7 @@ def load(path) -> HexMesh:
     return from_arrays(d.points, d.cells, where=os.fspath(path), point_data=d.point_data,
                        cell_data=d.cell_data, point_sets=d.point_sets, elem_sets=d.elem_sets,
                        face_sets=d.facet_sets)
+
+
+# the public API (docs/api/ renders it; tests/test_docs.py checks each name is documented)
+__all__ = ["HexMesh", "from_arrays", "load", "box", "lulesh_arrays"]

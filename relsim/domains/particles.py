@@ -48,6 +48,7 @@ class Particles:
 
     @property
     def size(self) -> int:
+        """The number of particles now (the relation's row count)."""
         return self.rel.size
 
     def locate(self):
@@ -62,3 +63,7 @@ class Particles:
         """Particles per cell (from the grouping)."""
         off = self.grid.cells.grouping("particles").offsets()
         return np.diff(off)
+
+
+# the public API (docs/api/ renders it; tests/test_docs.py checks each name is documented)
+__all__ = ["Particles"]

@@ -107,3 +107,7 @@ def side_sets(points, cells, lo, hi) -> dict:
             on = np.isclose(points[faces, axis], value, rtol=0, atol=1e-12 * (1 + abs(value)))
             out[name] = faces[on.all(axis=1)]
     return out
+
+
+# the public API (docs/api/ renders it; tests/test_docs.py checks each name is documented)
+__all__ = ["TetMesh", "from_arrays", "load", "box", "box_arrays", "side_sets"]

@@ -93,3 +93,7 @@ def plane(nx: int = 8, ny: int | None = None, size=1.0, origin=0.0) -> TriMesh:
             on = np.isclose(points[edges, axis], value, rtol=0, atol=1e-12 * (1 + abs(value)))
             sets[name] = edges[on.all(axis=1)]
     return from_arrays(points, tris, where=f"trimesh.plane({nx}, {ny})", edge_sets=sets)
+
+
+# the public API (docs/api/ renders it; tests/test_docs.py checks each name is documented)
+__all__ = ["TriMesh", "from_arrays", "load", "plane", "plane_arrays"]

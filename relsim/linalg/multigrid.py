@@ -128,6 +128,8 @@ class Multigrid:
         self.kernels = _kernels.load(text, rs.config.current().cache_path()).make()
 
     def field(self, level: int, what: str):
+        """The cycle's work field `what` ("b", "x", "xn", "r" or "d") on level `level` (0: the
+        finest, A's rows): to inspect the hierarchy."""
         return self.relations[level].field(self.names[what.upper()])
 
     def apply(self, r, z, config=None) -> None:

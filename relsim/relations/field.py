@@ -67,6 +67,7 @@ class Field:
 
     @property
     def qualname(self) -> str:
+        """``"Relation.field"``: how errors and messages name this field."""
         return f"{self.relation.name}.{self.name}"
 
     @property
@@ -172,6 +173,7 @@ class Field:
         return self
 
     def fill(self, value) -> Field:
+        """Set every row to `value` (checked as `load` checks it)."""
         return self.load(value)
 
     def copy_from(self, other: Field) -> Field:
@@ -384,6 +386,7 @@ class KeyField(Field):
                             f"(size {self.target.size}); {len(bad)} bad row(s) in all")
 
     def fill(self, value):
+        """Point every row at row `value` of the target relation (checked as `load`)."""
         return self.load(np.full((self.relation.size,) + self.type.shape, value))
 
     def _resize(self, size: int) -> None:

@@ -65,12 +65,17 @@ class Global(global_expr.Operand):
 
     @property
     def row_data(self) -> np.ndarray:
+        """The host storage of ``row`` (shape ``(1,)``, int64; -1 when no arg reduction set
+        it), brought up to date first."""
         if self.residency is not None:
             self.residency.before_host_read(self)
         return self._row_data
 
     @property
     def value(self):
+        """The value: a Python number for a scalar Global, a NumPy array for a vector or
+        matrix one. Assigning it checks the value as `Field.load` does (a DataError for a
+        fraction into an integer type, or a value the type cannot hold)."""
         if _launch.recorders:  # (an rs.capture refuses: its replays would not read it)
             _launch.host_read(self)
         if self.residency is not None:

@@ -50,9 +50,12 @@ class Grouping:
         return self._in_order
 
     def offsets(self) -> np.ndarray:
+        """CSR offsets, one per target row plus one: target row t's group is
+        ``rows()[offsets()[t]:offsets()[t + 1]]``."""
         return self.arrays()[0]
 
     def rows(self) -> np.ndarray:
+        """The source rows of every group, group after group, each group in ascending order."""
         return self.arrays()[1]
 
     def __repr__(self) -> str:

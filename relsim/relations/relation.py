@@ -89,6 +89,7 @@ class Relation:
         return f
 
     def field(self, name: str) -> Field:
+        """The field `name` (as ``R.name``); a SchemaError naming the fields R has if none."""
         try:
             return self._fields[name]
         except KeyError:
@@ -97,9 +98,11 @@ class Relation:
 
     @property
     def fields(self) -> dict:
+        """{name: Field} of this relation's fields and key fields, in the order added."""
         return dict(self._fields)
 
     def has_field(self, name: str) -> bool:
+        """Whether this relation has a field or key field `name`."""
         return name in self._fields
 
     # -- subsets and groupings ---------------------------------------------------------------
@@ -117,6 +120,7 @@ class Relation:
 
     @property
     def subsets(self) -> dict:
+        """{name: Subset} of this relation's subsets."""
         return dict(self._subsets)
 
     def group_by(self, key_field, name: str) -> Grouping:
@@ -133,6 +137,7 @@ class Relation:
         return g
 
     def grouping(self, name: str) -> Grouping:
+        """The grouping `name` this relation's `group_by` made (KeyError if none)."""
         return self._groupings[name]
 
     def drop_grouping(self, name: str) -> None:
@@ -146,6 +151,7 @@ class Relation:
 
     @property
     def groupings(self) -> dict:
+        """{name: Grouping} of the groupings made by this relation's `group_by`."""
         return dict(self._groupings)
 
     @property
@@ -290,6 +296,7 @@ _RESERVED = {"foreach", "field", "fields", "subset", "subsets", "group_by", "gro
 
 
 def new_relation(name: str, size: int) -> Relation:
+    """A new relation `name` of `size` rows: the same as ``Relation(name, size)``."""
     return Relation(name, size)
 
 

@@ -8,6 +8,9 @@ from . import launch
 
 
 class Subset:
+    """A named, sorted set of rows of one relation (``R.subset(name, rows_or_mask)``): kernels
+    run over it with ``S.foreach(kernel)``, rows in ascending order; the rows are read-only."""
+
     def __init__(self, relation, name: str, mask_or_indices):
         self.relation = relation
         self.name = name
@@ -16,12 +19,14 @@ class Subset:
 
     @property
     def size(self) -> int:
+        """The number of rows in the subset."""
         return len(self.rows)
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def numpy(self) -> np.ndarray:
+        """The subset's rows: a read-only sorted int64 array of row indices of its relation."""
         return self.rows
 
     def foreach(self, kernel, config=None) -> None:

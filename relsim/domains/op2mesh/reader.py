@@ -94,18 +94,22 @@ class Op2Mesh:
 
     @property
     def nnode(self) -> int:
+        """The number of nodes (rows of ``x``)."""
         return self.x.shape[0]
 
     @property
     def ncell(self) -> int:
+        """The number of cells (rows of ``cell``)."""
         return self.cell.shape[0]
 
     @property
     def nedge(self) -> int:
+        """The number of interior edges (rows of ``edge``)."""
         return self.edge.shape[0]
 
     @property
     def nbedge(self) -> int:
+        """The number of boundary edges (rows of ``bedge``)."""
         return self.bedge.shape[0]
 
     def equals(self, other: Op2Mesh) -> bool:
