@@ -84,7 +84,7 @@ finally:  # also when an import fails
     if _collecting:
         _gc.enable()
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one version string (pyproject.toml and CHANGELOG.md read it)
 
 _launch.install(_run, _epoch.bump)
 _output.install_writer_check(lambda: ranks().rank == 0)

@@ -1,5 +1,5 @@
 """The `relsim` command: `relsim run NAME [args]`, `relsim list`, `relsim explain NAME`,
-`relsim bench NAME [args]`."""
+`relsim bench NAME [args]`, `relsim --version`."""
 from __future__ import annotations
 
 import argparse
@@ -112,6 +112,12 @@ def cmd_bench(args) -> int:
     return int(mod.bench(args.args) or 0)
 
 
+def _version() -> str:
+    """relsim.__version__ (the installed distribution's version is read from it)."""
+    import relsim
+    return relsim.__version__
+
+
 def run_help() -> str:
     """`relsim run --help`: the usage and the simulations one can run."""
     return "\n".join(["usage: relsim run NAME [options]   (relsim run NAME --help: NAME's options)",
@@ -124,6 +130,7 @@ def main(argv=None) -> int:
         print(run_help())
         return 0 if len(argv) > 1 else 2
     p = argparse.ArgumentParser(prog="relsim", description="kernels over relations")
+    p.add_argument("--version", action="version", version=f"relsim {_version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a simulation", add_help=False)
     r.add_argument("name")
