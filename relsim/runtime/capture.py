@@ -66,7 +66,9 @@ class Step:
                 op.replay()
             return
         if self.default is not None and _config._current is not self.default:
-            self._refuse_default()
+            if _config._current != self.default:  # (configure may make an equal one again)
+                self._refuse_default()
+            self.default = _config._current
         # the relations' storage versions move with every change of arrays, keys, sizes or
         # schema: unmoved since the last replay ended, the state is the one it ended in
         versions = tuple([r.storage_version for r in self.relations])

@@ -185,6 +185,18 @@ def test_a_step_captured_under_the_default_refuses_another_default():
         step()
 
 
+def test_a_default_configured_again_to_the_same_values_replays():
+    V, _, _ = _graph()
+    with rs.capture() as step:
+        V.foreach(damp)
+    before = V.T.numpy().copy()
+    threads = rs.config.current().threads
+    rs.configure(threads=1 if threads != 1 else 2)
+    rs.configure(threads=threads)  # a new Config, equal to the one the step was captured under
+    step()
+    assert np.array_equal(V.T.numpy(), 0.875 * before)
+
+
 def test_a_failure_inside_a_compiled_segment_names_the_kernel_and_line():
     cfg = rs.Config(target="cpu")
     V, _, _ = _graph()
