@@ -36,7 +36,8 @@ a dot product ``g += v.x * v.y`` launched and read, against ``A @ x`` and ``nump
 Usage::
 
     python bench/cg_iteration.py [--n 30] [--threads 1 2] [--iters 20 220] [--repeats 10]
-                                 [--no-breakdown] [--markdown docs/benchmarks.md] [--chart PATH]
+                                 [--no-breakdown] [--markdown docs/benchmarks/history.md]
+                                 [--chart PATH]
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ Usage::
 
     python bench/dot_product.py [--rows 10 1000 65536 1000000] [--threads 1 2] [--repeats 30]
                                 [--batch-ms 20] [--parallel-threshold 4096]
-                                [--markdown docs/benchmarks.md] [--chart PATH]
+                                [--markdown docs/benchmarks/history.md] [--chart PATH]
 """
 from __future__ import annotations
 

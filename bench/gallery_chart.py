@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """The gallery's summary chart: each peer's time per step relative to relsim's, per simulation,
 size and thread count, read from the ``Gallery: NAME against its peers`` sections that
-`relsim bench NAME --markdown docs/benchmarks.md` wrote (so the chart shows exactly the measured
-tables); draws a PNG (default docs/gallery/peers.png) and prints the ratios.
+`relsim bench NAME --markdown docs/benchmarks/history.md` wrote (so the chart shows exactly the
+measured tables); draws a PNG (default docs/gallery/peers.png) and prints the ratios.
 
-    python bench/gallery_chart.py [--markdown docs/benchmarks.md] [--chart PATH]
+    python bench/gallery_chart.py [--markdown docs/benchmarks/history.md] [--chart PATH]
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def tables(text: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--markdown", default=str(ROOT / "docs" / "benchmarks.md"))
+    ap.add_argument("--markdown", default=str(ROOT / "docs" / "benchmarks" / "history.md"))
     ap.add_argument("--chart", default=str(ROOT / "docs" / "gallery" / "peers.png"))
     a = ap.parse_args(argv)
     found = tables(pathlib.Path(a.markdown).read_text())

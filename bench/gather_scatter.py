@@ -27,7 +27,7 @@ same start their ``flux`` arrays must be bitwise identical (checked, for every t
 Usage::
 
     python bench/gather_scatter.py [--threads 1 2] [--iterations 10] [--repeats 5]
-                                   [--markdown docs/benchmarks.md] [--chart PATH]
+                                   [--markdown docs/benchmarks/history.md] [--chart PATH]
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ interleaved in one process (launch, then the read of the value):
 Usage::
 
     python bench/global_extremes.py [--rows 65536 1000000] [--threads 1 2] [--repeats 15]
-                                    [--markdown docs/benchmarks.md]
+                                    [--markdown docs/benchmarks/history.md]
 """
 from __future__ import annotations
 

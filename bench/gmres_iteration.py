@@ -17,7 +17,8 @@ two solutions after one cycle agree to 1e-9 relative.
 Usage::
 
     python bench/gmres_iteration.py [--n 30] [--threads 1 2] [--restart 30] [--cycles 1 3]
-                                    [--repeats 5] [--markdown docs/benchmarks.md] [--chart PATH]
+                                    [--repeats 5] [--markdown docs/benchmarks/history.md]
+                                    [--chart PATH]
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ directory (so the first size pays the whole compile); the table gives each size'
 
 Usage::
 
-    python bench/grid_sizes.py [--sizes 64 96 128 200] [--markdown docs/benchmarks.md]
+    python bench/grid_sizes.py [--sizes 64 96 128 200] [--markdown docs/benchmarks/history.md]
 """
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ Goal: relsim under 3 us per launch.
 
 Usage::
 
-    python bench/launch_overhead.py [--repeats 200] [--number 2000] [--markdown docs/benchmarks.md]
+    python bench/launch_overhead.py [--repeats 200] [--number 2000]
+                                    [--markdown docs/benchmarks/history.md]
                                     [--chart PATH]
 """
 from __future__ import annotations

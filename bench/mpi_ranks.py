@@ -21,7 +21,7 @@ point is then the exchange volumes and the bits, not the speed-up.
 Usage::
 
     python bench/mpi_ranks.py [--workload heat] [--n 200] [--ranks 1 2 3] [--steps 50]
-                              [--markdown docs/benchmarks.md] [--chart PATH]
+                              [--markdown docs/benchmarks/history.md] [--chart PATH]
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ per-repeat ratios).
 Usage::
 
     python bench/poisson_solvers.py [--n 28 48] [--threads 1 2] [--repeats 5]
-                                    [--markdown docs/benchmarks.md]
+                                    [--markdown docs/benchmarks/history.md]
 """
 from __future__ import annotations
 

@@ -31,11 +31,11 @@ work.
 
 Usage::
 
-    python bench/startup.py [--repeats 3] [--script PATH] [--markdown docs/benchmarks.md]
+    python bench/startup.py [--repeats 3] [--script PATH] [--markdown docs/benchmarks/history.md]
                             [--chart PATH]
     python bench/startup.py --relsim "run lulesh -s 30 -i 1 --threads 2" [--repeats 2]
-                            [--warm 5] [--markdown docs/benchmarks.md]
-    python bench/startup.py --gallery all [--warm 1] [--markdown docs/benchmarks.md]
+                            [--warm 5] [--markdown docs/benchmarks/history.md]
+    python bench/startup.py --gallery all [--warm 1] [--markdown docs/benchmarks/history.md]
 """
 from __future__ import annotations
 

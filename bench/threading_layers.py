@@ -37,7 +37,7 @@ Usage::
 
     python bench/threading_layers.py [--load 0] [--sizes 3000 30000 300000]
         [--configs default omp-passive ...] [--repeats 30] [--rounds 1] [--graph random]
-        [--markdown docs/benchmarks.md]
+        [--markdown docs/benchmarks/history.md]
 """
 from __future__ import annotations
 

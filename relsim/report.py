@@ -1,5 +1,5 @@
 """Benchmark reports (`relsim bench`, bench/): markdown tables, a line describing the machine,
-and replacing one section of a markdown file such as docs/benchmarks.md."""
+and replacing one section of a markdown file such as docs/benchmarks/history.md."""
 from __future__ import annotations
 
 import datetime

@@ -36,7 +36,7 @@ the same thread count (> 1: slower than relsim).
 Usage::
 
     python bench/peers/fem_beam.py [--n 4 2] [--threads 1 2] [--repeats 15] [--number 50]
-        [--peers numba taichi warp] [--chart PATH] [--markdown docs/benchmarks.md]
+        [--peers numba taichi warp] [--chart PATH] [--markdown docs/benchmarks/history.md]
 """
 from __future__ import annotations
 

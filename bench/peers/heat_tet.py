@@ -45,7 +45,7 @@ relsim), of the minima and as the median of back-to-back pairs.
 Usage::
 
     python bench/peers/heat_tet.py [--n 40] [--threads 1 2] [--repeats 10] [--number 5]
-        [--peers numba taichi warp] [--chart PATH] [--markdown docs/benchmarks.md]
+        [--peers numba taichi warp] [--chart PATH] [--markdown docs/benchmarks/history.md]
 """
 from __future__ import annotations
 

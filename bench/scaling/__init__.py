@@ -2,7 +2,7 @@
 ranks, from one process's measured launch costs and the exact per-rank ghost traffic of the
 runtime's own partitions. A tool, not a simulation; from the repository root:
 
-    python -m bench.scaling lulesh [--size 30 --markdown docs/benchmarks.md ...]
+    python -m bench.scaling lulesh [--size 30 --markdown docs/benchmarks/history.md ...]
     python -m bench.scaling airfoil [--size 400x600 ...]      (--help: the options)
 
 `command` (the command and its report), `model` (the cost model), `traffic` (per-rank work and

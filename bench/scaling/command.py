@@ -39,7 +39,7 @@ def options(sim) -> argparse.ArgumentParser:
     p.add_argument("--png", default=f"{sim.KEY}-scaling.png",
                    help="the chart ('' for none; needs matplotlib)")
     p.add_argument("--markdown", default=None, help="write the tables as a section of this "
-                   "markdown file (e.g. docs/benchmarks.md)")
+                   "markdown file (e.g. docs/benchmarks/history.md)")
     return p
 
 

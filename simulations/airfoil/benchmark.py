@@ -21,8 +21,9 @@ and not compilation (every variant is warmed up first). Cold and warm start (``r
 ... --iterations 1`` in a fresh process, with empty and then filled compile caches) are measured
 separately. Results are checked: relsim's rms history and q must equal the baseline's bit for
 bit. The table goes to stdout; ``--markdown PATH`` also writes it as the ``Airfoil`` section of
-that file (e.g. ``docs/benchmarks.md``), ``--png PATH`` draws a PNG when matplotlib is installed
-(it is optional: without it, no PNG, and the run says so). Neither is written by default.
+that file (e.g. ``docs/benchmarks/history.md``), ``--png PATH`` draws a PNG when matplotlib is
+installed (it is optional: without it, no PNG, and the run says so). Neither is written by
+default.
 """
 
 from __future__ import annotations
@@ -232,7 +233,7 @@ def main(argv=None) -> int:
                         "(default 20; 0: skip)")
     p.add_argument("--markdown", metavar="PATH", default=None,
                    help="markdown file whose 'Airfoil' section receives the table "
-                        "(e.g. docs/benchmarks.md; default: none)")
+                        "(e.g. docs/benchmarks/history.md; default: none)")
     p.add_argument("--png", metavar="PATH", default=None,
                    help="PNG of the times (needs matplotlib; default: none)")
     a = p.parse_args(argv)

@@ -1,7 +1,7 @@
 """`relsim bench lulesh`: relsim's port against a LULESH 2.0 reference binary, interleaved.
 
     relsim bench lulesh --reference /path/to/lulesh2.0 [-s 30] [--threads 1,2] [--repeat 3]
-                        [--markdown docs/benchmarks.md] [--plot lulesh.png]
+                        [--markdown docs/benchmarks/history.md] [--plot lulesh.png]
 
 Each repeat runs, for each thread count, the port (`relsim run lulesh -s S --threads T` in a
 fresh process, `--json` for the answers in full precision) and then the reference
@@ -490,7 +490,7 @@ def main(argv=None) -> int:
     p.add_argument("--target", default="cpu", help="relsim backend (default cpu)")
     p.add_argument("--markdown", default=None,
                    help="write the table as the LULESH section of this Markdown file "
-                        "(e.g. docs/benchmarks.md; other sections are kept)")
+                        "(e.g. docs/benchmarks/history.md; other sections are kept)")
     p.add_argument("--plot", default=None, help="write a bar chart PNG (needs matplotlib)")
     p.add_argument("--no-startup", action="store_true",
                    help="skip the cold/warm start-up measurement")

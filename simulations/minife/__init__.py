@@ -11,7 +11,7 @@ relsim's options: ``--target``, ``--threads``, ``--yaml PATH`` (also write the s
 CG's dot products are exact sums here (the reference sums in row order): the iterates are the
 same on every target, thread count and rank count, and they differ from the reference's in the
 last bits, which on this very symmetric problem can change the residual history visibly (see
-docs/benchmarks.md, "miniFE").
+docs/benchmarks/history.md, "miniFE").
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ assembly Time" includes compiling the element kernel when the cache is cold). "I
 the updates made until the residual norm reached the tolerance: the reference reports one more
 (it makes one more update after the residual it prints last is below the tolerance).
 `--dots ordered` sums CG's dot products in row order as the serial reference does: every
-residual line is then the serial reference's (docs/benchmarks.md).
+residual line is then the serial reference's (docs/benchmarks/history.md).
 """
 from __future__ import annotations
 
