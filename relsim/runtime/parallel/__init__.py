@@ -11,12 +11,14 @@ from . import world as _world
 
 def wrap(launch, config):
     """`launch`, or the same launch run on this process's share of the rows when the script
-    runs on several ranks (and `config.distributed` is not False)."""
-    if config.distributed is False:
-        return launch
+    runs on several ranks (and `config.distributed` is not False; when it is, every row on
+    every rank, after gathering the fields distributed launches left current only in part)."""
     w = _world.current()
     if w is None:
         return launch
+    if config.distributed is False:  # every row on every rank, from current values
+        from .whole import WholeLaunch
+        return WholeLaunch(launch)
     from .distributed import DistributedLaunch
     return DistributedLaunch(launch, w, config.target)
 

@@ -581,13 +581,45 @@ def captured(outdir):
     return out
 
 
+def whole(outdir):
+    """Launches with Config(distributed=False) (every rank runs every row) between distributed
+    ones, on the fields they left current only at each rank's own rows: the whole launch
+    first gathers them (it once read stale ghost rows), and the distributed launches after it
+    read its results."""
+    V, E = shuffled_graph()
+    whole = rs.Config(distributed=False)
+    total = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.k * (e.head.T - e.tail.T)
+        e.tail.flux += d
+        e.head.flux -= d
+
+    @rs.kernel
+    def update(v):
+        v.T += 0.1 * v.flux
+        v.flux = 0.0
+        total += v.T
+
+    history = []
+    for step in range(6):
+        cfg = whole if step % 3 == 2 else None  # distributed, distributed, whole, ...
+        total.value = 0.0
+        E.foreach(conduct, cfg)
+        V.foreach(update, cfg if step != 4 else whole)  # and a whole update after a
+        history.append(total.value.hex())               # distributed conduct
+    return {"T": digest(V.T.numpy()), "history": repr(history)}
+
+
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md, "smoke": smoke, "sph": sph,
             "tape": tape,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
-            "coloured": coloured, "printing": printing, "captured": captured}
+            "coloured": coloured, "printing": printing, "captured": captured,
+            "whole": whole}
 
 
 def main(argv) -> None:

@@ -99,6 +99,12 @@ def test_captured_steps_give_one_processs_bits(ranks, tmp_path):
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
+def test_whole_launches_between_distributed_ones_give_one_processs_bits(ranks, tmp_path):
+    """Config(distributed=False) launches read fields distributed launches wrote."""
+    same_as_one_process("whole", "cpu", ranks, tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
 def test_tape_gradients_give_one_processs_bits(ranks, tmp_path):
     """rs.Tape's gradients (adjoint reductions through keys into other ranks' rows, Global
     adjoints, checkpoints) are one process's bits on 2 and 3 ranks."""
