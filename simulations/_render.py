@@ -3,6 +3,7 @@
     python -m relsim_simulations._render SERIES.pvd PICTURE.png --field NAME [--step K]
                                          [--warp FIELD | --at FIELD] [--sphere X Y Z R]
                                          [--mask FIELD] [--title TEXT]
+                                         [--window X0 X1 Y0 Y1]
 
 Reads the VTU file of step K of the ParaView series (default: the step where the field's
 largest magnitude peaks), draws the outer surface of its cells (the faces that belong to one
@@ -11,7 +12,8 @@ face's points, or a cell field's value), the points moved by the vector
 field `--warp` when given (a displacement; the undeformed outline in grey), or placed at the
 positions of the vector field `--at`; `--sphere` adds a sphere (an obstacle) in light grey. A
 series of points only (particles) is drawn as dots, those where the field `--mask` is zero (walls)
-in light grey.
+in light grey. `--window` keeps the faces whose centre lies in an x, y range (a region of a large
+2-D mesh); SERIES may also be one .vtu file.
 Small PNGs for the README's gallery (``pip install matplotlib meshio``).
 """
 from __future__ import annotations
@@ -30,7 +32,9 @@ _FACES = {"tetra": ((0, 2, 1), (0, 1, 3), (1, 2, 3), (0, 3, 2)),
 
 
 def series_files(pvd: str) -> list:
-    """(time, VTU path) of each step of a .pvd, in order."""
+    """(time, VTU path) of each step of a .pvd, in order (a single .vtu: one step at t = 0)."""
+    if pvd.endswith(".vtu"):
+        return [(0.0, pvd)]
     root = ET.parse(pvd).getroot()
     base = os.path.dirname(os.path.abspath(pvd))
     return [(float(d.get("timestep")), os.path.join(base, d.get("file")))
@@ -61,7 +65,7 @@ def magnitude(values) -> np.ndarray:
 
 def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | None = None,
            title: str | None = None, at: str | None = None, sphere=None,
-           view=(20.0, -70.0), mask: str | None = None) -> str:
+           view=(20.0, -70.0), mask: str | None = None, window=None) -> str:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -80,14 +84,26 @@ def render(pvd: str, png: str, field: str, step: int | None = None, warp: str | 
         raise SystemExit(f"{pvd} has {len(files)} steps (0 to {len(files) - 1}): no step {step}")
     mesh, (time, _) = meshes[step], files[step]
     faced = surface(mesh, with_cells=True)
-    faces = [f for f, _ in faced]
     rest = mesh.points
     moved = rest + mesh.point_data[warp] if warp else rest
     if at:
         rest = moved = np.asarray(mesh.point_data[at], dtype=float)
+    if window is not None:  # only the faces whose centre is inside x0 <= x <= x1, y0 <= y <= y1
+        x0, x1, y0, y1 = window
+        centre = [moved[list(f)].mean(axis=0) for f, _ in faced]
+        faced = [fc for fc, c in zip(faced, centre) if x0 <= c[0] <= x1 and y0 <= c[1] <= y1]
+        if not faced:
+            raise SystemExit(f"--window {x0} {x1} {y0} {y1}: no face of {pvd} is inside it")
+        inside = np.unique(np.concatenate([list(f) for f, _ in faced]))
+        rest, moved = rest[inside], moved[inside]
+        renumber = {int(old): new for new, old in enumerate(inside)}
+        faced = [(tuple(renumber[i] for i in f), c) for f, c in faced]
+    faces = [f for f, _ in faced]
     per_cell = field not in mesh.point_data  # a cell field: each face takes its cell's value
     value = magnitude(np.concatenate(mesh.cell_data[field]) if per_cell
                       else mesh.point_data[field])
+    if window is not None and not per_cell:
+        value = value[inside]  # (the points were renumbered)
     fig = plt.figure(figsize=(6.4, 3.0), dpi=100)
     ax = fig.add_axes((-0.08, -0.12, 0.98, 1.1), projection="3d")
     if warp:
@@ -153,9 +169,11 @@ def main(argv=None) -> int:
     p.add_argument("--mask", default=None,
                    help="particles: point field, zero where a point is drawn in grey")
     p.add_argument("--title", default=None)
+    p.add_argument("--window", type=float, nargs=4, default=None, metavar=("X0", "X1", "Y0", "Y1"),
+                   help="draw only the faces whose centre lies in this x, y range")
     a = p.parse_args(argv)
     print(render(a.pvd, a.png, a.field, a.step, a.warp, a.title, a.at, a.sphere, a.view,
-                 a.mask))
+                 a.mask, a.window))
     return 0
 
 

@@ -17,6 +17,8 @@ import json
 import sys
 import time
 
+import numpy as np
+
 import relsim as rs
 
 from .. import _checkpointing as checkpointing
@@ -52,6 +54,8 @@ def main(argv=None) -> int:
                    "cpu-serial, interp, cuda")
     p.add_argument("--every", type=int, default=100, help="print the rms every N iterations")
     p.add_argument("--json", metavar="PATH", help="write the rms history (full precision)")
+    p.add_argument("--output", metavar="PATH", help="write the final flow (density, pressure, "
+                   "Mach number per cell) for ParaView: .vtu, .xdmf, ...")
     checkpointing.add_arguments(p)
     a = p.parse_args(argv)
     try:
@@ -113,6 +117,9 @@ def main(argv=None) -> int:
     if bad:
         print("FAILED: " + "; ".join(bad))
     ok = check_standard(mesh, history, digest) and not bad
+    if a.output:
+        write_flow(af, a.output)
+        print(f"wrote {a.output}")
     if a.json and rs.ranks().rank == 0:
         with open(a.json, "w") as f:
             json.dump({"mesh": how, "ncell": mesh.ncell, "iterations": a.iterations,
@@ -123,6 +130,23 @@ def main(argv=None) -> int:
             f.write("\n")
         print(f"wrote {a.json}")
     return 0 if ok else 1
+
+
+def write_flow(af, path) -> None:
+    """The cells' density, pressure and Mach number, from q, as cell data of the quad mesh.
+    The geometry is declared here, after the run: declared before the first launch it would
+    also choose how an MPI run partitions the mesh (by where the cells are)."""
+    q = af.cells.q.numpy()
+    rho = q[:, 0]
+    u2 = (q[:, 1] ** 2 + q[:, 2] ** 2) / rho ** 2
+    p = solver.GM1 * (q[:, 3] - 0.5 * rho * u2)
+    for name, values in (("density", rho), ("pressure", p),
+                         ("mach", np.sqrt(u2 / (solver.GAM * p / rho)))):
+        if not af.cells.has_field(name):
+            af.cells.new_field(name, rs.f64)
+        getattr(af.cells, name).load(values)
+    rs.geometry.cells(af.cells, keys="pcell", coords="x", cell_type="quad")
+    rs.write(path, af.cells, ["density", "pressure", "mach"])
 
 
 def check_standard(mesh, history, digest) -> bool:

@@ -122,6 +122,27 @@ def test_run_prints_the_table_and_writes_full_precision_json(tmp_path, capsys):
     assert data["q_sha256"] == solver.q_sha256(q)
 
 
+def test_output_writes_the_flow_per_cell_of_the_quad_mesh(tmp_path, capsys):
+    import meshio
+    out = tmp_path / "flow.vtu"
+    assert airfoil.main(["--size", "4", "6", "--iterations", "3", "--output", str(out)]) == 0
+    m = meshio.read(out)
+    (block,) = m.cells
+    assert block.type == "quad" and len(block.data) == 72
+    q = np.asarray(_run(domains.get("op2mesh").naca_mesh(4, 6), 3)[1])
+    assert np.array_equal(m.cell_data["density"][0], q[:, 0])
+    mach = m.cell_data["mach"][0]
+    assert np.all(np.isfinite(mach)) and 0.0 < mach.min() and mach.max() < 1.0
+    from relsim_simulations import _render
+    assert _render.series_files(str(out)) == [(0.0, str(out))]  # a single .vtu: one step
+    pytest.importorskip("matplotlib")
+    png = _render.render(str(out), str(tmp_path / "flow.png"), "mach", view=(90, -90),
+                         window=(-0.4, 1.6, -0.6, 0.6))
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit, match="no face"):
+        _render.render(str(out), str(tmp_path / "none.png"), "mach", window=(50, 60, 50, 60))
+
+
 def test_a_run_restarted_from_a_checkpoint_ends_with_the_same_bits(tmp_path, capsys):
     full, ckpt, restarted = (tmp_path / f"{n}.json" for n in ("full", "ckpt", "restarted"))
     common = ["--size", "4", "6", "--every", "100"]
