@@ -351,10 +351,10 @@ def _checkpointed():
         total += v.T
         rs.reduce_argmax(hottest, v.T)
 
-    def step():
+    def step(conduct_config=None, update_config=None):
         total.value = 0.0
-        E.foreach(conduct)
-        V.foreach(update)
+        E.foreach(conduct, conduct_config)
+        V.foreach(update, update_config)
     return [V, E], {"total": total, "hottest": hottest}, step
 
 
@@ -586,29 +586,13 @@ def whole(outdir):
     ones, on the fields they left current only at each rank's own rows: the whole launch
     first gathers them (it once read stale ghost rows), and the distributed launches after it
     read its results."""
-    V, E = shuffled_graph()
+    (V, _), globs, step = _checkpointed()
     whole = rs.Config(distributed=False)
-    total = rs.Global(rs.f64, 0.0)
-
-    @rs.kernel
-    def conduct(e):
-        d = e.k * (e.head.T - e.tail.T)
-        e.tail.flux += d
-        e.head.flux -= d
-
-    @rs.kernel
-    def update(v):
-        v.T += 0.1 * v.flux
-        v.flux = 0.0
-        total += v.T
-
     history = []
-    for step in range(6):
-        cfg = whole if step % 3 == 2 else None  # distributed, distributed, whole, ...
-        total.value = 0.0
-        E.foreach(conduct, cfg)
-        V.foreach(update, cfg if step != 4 else whole)  # and a whole update after a
-        history.append(total.value.hex())               # distributed conduct
+    for n in range(6):  # distributed, distributed, whole, ...; and a whole update after a
+        cfg = whole if n % 3 == 2 else None  # distributed conduct
+        step(cfg, cfg if n != 4 else whole)
+        history.append((globs["total"].value.hex(), globs["hottest"].row))
     return {"T": digest(V.T.numpy()), "history": repr(history)}
 
 
