@@ -16,16 +16,18 @@ from relsim import domains, output
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _readme_chain() -> str:
-    """The README's plugin example (its ```python block that starts `# chain_domain.py`): the
-    test installs exactly what the README shows."""
-    text = (ROOT / "README.md").read_text()
-    m = re.search(r"^```python\n(# chain_domain\.py.*?)^```$", text, re.S | re.M)
-    assert m, "README.md lost its chain_domain.py plugin example"
+GUIDE = ROOT / "docs" / "guide" / "domains.md"
+
+
+def _guide_chain() -> str:
+    """The domains guide's plugin example (its ```python block that starts `# chain_domain.py`):
+    the test installs exactly what the guide shows."""
+    m = re.search(r"^```python\n(# chain_domain\.py.*?)^```$", GUIDE.read_text(), re.S | re.M)
+    assert m, f"{GUIDE.relative_to(ROOT)} lost its chain_domain.py plugin example"
     return m.group(1)
 
 
-CHAIN = _readme_chain()
+CHAIN = _guide_chain()
 
 
 def _install(tmp_path, monkeypatch, name, module_text):
