@@ -1,6 +1,6 @@
 """relsim: kernels over relations, checked race-free, compiled through Numba.
 
-Public API (everything a simulation script needs); see README.md.
+Public API (everything a simulation script needs); see docs/ (docs/api/relsim.md renders it).
 """
 import gc as _gc
 

@@ -14,7 +14,7 @@ positions of the vector field `--at`; `--sphere` adds a sphere (an obstacle) in 
 series of points only (particles) is drawn as dots, those where the field `--mask` is zero (walls)
 in light grey. `--window` keeps the faces whose centre lies in an x, y range (a region of a large
 2-D mesh); SERIES may also be one .vtu file.
-Small PNGs for the README's gallery (``pip install matplotlib meshio``).
+Small PNGs for the docs' gallery (docs/gallery/) (``pip install matplotlib meshio``).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ the start (`rs.Tape`: every kernel of a cycle gets its adjoint), and checks the 
 against central differences (Richardson-extrapolated) of the same program. The time steps are
 those of the unperturbed run, held fixed: the host computes each cycle's dt from Globals it reads
 (`TimeIncrement`), and values the host computes and assigns are constants to a tape (see the
-README's Gradients section), so the differences rerun the same dt sequence. Exit status 1 when
+docs/guide/gradients.md), so the differences rerun the same dt sequence. Exit status 1 when
 they disagree beyond 1e-6 relative.
 """
 from __future__ import annotations

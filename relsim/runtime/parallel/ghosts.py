@@ -5,7 +5,7 @@ halo rows ran too, but their reductions into rows of other ranks are partial): i
 `StaleGhosts` residency. Before a launch reads the field at ghost rows, those rows are received
 from their owners, once per plan until the field is written again (`refresh`). When the host
 reads the field (``numpy()``, ``data``), every rank's owned rows are gathered to every rank
-first: host reads are collective, every rank must make them (see the README, "MPI").
+first: host reads are collective, every rank must make them (docs/guide/mpi.md).
 
 The residency moves with the array when fields are swapped (``follows_storage``): what is
 current belongs to the storage, not to the name."""
