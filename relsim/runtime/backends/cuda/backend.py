@@ -1,7 +1,8 @@
 """The `cuda` target: kernels compiled by numba-cuda (``pip install "relsim[cuda]"``), one thread
 per row (a grid-stride loop), the same statement and expression lowering as the cpu
 (`backends/cuda/rows.py`), so the same meaning as `interp`, bit for bit, where the device
-computes the operations as the host does (docs/tutorials/gpu.md: math functions and FMA contraction).
+computes the operations as the host does (docs/tutorials/gpu.md: math functions and FMA
+contraction).
 
 Launch path:
   1. bind once per iteration space and storage version: subset rows, groupings, slot arrays,
