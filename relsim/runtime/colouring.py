@@ -15,7 +15,7 @@ import numpy as np
 
 from . import epoch, ir
 from .analysis import phase
-from .parallel.rowsets import Reach
+from .parallel.rowsets import Reach, is_key
 
 
 class Colouring:
@@ -41,8 +41,7 @@ class Colouring:
                     "red-black or graph colouring (rs.colour), it is allowed"))
             rows = np.asarray(subset.rows, dtype=np.int64)
             reach = Reach(self.analysed, rows)
-            for node in _reads_through_keys(self.analysed.body, field):
-                hit = reach.rows_of(node.key)
+            for node, hit in _reads_through_keys(reach, self.analysed.body, field):
                 if hit is None:
                     raise phase.conflict(field, read, other, name, (
                         f"; the launch runs over subset {subset.name!r}, but which rows the "
@@ -55,8 +54,37 @@ class Colouring:
                         f"colour's reads must reach only rows of other colours)"))
 
 
-def _reads_through_keys(body, field) -> list:
-    """The FieldRead nodes of `field` through any key but the kernel's own."""
-    return [e for s in ir.walk_stmts(body) for c in s.children() if isinstance(c, ir.Expr)
-            for e in c.walk() if isinstance(e, ir.FieldRead) and e.field is field
-            and not isinstance(e.key, ir.Centred)]
+def _reads_through_keys(reach, body, field):
+    """(FieldRead node, rows its key may hold) of each read of `field` through any key but the
+    kernel's own. Inside a loop over a grouping or a key vector the loop variable holds that
+    loop's rows only (`reach` alone binds a name to every loop's rows that use it: two loops
+    both over `e` would make each read through `e` reach both loops' rows)."""
+    for s in body:
+        for c in s.children():
+            if isinstance(c, ir.Expr):
+                for e in c.walk():
+                    if isinstance(e, ir.FieldRead) and e.field is field and \
+                            not isinstance(e.key, ir.Centred):
+                        yield e, reach.rows_of(e.key)
+        own = None
+        if isinstance(s, ir.ForGroup):
+            own = reach.group_rows(s.group)
+        elif isinstance(s, ir.ForEach) and is_key(s.seq.type):
+            own = reach.rows_of(s.seq)
+        saved = reach.sets.get(s.var, _UNBOUND) if own is not None else _UNBOUND
+        if own is not None:
+            reach.sets[s.var] = own
+        try:
+            for name in ("body", "orelse"):
+                sub = getattr(s, name, None)
+                if isinstance(sub, tuple):
+                    yield from _reads_through_keys(reach, sub, field)
+        finally:
+            if own is not None:
+                if saved is _UNBOUND:
+                    reach.sets.pop(s.var, None)
+                else:
+                    reach.sets[s.var] = saved
+
+
+_UNBOUND = object()

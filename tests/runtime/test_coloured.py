@@ -79,6 +79,39 @@ def test_what_cannot_be_proven_stays_a_phase_error():
         odd.foreach(sor)
 
 
+def test_two_loops_over_one_variable_name_each_reach_their_own_rows():
+    """A loop variable reused by two grouping loops holds each loop's rows in that loop (it
+    once held both loops' rows in both: a false PhaseError on a proper colour)."""
+    m = 6
+    V, E = rs.Relation("chain_v", m), rs.Relation("chain_e", m - 1)
+    E.new_key_field("tail", V, values=np.arange(m - 1))
+    E.new_key_field("head", V, values=np.arange(1, m))
+    E.group_by("head", "incoming")
+    E.group_by("tail", "outgoing")
+    V.new_field("u", rs.f64)
+    V.new_field("f", rs.f64, init=1.0)
+
+    @rs.kernel
+    def gauss_seidel(v):
+        s = v.f
+        d = 1.0
+        for e in v.incoming:
+            s += e.tail.u
+            d += 1.0
+        for e in v.outgoing:
+            s += e.head.u
+            d += 1.0
+        v.u = s / d
+
+    colours = rs.colour(V, E.tail, E.head)
+    for _ in range(30):
+        for colour in colours:
+            colour.foreach(gauss_seidel)
+    assert np.allclose(V.u.numpy(), 1.0)
+    with pytest.raises(rs.PhaseError, match="over subset 'pair' the read at line"):
+        V.subset("pair", [2, 3]).foreach(gauss_seidel)  # still refused where a read reaches
+
+
 def test_reads_at_computed_offsets_cannot_be_proven():
     C = rs.Relation("cc", 16)
     C.set_grid((4, 4), True)
