@@ -145,7 +145,8 @@ class _Walker:
         except _NotStatic as exc:
             raise KernelSyntaxError(
                 f"the target of a reduction through a key must be a fixed key path (key fields "
-                f"indexed by constants or static loop variables); here it depends on {exc}",
+                f"indexed by constants, static loop variables or arithmetic on them); here it "
+                f"depends on {exc}",
                 loc, self.kernel_name) from None
 
 
