@@ -108,6 +108,39 @@ def test_a_run_time_column_index_is_checked(target):
         rs.synchronize()  # (cuda: a launch's error surfaces at the next read or here)
 
 
+TABLE = rs.Global(rs.mat(4, 3), np.arange(12.0).reshape(4, 3) / 8 - 0.7, name="table")
+
+
+def test_run_time_indices_into_a_matrix_global(target):
+    """`TABLE[r.j, 1]`, `TABLE[r.j]` (a row) and `TABLE[:, r.j]` read the addressed entries
+    (each a load from the Global's array) and give interp's bits; an index outside is
+    checked as for a local matrix."""
+    R = _rel()
+    R.j.load(np.array([0, 3, -1, 2]))
+
+    @rs.kernel
+    def gather(r):
+        r.y = TABLE[r.j, 1] + TABLE[r.j + 0, r.j % 3]
+        r.row = TABLE[r.j]
+        r.col = rs.vec(3)(TABLE[:, r.j % 3][0], TABLE[:, r.j % 3][1], TABLE[:, r.j % 3][3])
+
+    R.foreach(gather, rs.Config(target="interp"))
+    want = {n: R.field(n).numpy().copy() for n in ("y", "row", "col")}
+    t = TABLE.value
+    j = np.array([0, 3, -1, 2])
+    assert np.array_equal(want["y"], t[j, 1] + t[j, j % 3])
+    assert np.array_equal(want["row"], t[j])
+    R.y.fill(0.0)
+    R.row.fill(0.0)
+    R.foreach(gather, target)
+    for n, w in want.items():
+        assert np.array_equal(R.field(n).numpy(), w), n
+    R.j.load(np.array([0, 4, 0, 0]))
+    with pytest.raises(rs.KernelRuntimeError, match="index"):
+        R.foreach(gather, target)
+        rs.synchronize()
+
+
 def test_outside_a_kernel():
     assert np.array_equal(rs.eye(3), np.eye(3)) and rs.eye(3).dtype == np.float64
     assert rs.eye(2, rs.f32).dtype == np.float32

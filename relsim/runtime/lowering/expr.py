@@ -173,7 +173,15 @@ class ExprLowerer:
     def field_slots(self, field, key_atom, index):
         """Subscript expressions (as (array name, index tuple)) for the addressed components."""
         arr = self.params.field(field).name
-        t = field.type
+        # a key is never negative: indexed as unsigned, Numba emits no negative-index
+        # wraparound (a branch per access that also stops LLVM vectorising row loops)
+        row = call("_u64", key_atom)
+        return [(arr, sl) for sl in self.component_slots(field.type, row, index)]
+
+    def component_slots(self, t, lead, index) -> list:
+        """Subscripts (after the leading `lead`: a row, or a Global's 0) of the components of
+        a stored value of type t that `index` addresses (all of them when it is empty): a
+        run-time index reads the array where the value is stored, one load per component."""
         if not index:
             comps = [()] if isinstance(t, ScalarType) else _all_index_tuples(t.shape)
         else:
@@ -184,13 +192,9 @@ class ExprLowerer:
             else:
                 comps = [tuple(idx)]
         out = []
-        # a key is never negative: indexed as unsigned, Numba emits no negative-index
-        # wraparound (a branch per access that also stops LLVM vectorising row loops)
-        row = call("_u64", key_atom)
         for c in comps:
-            parts = [row] + [ast.Constant(x) if isinstance(x, int) else x for x in c]
-            sl = parts[0] if len(parts) == 1 else ast.Tuple(parts, ast.Load())
-            out.append((arr, sl))
+            parts = [lead] + [ast.Constant(x) if isinstance(x, int) else x for x in c]
+            out.append(parts[0] if len(parts) == 1 else ast.Tuple(parts, ast.Load()))
         return out
 
     # -- expressions: each returns a list of atoms (one per component) --------------------
@@ -229,6 +233,13 @@ class ExprLowerer:
             if self.debug is not None and isinstance(e.type, KeyType):
                 out = [self.checked_key(k, e.base.field, e.loc) for k in out]
             return out
+        if isinstance(e.base, ir.GlobalRead) and not isinstance(bt, ScalarType) and \
+                not all(isinstance(i, ir.Const) for i in e.index):
+            # a run-time index into a vector or matrix Global: loads of the addressed entries
+            # (not every entry loaded, then a tuple of them built and indexed)
+            arr = self.params.glob(e.base.ref).name
+            return [self.alg.bind(ast.Subscript(name(arr), sl, ast.Load()))
+                    for sl in self.component_slots(bt, ast.Constant(0), e.index)]
         base = self.expr(e.base)
         pos = self.positions(bt, e.index)
         if isinstance(pos[0], int):
