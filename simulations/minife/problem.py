@@ -44,31 +44,32 @@ def _tables():
     return np.vstack([np.column_stack([g, f]) for g, f in zip(grads, psis)])
 
 
-# row 8 g + i: node i's shape-function gradient (3 columns) and value at Gauss point g
-TABLE = _tables()
+# row 8 g + i: node i's shape-function gradient (3 columns) and value at Gauss point g; a
+# Global, so that the element kernel reads the entries of the Gauss point it computes (a
+# captured array would be a constant tuple, indexed at run time by building it whole)
+TABLE = rs.Global(rs.mat(64, 4), _tables(), name="minife_shape_functions")
 
 
 @rs.func
 def gradients(g):
     """The 8 x 3 shape-function gradients at Gauss point g."""
-    T = TABLE
     k = 8 * g
-    return rs.mat(8, 3)((T[k, 0], T[k, 1], T[k, 2]), (T[k + 1, 0], T[k + 1, 1], T[k + 1, 2]),
-                        (T[k + 2, 0], T[k + 2, 1], T[k + 2, 2]),
-                        (T[k + 3, 0], T[k + 3, 1], T[k + 3, 2]),
-                        (T[k + 4, 0], T[k + 4, 1], T[k + 4, 2]),
-                        (T[k + 5, 0], T[k + 5, 1], T[k + 5, 2]),
-                        (T[k + 6, 0], T[k + 6, 1], T[k + 6, 2]),
-                        (T[k + 7, 0], T[k + 7, 1], T[k + 7, 2]))
+    return rs.mat(8, 3)((TABLE[k, 0], TABLE[k, 1], TABLE[k, 2]),
+                        (TABLE[k + 1, 0], TABLE[k + 1, 1], TABLE[k + 1, 2]),
+                        (TABLE[k + 2, 0], TABLE[k + 2, 1], TABLE[k + 2, 2]),
+                        (TABLE[k + 3, 0], TABLE[k + 3, 1], TABLE[k + 3, 2]),
+                        (TABLE[k + 4, 0], TABLE[k + 4, 1], TABLE[k + 4, 2]),
+                        (TABLE[k + 5, 0], TABLE[k + 5, 1], TABLE[k + 5, 2]),
+                        (TABLE[k + 6, 0], TABLE[k + 6, 1], TABLE[k + 6, 2]),
+                        (TABLE[k + 7, 0], TABLE[k + 7, 1], TABLE[k + 7, 2]))
 
 
 @rs.func
 def values(g):
     """The 8 shape-function values at Gauss point g."""
-    T = TABLE
     k = 8 * g
-    return rs.vec(8)(T[k, 3], T[k + 1, 3], T[k + 2, 3], T[k + 3, 3], T[k + 4, 3], T[k + 5, 3],
-                     T[k + 6, 3], T[k + 7, 3])
+    return rs.vec(8)(TABLE[k, 3], TABLE[k + 1, 3], TABLE[k + 2, 3], TABLE[k + 3, 3],
+                     TABLE[k + 4, 3], TABLE[k + 5, 3], TABLE[k + 6, 3], TABLE[k + 7, 3])
 
 
 @rs.func
