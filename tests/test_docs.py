@@ -47,7 +47,8 @@ def test_page_code_runs(tmp_path, page, tgt, ranks):
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(tmp_path),
                          timeout=900)
     assert res.returncode == 0, (f"{page} on {tgt} (line numbers are the page's; "
-                                 f"python -m tests.docs_exec {page} runs it):\n"
+                                 f"python -m tests.docs_exec {page} runs it; --update rewrites the "
+                                 f"error messages a page shows, e.g. after lines moved):\n"
                                  f"{res.stdout[-3000:]}\n{res.stderr[-8000:]}")
 
 
