@@ -36,14 +36,17 @@ def _load(name: str):
 
 
 def simulation_lines() -> list:
-    """One line per simulation: its name and the first line of its docstring."""
+    """One line per simulation: its name and the first paragraph of its docstring."""
+    found = sorted(simulations().items())
+    width = max((len(name) for name, _ in found), default=0)
     lines = []
-    for name, path in sorted(simulations().items()):
+    for name, path in found:
         try:
-            doc = (importlib.import_module(path).__doc__ or "").strip().splitlines()[0]
+            text = (importlib.import_module(path).__doc__ or "").strip()
+            doc = " ".join(text.split("\n\n")[0].split())  # the first paragraph, one line
         except Exception as exc:  # a broken simulation must not hide the others
             doc = f"(cannot import: {exc})"
-        lines.append(f"  {name:12s} {doc}")
+        lines.append(f"  {name:{width}s} {doc}")
     return lines
 
 
