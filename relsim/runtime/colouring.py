@@ -11,11 +11,13 @@ storage changes anywhere (`epoch`), so a smoother's sweeps prove each colour onc
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
 from . import epoch, ir
 from .analysis import phase
-from .parallel.rowsets import Reach, is_key
+from .parallel.rowsets import Reach, key_loop
 
 
 class Colouring:
@@ -56,9 +58,8 @@ class Colouring:
 
 def _reads_through_keys(reach, body, field):
     """(FieldRead node, rows its key may hold) of each read of `field` through any key but the
-    kernel's own. Inside a loop over a grouping or a key vector the loop variable holds that
-    loop's rows only (`reach` alone binds a name to every loop's rows that use it: two loops
-    both over `e` would make each read through `e` reach both loops' rows)."""
+    kernel's own; inside a loop over keys its variable holds that loop's rows only (two loops
+    over `e` would otherwise make each read through `e` reach both loops' rows)."""
     for s in body:
         for c in s.children():
             if isinstance(c, ir.Expr):
@@ -66,25 +67,8 @@ def _reads_through_keys(reach, body, field):
                     if isinstance(e, ir.FieldRead) and e.field is field and \
                             not isinstance(e.key, ir.Centred):
                         yield e, reach.rows_of(e.key)
-        own = None
-        if isinstance(s, ir.ForGroup):
-            own = reach.group_rows(s.group)
-        elif isinstance(s, ir.ForEach) and is_key(s.seq.type):
-            own = reach.rows_of(s.seq)
-        saved = reach.sets.get(s.var, _UNBOUND) if own is not None else _UNBOUND
-        if own is not None:
-            reach.sets[s.var] = own
-        try:
-            for name in ("body", "orelse"):
-                sub = getattr(s, name, None)
-                if isinstance(sub, tuple):
-                    yield from _reads_through_keys(reach, sub, field)
-        finally:
-            if own is not None:
-                if saved is _UNBOUND:
-                    reach.sets.pop(s.var, None)
-                else:
-                    reach.sets[s.var] = saved
-
-
-_UNBOUND = object()
+        bodies = [sub for sub in (getattr(s, "body", None), getattr(s, "orelse", None))
+                  if isinstance(sub, tuple)]
+        with reach.bound(s.var, reach.loop_rows(s)) if key_loop(s) else nullcontext():
+            for sub in bodies:
+                yield from _reads_through_keys(reach, sub, field)

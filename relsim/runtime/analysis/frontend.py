@@ -457,9 +457,9 @@ class Frontend:
         """Index expressions; a full slice `:` (a matrix's column or row) is `ir.FullSlice`."""
         out = []
         for x in (sl.elts if isinstance(sl, ast.Tuple) else [sl]):
-            folded = self.static_index(x, scope)
+            folded = static.loop_index(self, x, scope)
             if folded is not None:
-                out.append(folded)
+                out.append(ir.Const(scope.src.loc(x), folded, weak=True))
             elif not isinstance(x, ast.Slice):
                 out.append(self.expr(x, scope, pre))
             elif x.lower is None and x.upper is None and x.step is None:
@@ -469,21 +469,6 @@ class Frontend:
                                   "(':' takes a matrix's column M[:, j] or row M[i, :])",
                                   scope.src.loc(x))
         return tuple(out)
-
-    def static_index(self, x, scope):
-        """An index computed from static loop variables and literals only (``Ke[k // 8, k %
-        8]``, ``t.v[2 * i]`` in ``for k in rs.static(...)``): the constant it is, so a vector,
-        a matrix or a key vector is indexed at a fixed position (else it was a run-time index:
-        a tuple of every entry built and indexed, and a reduction through ``t.v[2 * i]``
-        refused as not a fixed key path). None for anything else."""
-        if not isinstance(x, (ast.BinOp, ast.UnaryOp)) or any(
-                isinstance(n, ast.Name) and n.id not in scope.static for n in ast.walk(x)):
-            return None
-        v = static.constant(self, x, scope)
-        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and \
-                -2 ** 63 <= int(v) < 2 ** 63:
-            return ir.Const(scope.src.loc(x), int(v), weak=True)
-        return None
 
     def call(self, e, scope, loc, pre):
         obj = self.resolve_static(e.func, scope)

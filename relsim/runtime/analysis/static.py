@@ -65,6 +65,22 @@ def constant(fe, node, scope):
         return NOT_STATIC
 
 
+def loop_index(fe, node, scope):
+    """The int an index computed from static loop variables and literals only is (``Ke[k //
+    8, k % 8]``, ``t.v[2 * i]`` in ``for k in rs.static(...)``), so a vector, a matrix or a key
+    vector is indexed at a fixed position (a run-time index builds a tuple of every entry, and
+    a reduction through ``t.v[2 * i]`` would not be a fixed key path); else None. Captured
+    names are left to the frontend, which records them (`Frontend.capture`)."""
+    if not isinstance(node, (ast.BinOp, ast.UnaryOp)) or any(
+            isinstance(n, ast.Name) and n.id not in scope.static for n in ast.walk(node)):
+        return None
+    v = constant(fe, node, scope)
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and \
+            -2 ** 63 <= int(v) < 2 ** 63:
+        return int(v)
+    return None
+
+
 def call_value(fe, call, scope):
     """`rs.vec(3)`, `rs.eye(n, rs.f32)`...: a COMPILE_TIME function called while compiling."""
     name = ast.unparse(call.func)

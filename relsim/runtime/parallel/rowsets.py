@@ -14,10 +14,20 @@ its relation):
 Key fields are the same on every rank and kernels never write them, so this is local work."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from ...types import KeyType, KeyVecType
 from .. import ir
+
+_UNBOUND = object()  # (`Reach.bound`: a name with no rows before)
+
+
+def key_loop(s) -> bool:
+    """Whether statement `s` is a loop whose variable holds keys (a grouping's rows, a key
+    vector's entries)."""
+    return isinstance(s, ir.ForGroup) or (isinstance(s, ir.ForEach) and is_key(s.seq.type))
 
 
 def is_key(t) -> bool:
@@ -43,10 +53,8 @@ class Reach:
             for s in ir.walk_stmts(analysed.body):
                 if isinstance(s, ir.Assign) and is_key(s.value.type):
                     self._bind(s.name, self.rows_of(s.value))
-                elif isinstance(s, ir.ForEach) and is_key(s.seq.type):
-                    self._bind(s.var, self.rows_of(s.seq))
-                elif isinstance(s, ir.ForGroup):
-                    self._bind(s.var, self.group_rows(s.group))
+                elif key_loop(s):  # (a name: every loop's rows that use it)
+                    self._bind(s.var, self.loop_rows(s))
 
     def _bind(self, name, rows) -> None:
         if name in self.sets and (self.sets[name] is None or rows is None):
@@ -56,7 +64,27 @@ class Reach:
         else:
             self.sets[name] = rows
 
+    @contextmanager
+    def bound(self, name, rows):
+        """Inside the block, local `name` holds `rows` only (a loop variable inside its own
+        loop, where the name alone holds the rows of every loop that uses it)."""
+        saved = self.sets.get(name, _UNBOUND)
+        self.sets[name] = rows
+        try:
+            yield
+        finally:
+            if saved is _UNBOUND:
+                del self.sets[name]
+            else:
+                self.sets[name] = saved
+
     # -- sets -------------------------------------------------------------------------------
+    def loop_rows(self, s):
+        """Rows the variable of `key_loop` `s` may hold (None: unknown)."""
+        if isinstance(s, ir.ForGroup):
+            return self.group_rows(s.group)
+        return self.rows_of(s.seq)
+
     def rows_of(self, e):
         """Sorted unique rows `e` may hold over the source rows, or None (any row)."""
         if isinstance(e, ir.Centred):
