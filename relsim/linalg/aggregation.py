@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from ..compiled import njit
 
 
 @dataclass

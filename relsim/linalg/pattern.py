@@ -11,7 +11,8 @@ pair.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..compiled import njit
 
 
 @njit(cache=True)

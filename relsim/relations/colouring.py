@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiled import njit
 from ..errors import SchemaError
 
 
@@ -36,11 +37,24 @@ def colour(relation, *keys, name: str = "colour") -> list:
     order = np.lexsort((b, a))
     a, b = a[order], b[order]
     starts = np.searchsorted(a, np.arange(n + 1))
-    colours = np.full(n, -1, dtype=np.int64)
-    for v in range(n):
-        near = colours[b[starts[v]:starts[v + 1]]]
-        taken = np.zeros(len(near) + 1, dtype=bool)
-        taken[near[(near >= 0) & (near <= len(near))]] = True
-        colours[v] = int(np.argmin(taken))  # the smallest free colour
+    colours = _greedy(starts, b.astype(np.int64), n)
     return [relation.subset(f"{name}{c}", np.flatnonzero(colours == c))
             for c in range(int(colours.max()) + 1 if n else 0)]
+
+
+@njit(cache=True)
+def _greedy(starts, neighbours, n):
+    """Each row's colour: the smallest none of its neighbours (``neighbours[starts[v]:
+    starts[v + 1]]``) coloured before it has, rows in order."""
+    colours = np.full(n, -1, dtype=np.int64)
+    taken = np.zeros(n + 1, dtype=np.int64)  # taken[c] == v + 1: colour c is a neighbour's
+    for v in range(n):
+        for k in range(starts[v], starts[v + 1]):
+            c = colours[neighbours[k]]
+            if c >= 0:
+                taken[c] = v + 1
+        c = 0
+        while taken[c] == v + 1:
+            c += 1
+        colours[v] = c
+    return colours

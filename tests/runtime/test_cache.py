@@ -151,8 +151,9 @@ def test_a_full_or_read_only_cache_directory_compiles_in_memory(tmp_path, monkey
 
 @pytest.mark.parametrize("numba_dir", [False, True])
 def test_relsims_own_helpers_are_cached_in_its_cache_folder(tmp_path, numba_dir):
-    """relsim's compiled helpers are cached under $RELSIM_CACHE_DIR/numba, not beside their
-    source (an installed package may be read-only); NUMBA_CACHE_DIR, where set, comes first."""
+    """relsim's compiled helpers (the runtime's, and the set-up of relations and linalg) are
+    cached under $RELSIM_CACHE_DIR/numba, not beside their source (an installed package may be
+    read-only); NUMBA_CACHE_DIR, where set, comes first."""
     import os
     import subprocess
 
@@ -161,11 +162,17 @@ def test_relsims_own_helpers_are_cached_in_its_cache_folder(tmp_path, numba_dir)
     if numba_dir:
         env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
     code = ("from relsim.runtime.folds import exact_sum, lane_sums\n"
+            "from relsim.relations import colouring\n"
+            "from relsim.linalg import aggregation, pattern\n"
             "print(lane_sums.finish._cache.cache_path)\n"
-            "print(exact_sum.fold_serial_f64._cache.cache_path)\n")
+            "print(exact_sum.fold_serial_f64._cache.cache_path)\n"
+            "print(colouring._greedy._cache.cache_path)\n"
+            "print(aggregation.aggregates._cache.cache_path)\n"
+            "print(pattern.element_pattern._cache.cache_path)\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
     root = tmp_path / "numba" if numba_dir else tmp_path / "relsim" / "numba"
+    assert len(out.stdout.split()) == 5, out.stdout
     for line in out.stdout.split():
         assert os.path.commonpath([str(root), line]) == str(root), line

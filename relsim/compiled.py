@@ -1,0 +1,141 @@
+"""`njit` for relsim's own compiled functions (generated kernels, folds, exact sums, the
+set-up helpers of relations and linalg): Numba's, cached in relsim's cache folder, with a
+leaner load from that cache.
+
+Before it loads a cached function, Numba sets up its whole compiler (`BaseContext.refresh`:
+every typing and lowering registry, and third-party extensions): ~0.2 s of a warm start that
+compiles nothing. Loading machine code needs only Numba's runtime (NRT, for allocations); the C
+helpers and math symbols are installed when the target context is made, and a parallel
+function's threading layer is started by the cached library itself (`reload_init`). So the
+functions made here load with just the runtime set up, and a program that does compile
+something sets the compiler up then, as every compilation does (`CompilerBase.__init__`).
+
+Where this Numba's cache lacks the pieces this relies on, the stock cache stays in place. This
+module sits below every layer (it knows only the configuration's cache folder), so the data
+model and the solvers compile their set-up with it too.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import numba
+from numba.core import caching
+
+from .errors import RelsimWarning
+
+try:
+    from numba.core.runtime import rtsys
+except ImportError:  # pragma: no cover - an older layout: keep Numba's own loading
+    rtsys = None
+
+_LEAN = rtsys is not None and hasattr(caching.FunctionCache, "_load_overload") and \
+    hasattr(caching.FunctionCache, "_guard_against_spurious_io_errors")
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+class _HelperLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Where relsim's own compiled helpers (folds, exact sums, ownership; functions in relsim's
+    package files) are cached: in relsim's cache folder (``$RELSIM_CACHE_DIR``, else
+    ``~/.cache/relsim``, then ``numba/``) rather than beside their source, where an installed
+    package may be read-only or shared by every user. Numba's ``NUMBA_CACHE_DIR`` still comes
+    first; generated modules (in that cache folder already) keep their own ``__pycache__``."""
+
+    def __init__(self, py_func, py_file):
+        from .config import default_cache_path
+
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(default_cache_path(), "numba",
+                                        self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if os.path.commonpath([_PACKAGE, os.path.abspath(py_file)]) != _PACKAGE:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+class _HelperCacheImpl(caching.CompileResultCacheImpl):
+    _locator_classes = [caching.UserProvidedCacheLocator, _HelperLocator] + \
+        [c for c in caching.CompileResultCacheImpl._locator_classes
+         if c is not caching.UserProvidedCacheLocator]
+
+
+class _RelsimCache(caching.FunctionCache):
+    """Numba's per-function disk cache, relsim's helpers located by `_HelperLocator`."""
+
+    _impl_class = _HelperCacheImpl
+
+
+class _LeanLoadCache(_RelsimCache):
+    """Numba's per-function disk cache, loading with only the runtime initialised."""
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)  # idempotent: a flag after the first call
+        try:
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+        except Exception as exc:  # noqa: BLE001 - a damaged index or data file
+            _drop(self, exc)
+        return None  # not cached (or the guard swallowed an I/O error on Windows)
+
+
+def _drop(cache, exc) -> None:
+    """Numba's disk cache of one function could not be read (truncated, bad bytes): warn, and
+    empty its index so that the function is compiled and saved again."""
+    warnings.warn(f"relsim: Numba's disk cache of {cache._py_func.__qualname__} in "
+                  f"{cache._cache_path} is damaged ({type(exc).__name__}: {exc}); it is dropped "
+                  f"and the function compiled again", RelsimWarning, stacklevel=4)
+    try:
+        cache._cache_file.flush()  # an empty index: the old data files are never read again
+    except OSError:
+        pass
+
+
+def lean_loading(dispatcher):
+    """`dispatcher` (cache=True), loading from the disk cache without the compiler set-up, and
+    compiling with room for deep recursion (`_deep`)."""
+    if type(getattr(dispatcher, "_cache", None)) is caching.FunctionCache:
+        dispatcher._cache = (_LeanLoadCache if _LEAN else _RelsimCache)(dispatcher.py_func)
+    dispatcher.compile = _deep(dispatcher.compile)  # (its first call compiles through this)
+    return dispatcher
+
+
+# Numba's SSA reconstruction recurses about once per basic block on the way back to a
+# definition; a large generated function compiled as another's callee (an outlined parallel
+# loop body: miniFE's element assembly, ~3,900 lines) starts that deep inside the caller's own
+# compilation and passed Python's default limit of 1,000 frames.
+RECURSION_LIMIT = 20_000
+
+
+def _deep(compile_fn):
+    """`compile_fn` (a dispatcher's `compile`) run with a recursion limit of at least
+    RECURSION_LIMIT, the previous limit restored after it."""
+    def compile(sig):
+        limit = sys.getrecursionlimit()
+        if limit >= RECURSION_LIMIT:
+            return compile_fn(sig)
+        sys.setrecursionlimit(RECURSION_LIMIT)
+        try:
+            return compile_fn(sig)
+        finally:
+            sys.setrecursionlimit(limit)
+    return compile
+
+
+def njit(*args, **options):
+    """`numba.njit`, whose cached functions (``cache=True``) load with `lean_loading`."""
+    if args and callable(args[0]):  # @njit without arguments
+        return lean_loading(numba.njit(**options)(args[0]))
+
+    def decorate(fn):
+        return lean_loading(numba.njit(*args, **options)(fn))
+
+    return decorate
