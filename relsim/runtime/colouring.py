@@ -24,15 +24,24 @@ class Colouring:
     def __init__(self, analysed, conflicts):
         self.analysed = analysed
         self.conflicts = conflicts  # phase.coloured(...)
-        self.proven: dict = {}  # id(subset) -> (subset, epoch when proven)
+        self.proven: dict = {}  # id(subset) -> (subset, epoch, structure when proven)
+        self.relations = _relations(analysed)
 
     def check(self, relation, subset) -> None:
         if subset is not None:
             held = self.proven.get(id(subset))
-            if held is not None and held[0] is subset and held[1] == epoch.value:
-                return
+            if held is not None and held[0] is subset:
+                if held[1] == epoch.value:
+                    return
+                if held[2] == self.structure():  # (only values or swapped arrays changed)
+                    self.proven[id(subset)] = (subset, epoch.value, held[2])
+                    return
         self.prove(relation, subset)
-        self.proven[id(subset)] = (subset, epoch.value)
+        self.proven[id(subset)] = (subset, epoch.value, self.structure())
+
+    def structure(self) -> tuple:
+        """The structure versions of the relations the kernel reaches (what a proof reads)."""
+        return tuple(R.structure_version for R in self.relations)
 
     def prove(self, relation, subset) -> None:
         name = self.analysed.kernel_name
@@ -54,6 +63,23 @@ class Colouring:
                         f"; over subset {subset.name!r} the read at line {node.loc.line} "
                         f"reaches row {int(inside[0])}, which the launch also writes (a "
                         f"colour's reads must reach only rows of other colours)"))
+
+
+def _relations(analysed) -> tuple:
+    """The relations whose keys, sizes or groupings a proof for `analysed` reads: its own, and
+    those of every field and grouping its expressions read, with their key targets."""
+    found = {id(analysed.relation): analysed.relation}
+    for s in ir.walk_stmts(analysed.body):
+        for c in s.children():
+            if not isinstance(c, ir.Expr):
+                continue
+            for e in c.walk():
+                holder = getattr(e, "field", None) if isinstance(e, ir.FieldRead) else \
+                    getattr(e, "grouping", None) if isinstance(e, ir.GroupRead) else None
+                for R in (getattr(holder, a, None) for a in ("relation", "target", "source")):
+                    if R is not None and hasattr(R, "structure_version"):
+                        found.setdefault(id(R), R)
+    return tuple(found.values())
 
 
 def _reads_through_keys(reach, body, field):

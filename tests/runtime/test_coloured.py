@@ -156,3 +156,41 @@ def test_one_and_two_threads_give_interps_bits(threads):
         for c in colours:
             c.foreach(sweep, cfg)
     assert V.u.numpy().tobytes() == _interp_answer("mesh")
+
+
+def test_a_proof_outlives_swapped_arrays_but_not_new_keys(monkeypatch):
+    """A colour's proof is kept while the keys of the relations the kernel reaches stay as
+    they are: a time loop swapping fields between sweeps does not prove again (it did, on every
+    sweep), while new keys are proven afresh and refused where a read now reaches the colour."""
+    from relsim.runtime import colouring
+    m = 6
+    V, E = rs.Relation("swap_v", m), rs.Relation("swap_e", m - 1)
+    E.new_key_field("tail", V, values=np.arange(m - 1))
+    E.new_key_field("head", V, values=np.arange(1, m))
+    E.group_by("head", "ins")
+    V.new_field("u", rs.f64)
+    V.new_field("old", rs.f64)
+    V.new_field("new", rs.f64)
+
+    @rs.kernel
+    def sweep(v):
+        s = v.old
+        for e in v.ins:
+            s += e.tail.u
+        v.u = 0.5 * s
+
+    proofs = []
+    real = colouring.Colouring.prove
+    monkeypatch.setattr(colouring.Colouring, "prove",
+                        lambda self, R, sub: (proofs.append(sub.name), real(self, R, sub)))
+    even = V.subset("even", [0, 2, 4])
+    for _ in range(3):
+        even.foreach(sweep)
+        V.old.swap(V.new)  # arrays exchanged: the keys are as they were
+    assert proofs == ["even"]
+    E.tail.load([1, 1, 2, 3, 4])  # row 2's incoming edge now starts at row 1... still odd
+    even.foreach(sweep)
+    assert proofs == ["even", "even"]
+    E.tail.load([0, 2, 2, 3, 4])  # row 2 now reads row 2 through an edge
+    with pytest.raises(rs.PhaseError, match="over subset 'even' the read at line"):
+        even.foreach(sweep)
