@@ -13,6 +13,11 @@ changed in place, say scaled, rather than assembled again), the columns are gone
 the call is an error rather than a right-hand side with nothing moved. Calls on one
 right-hand side that name a row twice (miniFE's faces, whose edges are in two of them) move its
 column once, with the first call's value, and leave the last value in b, as miniFE does.
+
+A compacted copy (`SparseMatrix.compacted`: the entries that are exactly 0 dropped, the moved
+columns among them) carries the elimination with its kept columns, so it lifts them into every
+new ``b`` as the full matrix would; its pattern cannot hold a column again, so changing its
+entries and imposing Dirichlet rows anew is an error there.
 """
 from __future__ import annotations
 
@@ -23,12 +28,16 @@ import relsim as rs
 
 class Elimination:
     """The rows eliminated from one matrix's entries, and their kept columns: entry numbers
-    (ascending: by row, then column) and values, in the rows that are not eliminated."""
+    (ascending: by row, then column), their rows, columns and values, in the rows that are not
+    eliminated. `compacted`: whether the entries no longer hold the kept columns."""
 
     def __init__(self, n: int):
         self.fixed = np.zeros(n, dtype=bool)
         self.kept = np.zeros(0, dtype=np.int64)
+        self.kept_row = np.zeros(0, dtype=np.int64)
+        self.kept_col = np.zeros(0, dtype=np.int64)
         self.kept_a = np.zeros(0)
+        self.compacted = False
         self.version = None  # the entries' version after the last elimination wrote them
         # the columns already lifted into the right-hand side `b_state` names (the b field and
         # its version after that lift): a later call on that same b lifts only the others
@@ -53,11 +62,14 @@ class Elimination:
         in_new[new] = True
         self.fixed |= in_new
         moved = np.flatnonzero(in_new[c] & ~self.fixed[r])
-        stay = ~in_new[r[self.kept]]  # kept entries of rows now eliminated: not needed
+        stay = ~in_new[self.kept_row]  # kept entries of rows now eliminated: not needed
         kept = np.concatenate([self.kept[stay], moved])
-        kept_a = np.concatenate([self.kept_a[stay], a[moved]])
-        order = np.argsort(kept, kind="stable")
-        self.kept, self.kept_a = kept[order], kept_a[order]
+        rows = np.concatenate([self.kept_row[stay], r[moved].astype(np.int64)])
+        cols = np.concatenate([self.kept_col[stay], c[moved].astype(np.int64)])
+        vals = np.concatenate([self.kept_a[stay], a[moved]])
+        order = np.lexsort((cols, rows))  # by row, then column (the entries' order)
+        self.kept, self.kept_row, self.kept_col, self.kept_a = \
+            kept[order], rows[order], cols[order], vals[order]
         a[in_new[r] | in_new[c]] = 0.0
         a[in_new[r] & (r == c)] = 1.0
         entries.a.load(a)
@@ -77,15 +89,27 @@ class Elimination:
         value_of[rows], mine[rows] = values, True
         mine &= ~self.lifted
         self.lifted[rows] = True
-        cols = entries.col.numpy()[self.kept]
+        cols = self.kept_col
         use = mine[cols]
         s = np.zeros(len(self.fixed))
-        np.add.at(s, entries.row.numpy()[self.kept[use]], self.kept_a[use] * value_of[cols[use]])
+        np.add.at(s, self.kept_row[use], self.kept_a[use] * value_of[cols[use]])
         bv = b.numpy(copy=True)
         bv -= s  # (b - 0.0 is b, bit for bit, in rows without such columns)
         bv[rows] = values
         b.load(bv)
         self.b_state = (id(b), b.version)
+
+
+    def carried(self, entries) -> Elimination:
+        """This elimination for a compacted copy of the matrix whose entries are `entries`
+        (the kept columns by row and column only: they are not among its entries)."""
+        out = Elimination(len(self.fixed))
+        out.fixed = self.fixed.copy()
+        out.kept_row, out.kept_col, out.kept_a = self.kept_row, self.kept_col, self.kept_a
+        out.kept = np.full(len(self.kept), -1, dtype=np.int64)  # (not entries of the copy)
+        out.compacted = True
+        out.version = entries.a.version
+        return out
 
 
 def rows_and_values(matrix, rows, values) -> tuple:

@@ -135,6 +135,28 @@ class SparseMatrix:
         E.a.load(a)
         return m
 
+    def compacted(self, name: str | None = None) -> SparseMatrix:
+        """A copy without the entries that are exactly 0 (the diagonal kept): the matrix to
+        solve with once assembly is done. A P1 stiffness matrix of a structured tet mesh is
+        ~60% zeros (edges whose cotangent weight is 0), and Dirichlet elimination zeroes the
+        boundary rows and columns; every product with the copy skips them. Its Dirichlet rows
+        and kept columns come with it: ``copy.dirichlet(rows, b=..., values=...)`` lifts new
+        boundary values into each new b as this matrix would. It has no element keys
+        (assemble into this one and compact again); named `name` (default ``<name>_nz``, its
+        rows' grouping ``<name>_row``)."""
+        name = f"{self.name}_nz" if name is None else name
+        E = self.entries
+        r, c, a = E.row.numpy(), E.col.numpy(), E.a.numpy()
+        keep = (a != 0.0) | (r == c)
+        m = SparseMatrix.__new__(SparseMatrix)
+        _check_name(name)
+        m._build(self.vertices, r[keep].astype(np.int64), c[keep].astype(np.int64), name)
+        m.entries.a.load(a[keep])
+        elim = self._elimination
+        if elim is not None and elim.current(E):
+            m._elimination = elim.carried(m.entries)
+        return m
+
     # -- values ---------------------------------------------------------------------------
     def to_scipy(self):
         """The matrix as a SciPy CSR matrix (a copy of the values; needs scipy)."""
@@ -167,6 +189,12 @@ class SparseMatrix:
         rows, vals = _dirichlet.rows_and_values(self, rows, values)
         E, elim = self.entries, self._elimination
         if elim is None or not elim.current(E):
+            if elim is not None and elim.compacted:
+                raise rs.DataError(
+                    f"{self.name}.dirichlet: the entries of {self.name} changed since it was "
+                    f"compacted with its Dirichlet rows eliminated; its pattern no longer holds "
+                    f"the columns that elimination moved, so they cannot be moved again: "
+                    f"assemble the full matrix, impose the rows there and compact it again")
             if elim is not None and elim.columns_gone(E):
                 raise rs.DataError(
                     f"{self.name}.dirichlet: the entries of {self.name} changed since it "
