@@ -11,6 +11,10 @@ size n (``--n``) and relsim thread count t (``--threads``):
   threads=t)`` (exact dot products);
 * relsim mg: the same with ``M=mg``, ``mg = linalg.Multigrid(K)`` (its defaults: 1 Jacobi sweep
   before and after, coarsening to 300 rows); its set-up timed apart;
+* relsim mg-gs: ``M=linalg.Multigrid(K, smoother="gauss-seidel")`` (a symmetric Gauss-Seidel
+  sweep over each level's colours before and after);
+* relsim ssor, relsim cheb: ``M=linalg.SSOR(K)`` (symmetric Gauss-Seidel over the colours),
+  ``M=linalg.Chebyshev(K, 3)`` (a degree-3 polynomial of the Jacobi-scaled K);
 * scipy cg: ``scipy.sparse.linalg.cg(A, b, rtol=1e-8)`` (OpenBLAS on 1 thread: its sparse
   product is serial anyway);
 * pyamg: ``ml = pyamg.smoothed_aggregation_solver(A)`` (its defaults: symmetric Gauss-Seidel
@@ -18,8 +22,8 @@ size n (``--n``) and relsim thread count t (``--threads``):
   pyamg is not installed: ``pip install pyamg``).
 
 Checked first: every solution agrees with SciPy's to 1e-6 relative. Printed: the iterations,
-the solve's minimum and median milliseconds, and ``relsim mg / peer`` ratios (medians of the
-per-repeat ratios).
+the solve's minimum and median milliseconds, and each preconditioned relsim solve's time over the
+peers' (medians of the per-repeat ratios).
 
 Usage::
 
@@ -58,9 +62,16 @@ def measure(n: int, args, pyamg, tol: str) -> list:
     rows = []
     V, K, _, A, b = system(n)
     want, _ = spla.cg(A, b, **{tol: RTOL, "atol": 0.0})
-    t0 = time.perf_counter()
-    mg = linalg.Multigrid(K)
-    mg_setup = time.perf_counter() - t0
+    setups, pre = {}, {}
+    for label, make in (("mg", lambda: linalg.Multigrid(K)),
+                        ("mg-gs", lambda: linalg.Multigrid(K, smoother="gauss-seidel",
+                                                           name="mggs")),
+                        ("ssor", lambda: linalg.SSOR(K)),
+                        ("cheb", lambda: linalg.Chebyshev(K, 3))):
+        t0 = time.perf_counter()
+        pre[label] = make()
+        setups[label] = time.perf_counter() - t0
+    mg = pre["mg"]
     ml, amg_setup = None, None
     if pyamg is not None:
         t0 = time.perf_counter()
@@ -91,26 +102,29 @@ def measure(n: int, args, pyamg, tol: str) -> list:
     for t in args.threads:
         cfg = rs.Config(target="cpu", threads=t)
         variants[f"relsim cg, {t} thr"] = relsim_solve(cfg, None, f"relsim cg, {t} thr")
-        variants[f"relsim mg, {t} thr"] = relsim_solve(cfg, mg, f"relsim mg, {t} thr")
+        for label, M in pre.items():
+            name = f"relsim {label}, {t} thr"
+            variants[name] = relsim_solve(cfg, M, name)
     for name, fn in variants.items():  # (compiles; then the check)
         fn()
         x = V.x.numpy() if name.startswith("relsim") else None
         if x is not None and not np.allclose(x, want, rtol=0, atol=1e-6 * abs(want).max()):
             raise SystemExit(f"{name}: the solution differs from SciPy's")
     times = C.interleaved(variants, args.repeats, 1)
-    print(f"n = {n}: {V.size} rows; relsim mg levels {mg.levels}, set-up "
-          f"{C.ms(mg_setup)} ms" + (f"; pyamg set-up {C.ms(amg_setup)} ms, levels "
+    print(f"n = {n}: {V.size} rows; relsim mg levels {mg.levels}, set-ups "
+          + ", ".join(f"{k} {C.ms(v)} ms" for k, v in setups.items())
+          + (f"; pyamg set-up {C.ms(amg_setup)} ms, levels "
                                     f"{[lev.A.shape[0] for lev in ml.levels]}" if ml else ""))
     for name, samples in times.items():
         lo, med = C.summary(samples)
         ratios = []
-        if name.startswith("relsim mg"):
+        if name.startswith("relsim") and not name.startswith("relsim cg"):
             for peer in ("scipy cg", "pyamg"):
                 if peer in times:
                     ratios.append(f"{C.paired_ratio(samples, times[peer]):.2f}x {peer}")
         rows.append([f"{V.size:,}", name, str(iters[name]), C.ms(lo), C.ms(med),
                      ", ".join(ratios)])
-        print(f"  {name:18s} {iters[name]:4d} it  {C.ms(lo):>9s} ms (median "
+        print(f"  {name:21s} {iters[name]:4d} it  {C.ms(lo):>9s} ms (median "
               f"{C.ms(med)})  {', '.join(ratios)}")
     return rows
 
@@ -128,7 +142,7 @@ def main(argv=None) -> None:
     rows = []
     for n in args.n:
         rows += measure(n, args, pyamg, tol)
-    headers = ["rows", "solver", "iterations", "min ms", "median ms", "relsim mg against"]
+    headers = ["rows", "solver", "iterations", "min ms", "median ms", "against the peers"]
     text = C.table(headers, rows)
     print()
     print(text)

@@ -13,7 +13,8 @@ from .direct import direct
 from .gmres import gmres
 from .krylov import bicgstab, cg
 from .multigrid import Multigrid
+from .relaxation import SSOR, Chebyshev
 from .sparse import SparseMatrix
 
 __all__ = ["Operator", "SparseMatrix", "SolveInfo", "SolverError", "cg", "bicgstab", "gmres",
-           "direct", "Multigrid"]
+           "direct", "Multigrid", "SSOR", "Chebyshev"]

@@ -27,7 +27,8 @@ from ..compiled import njit
 class Level:
     A: object  # SciPy CSR, this level's matrix
     P: object = None  # SciPy CSR, from the next level to this one (None on the coarsest)
-    omega: float = 0.0  # the Jacobi smoother's weight on this level
+    rho: float = 1.0  # Gershgorin's bound of the spectral radius of D^-1 A
+    omega: float = 0.0  # the Jacobi smoother's weight on this level: 4 / (3 rho)
 
 
 def hierarchy(A, max_coarse: int = 300, max_levels: int = 10, theta: float = 0.0) -> list:
@@ -43,8 +44,8 @@ def hierarchy(A, max_coarse: int = 300, max_levels: int = 10, theta: float = 0.0
         if count == 0 or count >= M.shape[0]:
             break  # nothing coarsens further
         T = tentative(agg, count)
-        rho = spectral_radius(M, d)
-        lev.omega = 4.0 / (3.0 * rho)
+        lev.rho = spectral_radius(M, d)
+        lev.omega = 4.0 / (3.0 * lev.rho)
         Dinv = sp.diags(np.where(d != 0.0, 1.0 / np.where(d != 0.0, d, 1.0), 0.0))
         P = (T - lev.omega * (Dinv @ (M @ T))).tocsr()
         P.sort_indices()
@@ -53,7 +54,8 @@ def hierarchy(A, max_coarse: int = 300, max_levels: int = 10, theta: float = 0.0
         Ac.sort_indices()
         levels.append(Level(Ac))
     last = levels[-1]
-    last.omega = 4.0 / (3.0 * spectral_radius(last.A, last.A.diagonal()))
+    last.rho = spectral_radius(last.A, last.A.diagonal())
+    last.omega = 4.0 / (3.0 * last.rho)
     return levels
 
 

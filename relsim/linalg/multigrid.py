@@ -6,48 +6,28 @@ level's kernels are the same text as the finest level's, compiled once), and eac
 is a relation of entries with key fields ``fine`` and ``coarse``, grouped on both sides. One
 application of the preconditioner, z = M r, is a V-cycle of kernels:
 
-    x = omega D^-1 b, then `sweeps - 1` damped Jacobi sweeps   (pre-smoothing)
+    x from b by the smoother, starting at x = 0            (pre-smoothing)
     r = b - A x;  b_coarse = P^T r                           (restriction: a gather per coarse row)
     the same on the coarser level, with x_coarse = 0; the coarsest solved by LU on the host
     x += P x_coarse                                         (prolongation: a gather per fine row)
-    `sweeps` damped Jacobi sweeps                            (post-smoothing)
+    x improved by the smoother's adjoint                    (post-smoothing)
 
-The same sweeps before and after and the exact coarsest solve make M symmetric positive
-definite, as cg needs. Every sum is a gather in ascending entry order and the host parts are
-deterministic, so z is the same bits on every target and thread count. (One process: the
-coarse relations are not partitioned over MPI ranks.)
+The smoothers (damped Jacobi, Chebyshev, symmetric Gauss-Seidel over colours) are
+`smoothers.py`'s. Post-smoothing the adjoint of pre-smoothing and the exact coarsest solve make
+M symmetric positive definite, as cg needs. Every sum is a gather in ascending entry order and
+the host parts are deterministic, so z is the same bits on every target and thread count.
+(One process: the coarse relations are not partitioned over MPI ranks.)
 """
 from __future__ import annotations
 
-import numpy as np
-
 import relsim as rs
 
-from . import aggregation
+from . import aggregation, smoothers
 from . import kernels as _kernels
 
 CYCLE = {
-    "first": """
-    @rs.kernel
-    def first(v):
-        v.{X} = v.{D} * v.{B}
-""",
-    "sweep": """
-    @rs.kernel
-    def sweep(v):
-        s = 0.0
-        for e in v.{ROWS}:
-            s += e.a * e.col.{X}
-        v.{XN} = v.{X} + v.{D} * (v.{B} - s)
-""",
-    "residual": """
-    @rs.kernel
-    def residual(v):
-        s = 0.0
-        for e in v.{ROWS}:
-            s += e.a * e.col.{X}
-        v.{R} = v.{B} - s
-""",
+    **{k: smoothers.KERNELS[k] for k in ("first", "sweep", "residual", "chebyshev_first",
+                                           "chebyshev_step", "gauss_seidel")},
     "restrict": """
     @rs.kernel
     def restrict(c):
@@ -66,22 +46,21 @@ CYCLE = {
 """,
 }
 
-_FIELDS = ("b", "x", "xn", "r", "d")
-
 
 class Multigrid:
     """A smoothed-aggregation multigrid V-cycle for the symmetric positive definite
     `SparseMatrix` A (with its entries as they are now: build it again after they change), for
-    ``linalg.cg(..., M=mg)``. `sweeps`: damped Jacobi sweeps before and after each coarse
-    correction; the hierarchy coarsens until a level has at most `max_coarse` rows (solved by
-    LU) or has `max_levels` levels. ``mg.levels``: the rows of each level."""
+    ``linalg.cg(..., M=mg)``. `smoother`: ``"jacobi"`` (damped), ``"chebyshev"`` or
+    ``"gauss-seidel"`` (symmetric, over the colours of each level's graph, SOR weight `omega`);
+    `sweeps`: its sweeps before and after each coarse correction (Chebyshev: its polynomial's
+    degree); the hierarchy coarsens until a level has at most `max_coarse` rows (solved by LU)
+    or has `max_levels` levels. ``mg.levels``: the rows of each level."""
 
     def __init__(self, A, sweeps: int = 1, max_coarse: int = 300, max_levels: int = 10,
-                 name: str = "mg"):
+                 name: str = "mg", smoother: str = "jacobi", omega: float = 1.0):
         if getattr(A, "entries", None) is None or not hasattr(A, "to_scipy"):
             raise TypeError(f"Multigrid needs a linalg.SparseMatrix, got {A!r}")
-        if not isinstance(sweeps, int) or sweeps < 1:
-            raise ValueError(f"Multigrid: sweeps must be an int >= 1, got {sweeps!r}")
+        smoothers.check(smoother, sweeps, omega, "Multigrid")
         if not name.isidentifier():
             raise rs.DataError(f"a Multigrid name must be an identifier, got {name!r}")
         if rs.ranks().size > 1:
@@ -89,25 +68,19 @@ class Multigrid:
                                  f"partitioned), not on the {rs.ranks().size} MPI ranks here: "
                                  f"precondition with M=the diagonal (Jacobi) under MPI")
         from .sparse import SparseMatrix
-        self.A, self.sweeps, self.name = A, sweeps, name
+        self.A, self.sweeps, self.name, self.smoother = A, sweeps, name, smoother
         self.version = A.entries.a.version
         hier = aggregation.hierarchy(A.to_scipy(), max_coarse, max_levels)
         prefix = f"_{name}_"
-        self.names = {k.upper(): prefix + k for k in _FIELDS}
-        self.names.update(ROWS=A.rows, PROW=prefix + "prow", PCOL=prefix + "pcol")
+        self.names = smoothers.names(prefix, A.rows)
+        self.names.update(PROW=prefix + "prow", PCOL=prefix + "pcol")
         rels = [A.vertices]
         for lev in range(1, len(hier)):
             C = rs.Relation(f"{name}_level{lev}", hier[lev].A.shape[0])
             SparseMatrix.from_scipy(C, hier[lev].A, name=A.name)
             rels.append(C)
         for lev, R in enumerate(rels):
-            for k in _FIELDS:
-                f = R.field(prefix + k) if R.has_field(prefix + k) else \
-                    R.new_field(prefix + k, rs.f64)
-                if k == "d":
-                    d = hier[lev].A.diagonal()
-                    f.load(np.where(d != 0.0, hier[lev].omega / np.where(d != 0.0, d, 1.0),
-                                    0.0))
+            smoothers.make_fields(R, prefix, hier[lev].A, hier[lev].omega)
         if self.names["PROW"] in A.vertices.groupings:  # an earlier Multigrid's, replaced
             A.vertices.drop_grouping(self.names["PROW"])
         self._prolongators = []
@@ -124,12 +97,19 @@ class Multigrid:
         self.levels = [R.size for R in rels]
         import scipy.sparse.linalg as spla
         self._coarsest = spla.splu(hier[-1].A.tocsc())
-        text = _kernels.module_text(CYCLE, self.names, [])
-        self.kernels = _kernels.load(text, rs.config.current().cache_path()).make()
+        text = _kernels.module_text(CYCLE, self.names, list(smoothers.GLOBALS))
+        self._globals = {g: rs.Global(rs.f64, 0.0, name=f"{name}_{g}")
+                         for g in smoothers.GLOBALS}
+        self.kernels = _kernels.load(text, rs.config.current().cache_path()).make(
+            **self._globals)
+        self._smoothers = [
+            smoothers.Smoother(smoother, sweeps, R, hier[lev].A, hier[lev].rho,
+                               hier[lev].omega, omega, self.kernels, self._globals, prefix)
+            for lev, R in enumerate(rels[:-1])]
 
     def field(self, level: int, what: str):
-        """The cycle's work field `what` ("b", "x", "xn", "r" or "d") on level `level` (0: the
-        finest, A's rows): to inspect the hierarchy."""
+        """The cycle's work field `what` ("b", "x", "xn", "r", "d" or "di") on level `level`
+        (0: the finest, A's rows): to inspect the hierarchy."""
         return self.relations[level].field(self.names[what.upper()])
 
     def apply(self, r, z, config=None) -> None:
@@ -150,16 +130,9 @@ class Multigrid:
         if lev == len(self.relations) - 1:
             self.field(lev, "x").load(self._coarsest.solve(self.field(lev, "b").numpy()))
             return
-        R.foreach(k["first"], config)
-        for _ in range(self.sweeps - 1):
-            self._sweep(R, lev, config)
+        self._smoothers[lev].pre(config)
         R.foreach(k["residual"], config)
         self.relations[lev + 1].foreach(k["restrict"], config)
         self._cycle(lev + 1, config)
         R.foreach(k["prolong"], config)
-        for _ in range(self.sweeps):
-            self._sweep(R, lev, config)
-
-    def _sweep(self, R, lev, config) -> None:
-        R.foreach(self.kernels["sweep"], config)
-        self.field(lev, "x").swap(self.field(lev, "xn"))
+        self._smoothers[lev].post(config)

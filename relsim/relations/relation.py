@@ -118,6 +118,14 @@ class Relation:
         self._subsets[name] = s
         return s
 
+    def drop_subset(self, name: str) -> None:
+        """Remove subset `name` of this relation (the Subset object stays valid for launches),
+        e.g. to make a new one under the same name."""
+        if name not in self._subsets:
+            raise SchemaError(f"{self.name} has no subset named {name!r}; its subsets: "
+                              f"{', '.join(sorted(self._subsets)) or 'none'}")
+        del self._subsets[name]
+
     @property
     def subsets(self) -> dict:
         """{name: Subset} of this relation's subsets."""

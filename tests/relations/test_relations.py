@@ -156,3 +156,24 @@ def test_a_dropped_grouping_can_be_made_again_over_other_rows():
     with pytest.raises(rs.SchemaError, match="V has no grouping named 'nope'; its groupings: "
                                              "ins"):
         V.drop_grouping("nope")
+
+
+def test_a_dropped_subset_can_be_made_again_and_the_old_one_still_runs():
+    V = rs.Relation("V", 4)
+    V.new_field("u", rs.f64)
+    old = V.subset("s", [0, 2])
+    with pytest.raises(rs.SchemaError, match="already has a subset named 's'"):
+        V.subset("s", [1])
+    V.drop_subset("s")
+    assert "s" not in V.subsets
+    new = V.subset("s", [1])
+    assert V.subset("s") is new
+
+    @rs.kernel
+    def one(v):
+        v.u = 1.0
+
+    old.foreach(one)
+    assert V.u.numpy().tolist() == [1.0, 0.0, 1.0, 0.0]
+    with pytest.raises(rs.SchemaError, match="V has no subset named 'nope'; its subsets: s"):
+        V.drop_subset("nope")
