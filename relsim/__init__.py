@@ -76,6 +76,7 @@ try:
     from .runtime.parallel import partition_rows as partition
     from .runtime.parallel import ranks
     from .runtime.precompile import precompile
+    from .tangents import Tangents
     from .tape import Tape
     from .target_registry import register_backend, targets
     from .types import bool_, f32, f64, i32, i64, mat, vec
@@ -96,7 +97,8 @@ __all__ = [
     "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
     "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
-    "synchronize", "capture", "assign", "while_loop", "Tape", "AdjointStep", "record_step",
+    "synchronize", "capture", "assign", "while_loop", "Tape", "Tangents", "AdjointStep",
+    "record_step",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "eigh", "svd", "polar",

@@ -107,8 +107,9 @@ class Tape(_launch.Recorder):
     def __enter__(self) -> Tape:
         for r in _launch.recorders:
             if not isinstance(r, Tape):
-                raise GradientError(f"an rs.Tape cannot start while {r.label}: record the "
-                                    f"replays instead (a tape records each `step()` it sees)")
+                hint = ": record the replays instead (a tape records each `step()` it sees)" \
+                    if hasattr(r, "step") else ""
+                raise GradientError(f"an rs.Tape cannot start while {r.label}{hint}")
         self.events = []  # a tape records afresh each time (its adjoint kernels stay compiled)
         self.segments = []
         _launch.recorders.append(self)
@@ -117,17 +118,6 @@ class Tape(_launch.Recorder):
     def __exit__(self, *exc) -> None:
         _launch.recorders.remove(self)
 
-    @staticmethod
-    def _analyse(kernel, relation, cfg):
-        """The kernel's analysis over `relation` as it is now, kept with the kernel (as its
-        adjoint kernel is: tapes recorded again reuse both)."""
-        key = (id(relation), relation.schema_version)
-        kept = kernel.__dict__.setdefault("_tape_analysed", {})
-        a = kept.get(key)
-        if a is None:
-            a = kept[key] = analyse(kernel, relation, cfg.cache_path())
-        return a
-
     def before_launch(self, kernel, relation, subset, config) -> None:
         """Recorder hook (relsim calls it, a program does not): records the launch about to
         run, with the values it will overwrite."""
@@ -135,7 +125,7 @@ class Tape(_launch.Recorder):
             return
         cfg = config if config is not None else _config.current()
         base = relation if subset is None else subset.relation
-        a = self._analyse(kernel, base, cfg)
+        a = analysis_of(kernel, base, cfg)
         if a.inserts or a.deletes:
             stmt = next(s for s in ir.walk_stmts(a.body) if isinstance(s, (ir.Insert,
                                                                              ir.Delete)))
@@ -207,15 +197,8 @@ class Tape(_launch.Recorder):
                 f.grad.load(0.0)
         for g in globals_ | {t for t, _ in seeds if isinstance(t, Global)}:
             _adjoint(g).value = 0.0
-        for rel in {id(e.relation): e.relation for e in launches if _picks_rows(e.analysed)
-                    }.values():  # each row's number, for the rows min/max reductions chose
-            if not rel.has_field(ROW_FIELD):
-                rel.new_field(ROW_FIELD, i64).load(np.arange(rel.size))
-        for e in launches:  # a min/max into a field: its best and chosen contribution per row
-            for f in picked_fields(e.analysed):
-                for suffix, t in ((BEST, f64), (PICK, i64)):
-                    if not f.relation.has_field(f.name + suffix):
-                        f.relation.new_field(f.name + suffix, t)
+        for e in launches:
+            prepare_picks(e.relation, e.analysed)
         for e in launches:  # grouping loops transposed: their accumulators' adjoints per row
             adj = self._adjoint_kernel(e)
             if adj.kept and e.subset is not None:
@@ -374,12 +357,28 @@ class Tape(_launch.Recorder):
         return fields, globals_
 
     def _adjoint_kernel(self, e):
-        cache = e.kernel.__dict__.setdefault("_adjoints", {})
-        key = (id(e.relation), id(e.analysed))
-        k = cache.get(key)
-        if k is None:
-            k = cache[key] = AdjointKernel(e.kernel, e.analysed, _adjoint, _pick_globals)
-        return k
+        return adjoint_kernel(e.kernel, e.relation, e.analysed)
+
+
+def adjoint_kernel(kernel, relation, analysed):
+    """The adjoint kernel of `kernel` analysed over `relation` (made once, kept with it)."""
+    cache = kernel.__dict__.setdefault("_adjoints", {})
+    key = (id(relation), id(analysed))
+    k = cache.get(key)
+    if k is None:
+        k = cache[key] = AdjointKernel(kernel, analysed, _adjoint, _pick_globals)
+    return k
+
+
+def analysis_of(kernel, relation, cfg):
+    """The kernel's analysis over `relation` as it is now, kept with the kernel (as its adjoint
+    and tangent kernels are: tapes recorded again, and rs.Tangents, reuse them)."""
+    key = (id(relation), relation.schema_version)
+    kept = kernel.__dict__.setdefault("_tape_analysed", {})
+    a = kept.get(key)
+    if a is None:
+        a = kept[key] = analyse(kernel, relation, cfg.cache_path())
+    return a
 
 
 def _adjoint(g):
@@ -400,7 +399,19 @@ def _pick_globals(g):
     return p
 
 
-def _picks_rows(a) -> bool:
+def prepare_picks(relation, analysed) -> None:
+    """The fields the finding kernels of a launch's min/max reductions need: each row's number
+    on `relation` (for the rows min/max reductions chose), and per float field reduced by min or
+    max its best and chosen contribution per row."""
+    if picks_rows(analysed) and not relation.has_field(ROW_FIELD):
+        relation.new_field(ROW_FIELD, i64).load(np.arange(relation.size))
+    for f in picked_fields(analysed):
+        for suffix, t in ((BEST, f64), (PICK, i64)):
+            if not f.relation.has_field(f.name + suffix):
+                f.relation.new_field(f.name + suffix, t)
+
+
+def picks_rows(a) -> bool:
     """Whether launch `a` reduces into a float Global with min, max, argmin or argmax, or into
     a float field with min or max."""
     return any(isinstance(x.target, Global) and x.op in ("min", "max", "argmin", "argmax")

@@ -34,7 +34,7 @@ def direct(A, b, x, transpose: bool = False) -> SolveInfo:
                                f"relation {A.vertices.name}")
     if b is x:
         raise rs.DataError(f"direct: b and x must be different fields, got {b.qualname} twice")
-    if rs.Tape.recording():
+    if rs.Tape.recording() or rs.Tangents.running():
         return _adjoint.record(direct, "direct", A, b, x, dict(transpose=transpose))
     lu = _factors(A)
     rhs = b.numpy(copy=True)

@@ -88,7 +88,7 @@ def gmres(A, b, x, rtol: float = 1e-8, atol: float = 0.0, restart: int = 30,
     reduce the residual at all, or a NaN, raises a `SolverError` naming the iteration."""
     if not isinstance(restart, int) or restart < 1:
         raise ValueError(f"gmres: restart must be an int >= 1, got {restart!r}")
-    if rs.Tape.recording():  # (one step, differentiated implicitly: as cg)
+    if rs.Tape.recording() or rs.Tangents.running():  # (one step, differentiated implicitly: as cg)
         return _adjoint.record(gmres, "gmres", A, b, x, dict(
             rtol=rtol, atol=atol, restart=restart, maxiter=maxiter, callback=callback,
             config=config, dots=dots))

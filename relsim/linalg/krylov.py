@@ -62,7 +62,7 @@ def cg(A, b, x, rtol: float = 1e-8, atol: float = 0.0, maxiter: int | None = Non
 
     On an `rs.Tape` a solve with a `SparseMatrix` is one step, differentiated implicitly with
     respect to b and A's entries (one more solve, with A^T: `linalg/adjoint.py`)."""
-    if rs.Tape.recording():
+    if rs.Tape.recording() or rs.Tangents.running():
         return _adjoint.record(cg, "cg", A, b, x, dict(
             rtol=rtol, atol=atol, maxiter=maxiter, M=M, callback=callback, config=config,
             timers=timers, dots=dots))
@@ -232,7 +232,7 @@ def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,
     """Solve ``A x = b`` by BiCGSTAB (any nonsingular A), with the arguments, stopping rule and
     `dots` of `cg`. A breakdown (rho, r^.v or t.t zero, or a NaN) raises a `SolverError`
     naming the iteration and the quantity. On an `rs.Tape`: as `cg`."""
-    if rs.Tape.recording():
+    if rs.Tape.recording() or rs.Tangents.running():
         return _adjoint.record(bicgstab, "bicgstab", A, b, x, dict(
             rtol=rtol, atol=atol, maxiter=maxiter, callback=callback, config=config, dots=dots))
     A = _operator(A)

@@ -25,6 +25,14 @@ class Recorder:
     def before_launch(self, kernel, relation, subset, config) -> None:
         pass
 
+    def kernel_to_run(self, kernel, relation, subset, config):
+        """The kernel to launch in place of `kernel` (itself, but for `rs.Tangents`, which runs
+        each launch's tangent kernel instead)."""
+        return kernel
+
+    def after_launch(self, kernel, relation, subset, config) -> None:
+        """The launch of `kernel` (as `kernel_to_run` gave it) has run."""
+
     def before_host_write(self, target, value) -> None:
         pass
 
@@ -65,7 +73,11 @@ def run(kernel, relation, subset, config) -> None:
         raise RuntimeError("no relsim runtime installed; import relsim")
     for r in recorders:
         r.before_launch(kernel, relation, subset, config)
+    for r in recorders:
+        kernel = r.kernel_to_run(kernel, relation, subset, config)
     _launcher(kernel, relation, subset, config)
+    for r in recorders:
+        r.after_launch(kernel, relation, subset, config)
 
 
 def refuse_while_recording(what: str) -> None:

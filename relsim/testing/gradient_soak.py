@@ -1,5 +1,6 @@
-"""The gradient soak: random differentiable programs, their `rs.Tape` gradients checked against
-central differences (``python -m relsim.testing.gradient_soak --cases 1000``).
+"""The gradient soak: random differentiable programs, their `rs.Tape` gradients (reverse mode)
+and their `rs.Tangents` directional derivatives (forward mode) checked against central
+differences (``python -m relsim.testing.gradient_soak --cases 1000``).
 
 A program (a deterministic function of its seed) is a graph (``V`` vertices, ``E`` edges with
 keys ``head`` and ``tail``, the grouping ``V.ein`` of edges by head), a few random f64 kernels and
@@ -21,8 +22,10 @@ and 6.25e-7, extrapolated pairwise (Richardson: the error of a central differenc
 so the step is chosen per direction by the extrapolation); a direction whose two
 extrapolations disagree crosses a branch's edge (or a change of the row a min or max chose)
 and is drawn again (counted as skipped), as is one along which the loss overflows (a random
-program can). It fails when a smooth direction disagrees by more than
-`TOLERANCE` (relative to ``max(1, |derivative|)``).
+program can). It fails when, along a smooth direction, the tape's gradient dotted with the
+direction or the forward mode's derivative disagrees with the central differences by more than
+`TOLERANCE` (relative to ``max(1, |derivative|)``), or the two modes disagree with each other by
+more than `AGREEMENT` (both are exact up to rounding: J^T w . u = w J u).
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ import relsim as rs
 from .soak import module_from_source
 
 TOLERANCE = 1e-6
+AGREEMENT = 1e-10
 UNARY = ["math.sin({})", "math.cos({})", "math.tanh({})", "math.exp(-({0}) * ({0}))",
          "math.sqrt(1.0 + ({0}) * ({0}))", "math.log(1.0 + ({0}) * ({0}))", "({}) ** 2"]
 
@@ -198,6 +202,17 @@ class Program:
         return {"a": grad(self.V.a), "s": grad(self.V.s), "w": grad(self.E.w), "g": g,
                 "p": grad(self.V.p), "top": grad(self.V.top)}
 
+    def inputs(self) -> dict:
+        return {"a": self.V.a, "s": self.V.s, "w": self.E.w, "g": self.g, "p": self.V.p,
+                "top": self.V.top}
+
+    def tangent(self, x, u) -> float:
+        """The loss's derivative at `x` along `u` by forward mode (`rs.Tangents`)."""
+        self.set(x)
+        with rs.Tangents({t: u[k] for k, t in self.inputs().items()}) as tan:
+            self.run()
+        return tan.of(self.loss)
+
 
 def _module(source: str, seed: int, workdir):
     """The program's kernel module, written to a file in `workdir` (kernels need source)."""
@@ -240,6 +255,12 @@ def check(seed: int, workdir, directions: int = 2, tries: int = 4) -> tuple[int,
                 return checked, skipped, (f"program seed {seed}: along a random direction the "
                                           f"tape gives {slope!r}, central differences {fd!r}"
                                           f"\n{p.source}")
+            forward = p.tangent(p.x0, u)
+            if not abs(forward - fd) <= TOLERANCE * scale or \
+                    not abs(forward - slope) <= AGREEMENT * max(1.0, abs(slope)):
+                return checked, skipped, (f"program seed {seed}: along a random direction "
+                                          f"forward mode gives {forward!r}, the tape {slope!r}, "
+                                          f"central differences {fd!r}\n{p.source}")
             break
     return checked, skipped, ""
 

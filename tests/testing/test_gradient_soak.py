@@ -1,6 +1,6 @@
 """The gradient soak (`relsim.testing.gradient_soak`): random differentiable programs whose tape
-gradients agree with extrapolated central differences, and a check that fails when a
-derivative rule is wrong."""
+gradients and forward-mode derivatives agree with extrapolated central differences and with
+each other, and a check that fails when a derivative rule is wrong in either mode."""
 import pytest
 
 from relsim.runtime.adjoint import derivatives
@@ -24,6 +24,26 @@ def test_the_soak_fails_on_a_wrong_derivative(tmp_path, monkeypatch):
     assert sum(bool(f) for f in failures) >= len(seeds) // 2, failures
     first = next(f for f in failures if f)
     assert "program seed" in first and "central differences" in first
+
+
+def test_the_soak_fails_on_a_wrong_forward_rule(tmp_path, monkeypatch):
+    """With the forward mode's tangent of a product made wrong (one term dropped), programs
+    fail the check naming forward mode, while the tape stays right."""
+    from relsim.runtime.tangent import expressions
+
+    real = expressions.Expressions.t_BinOp
+
+    def wrong(self, e):
+        if e.op == "*" and not (expressions.is_vec(e.type) or expressions.is_mat(e.type)):
+            return self.tangent(e.left) and expressions._mul(e.loc, self.tangent(e.left),
+                                                              self.primal(e.right))
+        return real(self, e)
+
+    monkeypatch.setattr(expressions.Expressions, "t_BinOp", wrong)
+    with configured(target="interp"):
+        failures = [soak.check(seed, tmp_path)[2] for seed in range(6)]
+    assert sum(bool(f) for f in failures) >= 3, failures
+    assert "forward mode gives" in next(f for f in failures if f)
 
 
 def test_the_soak_runs_from_the_command_line(capsys):
