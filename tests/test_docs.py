@@ -96,6 +96,7 @@ def test_readme_is_a_few_screens_with_a_runnable_example():
 # -- the site and its API reference -----------------------------------------------------------
 
 API_PAGES = {"relsim": "api/relsim.md", "relsim.linalg": "api/linalg.md",
+             "relsim.optimize": "api/optimize.md",
              "relsim.domains": "api/domains.md", "relsim.output": "api/output.md"}
 DOMAIN_MODULES = ("grid", "particles", "trimesh", "tetmesh", "hexmesh", "op2mesh")
 
@@ -118,7 +119,7 @@ def _public_objects():
     import importlib
 
     import relsim
-    modules = ["relsim", "relsim.linalg", "relsim.domains", "relsim.output",
+    modules = ["relsim", "relsim.linalg", "relsim.optimize", "relsim.domains", "relsim.output",
                *(f"relsim.domains.{m}" for m in DOMAIN_MODULES)]
     for modname in modules:
         mod = importlib.import_module(modname)

@@ -198,6 +198,7 @@ ABOVE = {
     "relsim.checkpoint": ("relsim.domains", "relsim"),  # on the runtime (ranks), below the API
     # solvers are relsim programs: the public API only, never the runtime's insides
     "relsim.linalg": ("relsim.runtime", "relsim.relations", "relsim.domains"),
+    "relsim.optimize": ("relsim.runtime", "relsim.relations", "relsim.domains"),
 }
 
 

@@ -268,6 +268,29 @@ def tape(outdir):
     return out
 
 
+def tangents(outdir):
+    """rs.Tangents on several ranks (tangent reads through keys into other ranks' rows, min/max
+    reductions' chosen contributions, Global tangents) and relsim.optimize's least squares on
+    them (the dense and the matrix-free inner solve)."""
+    import numpy as np
+
+    from relsim import optimize
+    from tests.optimize.test_least_squares import _fit, _smoothing
+    from tests.test_tangents import _direction, _graph, _outputs, _program
+    V, E = _graph(n=40, seed=6)
+    run = _program(V, E)
+    with rs.Tangents(_direction(V, E, np.random.default_rng(9))) as tan:
+        run()
+    out = {"tangents": digest(*[np.asarray(tan.of(t)) for t in _outputs(V)])}
+    V, E, run, _ = _smoothing(50)
+    info = optimize.least_squares(run, [V.rd, E.rs_], V.u, inner="cg", max_iterations=15)
+    out["smoothing"] = digest(V.u.numpy(), np.array(info.costs))
+    obs, b, resid, _ = _fit()
+    info = optimize.least_squares(lambda: obs.foreach(resid), obs.r, b)
+    out["fit"] = digest(np.asarray(b.value), np.array(info.costs))
+    return out
+
+
 def diffusion2d(outdir):
     from relsim_simulations import diffusion2d as sim
     err, steps = sim.run(20, t_end=0.003)
@@ -599,7 +622,7 @@ def whole(outdir):
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md, "smoke": smoke, "sph": sph,
-            "tape": tape,
+            "tape": tape, "tangents": tangents,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing, "captured": captured,

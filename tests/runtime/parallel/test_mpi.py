@@ -112,6 +112,13 @@ def test_tape_gradients_give_one_processs_bits(ranks, tmp_path):
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
+def test_forward_mode_and_least_squares_give_one_processs_bits(ranks, tmp_path):
+    """rs.Tangents' directional derivatives and relsim.optimize.least_squares' iterates are one
+    process's bits on 2 and 3 ranks."""
+    same_as_one_process("tangents", "cpu", ranks, tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
 def test_krylov_solvers_give_one_processs_iterates(ranks, tmp_path):
     """relsim.linalg's CG, Jacobi-preconditioned CG and BiCGSTAB: the same residual histories
     and solutions, bit for bit, on 1, 2 and 3 ranks."""

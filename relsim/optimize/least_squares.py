@@ -1,0 +1,279 @@
+"""Nonlinear least squares: minimise 0.5 sum r(x)^2 over the unknowns x, the residuals r computed
+by the user's kernels, by Gauss-Newton or Levenberg-Marquardt.
+
+Each iteration linearises at x (J the Jacobian of r, `problem.Problem`'s products) and takes the
+step d solving
+
+    (J^T J + lambda D^T D) d = -J^T r        (lambda = 0: Gauss-Newton)
+
+with D Marquardt's scaling, the running maximum of J's column norms (MINPACK's choice: the step
+is invariant to the unknowns' units). Two ways to solve it:
+
+* ``inner="dense"`` (the default up to 64 unknowns): J column by column, one forward-mode run
+  per unknown, and the step from the augmented least-squares system ``[J; sqrt(lambda) D] d =
+  [-r; 0]`` by NumPy's SVD-based solver, which never squares J's condition number (the NIST
+  problems need this);
+* ``inner="cg"``: matrix-free conjugate gradients on the normal equations, each product J v
+  one forward run and J^T (J v) one backward of the tape recorded at x; D is the identity
+  (J's column norms are not known without a run per unknown; a diagonal of J^T J generated
+  from the residual kernels, for Jacobi preconditioning as Opt does, is not there yet).
+
+Levenberg-Marquardt adapts lambda by the ratio rho of the actual to the predicted cost reduction
+(Nielsen's rule: on success lambda *= max(1/3, 1 - (2 rho - 1)^3), on failure lambda *= nu, nu
+doubling); Gauss-Newton halves a step that does not reduce the cost (up to 30 times). Stopping
+(the first that holds): the gradient ``max |J^T r| <= gtol``, the relative cost reduction of an
+accepted step ``<= ftol``, the step ``||d|| <= xtol (||x|| + xtol)``, `max_iterations`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import relsim as rs
+
+from .problem import Problem, dot, norm
+
+DENSE_UP_TO = 64  # unknowns: the default inner solve is "dense" up to this many
+
+
+@dataclass
+class LeastSquaresInfo:
+    """What a solve did: `iterations` (accepted or not), `cost` (0.5 sum r^2 at the result),
+    `costs` (the cost at the start and after each accepted step), `converged` and `reason`
+    (which stopping rule held, or why it stopped), `gradient` (max |J^T r| at the result),
+    `evaluations` (program runs for residuals), `jacobian_products` and `transpose_products`
+    (forward and reverse runs), `inner_iterations` (cg iterations in all)."""
+    iterations: int = 0
+    cost: float = math.inf
+    costs: list = field(default_factory=list)
+    converged: bool = False
+    reason: str = ""
+    gradient: float = math.inf
+    evaluations: int = 0
+    jacobian_products: int = 0
+    transpose_products: int = 0
+    inner_iterations: int = 0
+
+
+def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: str = "auto",
+                  weights: dict | None = None, max_iterations: int = 100, ftol: float = 1e-12,
+                  xtol: float = 1e-12, gtol: float = 1e-12, cg_rtol: float = 1e-10,
+                  cg_maxiter: int | None = None, damping: float = 1e-3) -> LeastSquaresInfo:
+    """Minimise ``0.5 * sum(w * r**2)`` over `unknowns`. `program`: a callable (no arguments)
+    running the launches that compute the `residuals` (f64 fields: one or a list; scalar or
+    vector values) from the `unknowns` (f64 fields and Globals: one or a list), which are
+    changed in place to the result. `method`: ``"lm"`` (Levenberg-Marquardt) or ``"gn"``
+    (Gauss-Newton); `inner`: ``"dense"``, ``"cg"`` or ``"auto"`` (dense up to 64 unknowns);
+    `weights`: per residual field, one number or one per value; `damping`: LM's first lambda
+    relative to the largest diagonal of J^T J. See the module for the stopping rules."""
+    if method not in ("lm", "gn"):
+        raise ValueError(f"least_squares: method must be 'lm' or 'gn', got {method!r}")
+    if inner not in ("auto", "dense", "cg"):
+        raise ValueError(f"least_squares: inner must be 'auto', 'dense' or 'cg', got {inner!r}")
+    if not isinstance(max_iterations, int) or max_iterations < 0:
+        raise ValueError(f"least_squares: max_iterations must be an int >= 0, got "
+                         f"{max_iterations!r}")
+    p = Problem(program, residuals, unknowns, weights)
+    if p.n == 0:
+        raise rs.DataError("least_squares: there are no unknowns")
+    dense = inner == "dense" or inner == "auto" and p.n <= DENSE_UP_TO
+    info = LeastSquaresInfo()
+    x = p.get()
+    r = _checked(p, x, 0)
+    cost = 0.5 * dot(r, r)
+    info.costs.append(cost)
+    scale = np.zeros(p.n)
+    lam, nu = None, 2.0
+    step = _Dense(p) if dense else _Matrixfree(p, cg_rtol, cg_maxiter or max(10, 2 * p.n))
+    try:
+        _refuse_unread(p, x)
+        while True:
+            g = step.linearise(x, r)  # J^T r
+            info.gradient = float(np.abs(g).max())
+            if info.gradient <= gtol:
+                info.converged, info.reason = True, "gradient"
+                break
+            if info.iterations >= max_iterations:
+                info.reason = "max_iterations"
+                break
+            info.iterations += 1
+            scale = np.maximum(scale, step.column_norms())
+            if method == "lm":
+                if lam is None:
+                    lam = damping * float(np.max(scale) ** 2 if scale.any() else 1.0)
+                d, predicted = step.solve(x, r, g, lam, scale)
+                x_new = x + d
+                r_new = _checked(p, x_new, info.iterations)
+                cost_new = 0.5 * dot(r_new, r_new)
+                actual = cost - cost_new
+                rho = actual / predicted if predicted > 0.0 else -1.0
+                accepted = actual > 0.0 and rho > 0.0
+                if accepted:
+                    lam *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                    nu = 2.0
+                else:
+                    lam *= nu
+                    nu *= 2.0
+            else:  # Gauss-Newton: the full step, halved until the cost goes down
+                d, _ = step.solve(x, r, g, 0.0, scale)
+                accepted = False
+                for _ in range(30):
+                    x_new = x + d
+                    r_new = _checked(p, x_new, info.iterations)
+                    cost_new = 0.5 * dot(r_new, r_new)
+                    actual = cost - cost_new
+                    if actual > 0.0:
+                        accepted = True
+                        break
+                    d = 0.5 * d
+            small_step = norm(x_new - x) <= xtol * (norm(x) + xtol)
+            if accepted:
+                reduced = actual <= ftol * cost
+                x, r, cost = x_new, r_new, cost_new
+                info.costs.append(cost)
+                if reduced or small_step:
+                    info.converged, info.reason = True, "ftol" if reduced else "xtol"
+                    break
+            elif small_step:  # no step big enough to count reduces the cost: a minimum
+                info.converged, info.reason = True, "xtol"
+                break
+            elif method == "gn":
+                info.reason = "no descent"
+                break
+    finally:
+        p.set(x)
+    info.cost = cost
+    info.evaluations, info.jacobian_products, info.transpose_products = \
+        p.evaluations, p.jv, p.jtw
+    info.inner_iterations = getattr(step, "inner", 0)
+    p.program()  # (the residual fields at the result)
+    return info
+
+
+def _checked(p: Problem, x, iteration: int) -> np.ndarray:
+    """r(x), refusing non-finite residuals: the program runs once more with debug checks,
+    whose error names the kernel, line and row that made the value."""
+    r = p.residual(x)
+    if np.all(np.isfinite(r)):
+        return r
+    at = int(np.flatnonzero(~np.isfinite(r))[0])
+    for t in p.residuals:
+        size = int(np.prod((t.relation.size,) + t.type.shape))
+        if at < size:
+            row = at // max(1, int(np.prod(t.type.shape, dtype=np.int64)))
+            break
+        at -= size
+    where = (f"least_squares: residual {t.qualname} is {r[np.flatnonzero(~np.isfinite(r))[0]]}"
+             f" at row {row} (iteration {iteration})")
+    before = rs.configure()
+    try:
+        rs.configure(debug=True)
+        p.program()
+    except rs.KernelCheckError as exc:
+        raise rs.DataError(f"{where}; the program run with debug checks says:\n{exc}") from exc
+    finally:
+        rs.configure(debug=before.debug)
+    raise rs.DataError(f"{where}; no kernel made it from finite values (with debug checks): "
+                       f"an unknown or an input holds it")
+
+
+def _refuse_unread(p: Problem, x) -> None:
+    """An unknown no residual depends on (its Jacobian columns all 0 along a random
+    direction of it alone) is an error naming it."""
+    rng = np.random.default_rng(0)
+    at = 0
+    for t, size in zip(p.unknowns, p.sizes):
+        v = np.zeros(p.n)
+        v[at:at + size] = rng.standard_normal(size)
+        at += size
+        if not np.any(p.jacobian_times(x, v)):
+            name = t.qualname if isinstance(t, rs.Field) else f"Global {t.name!r}"
+            raise rs.DataError(f"least_squares: no residual depends on the unknown {name} (at "
+                               f"the start): the program never reads it, or only where its "
+                               f"derivative is 0")
+
+
+class _Dense:
+    """The step from J itself, one forward run per unknown."""
+
+    def __init__(self, p: Problem):
+        self.p = p
+        self.J = self.x = self.g = None
+
+    def linearise(self, x, r):
+        if self.J is not None and np.array_equal(self.x, x):
+            return self.g  # (a rejected step: the same point)
+        self.x = np.array(x, copy=True)
+        eye = np.zeros(self.p.n)
+        cols = []
+        for j in range(self.p.n):
+            eye[:] = 0.0
+            eye[j] = 1.0
+            cols.append(self.p.jacobian_times(x, eye))
+        self.J = np.stack(cols, axis=1)
+        self.g = np.array([dot(self.J[:, j], r) for j in range(self.p.n)])
+        return self.g
+
+    def column_norms(self):
+        return np.array([norm(self.J[:, j]) for j in range(self.p.n)])
+
+    def solve(self, x, r, g, lam, scale):
+        A = self.J
+        rhs = -r
+        if lam:
+            A = np.vstack([A, np.diag(math.sqrt(lam) * np.where(scale > 0, scale, 1.0))])
+            rhs = np.concatenate([rhs, np.zeros(self.p.n)])
+        d = np.linalg.lstsq(A, rhs, rcond=None)[0]
+        Jd = self.J @ d
+        predicted = -(dot(g, d) + 0.5 * dot(Jd, Jd))
+        return d, predicted
+
+
+class _Matrixfree:
+    """The step by conjugate gradients on the normal equations, J's products by the program's
+    forward and reverse runs."""
+
+    def __init__(self, p: Problem, rtol: float, maxiter: int):
+        self.p, self.rtol, self.maxiter = p, rtol, maxiter
+        self.inner = 0
+
+    def linearise(self, x, r):
+        return self.p.transpose_times(x, r)
+
+    def column_norms(self):
+        return np.zeros(self.p.n)
+
+    def solve(self, x, r, g, lam, scale):
+        p = self.p
+        damp = lam * np.where(scale > 0, scale, 1.0) ** 2
+
+        def normal(v):
+            return p.transpose_times(x, p.jacobian_times(x, v)) + damp * v
+
+        precond = np.where(damp > 0, damp, 1.0)  # (a multiple of the identity: D is)
+        d = np.zeros(p.n)
+        res = -g
+        z = res / precond
+        q = z.copy()
+        rz = dot(res, z)
+        stop = self.rtol * norm(g)
+        for _ in range(self.maxiter):
+            if norm(res) <= stop:
+                break
+            Aq = normal(q)
+            qAq = dot(q, Aq)
+            if qAq <= 0.0:
+                break
+            alpha = rz / qAq
+            d = d + alpha * q
+            res = res - alpha * Aq
+            z = res / precond
+            rz_new = dot(res, z)
+            q = z + (rz_new / rz) * q
+            rz = rz_new
+            self.inner += 1
+        Jd = p.jacobian_times(x, d)
+        predicted = -(dot(g, d) + 0.5 * dot(Jd, Jd))
+        return d, predicted
