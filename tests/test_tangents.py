@@ -138,6 +138,7 @@ def test_forward_mode_agrees_with_central_differences_and_with_the_tape():
     assert abs(left - right) <= 1e-11 * max(1.0, abs(left)), (left, right)
 
 
+@pytest.mark.device_sized  # (the cuda target in the simulator too)
 def test_forward_mode_is_the_same_bits_on_every_target(target):
     def tangents(config):
         V, E = _graph()

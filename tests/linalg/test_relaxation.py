@@ -121,6 +121,7 @@ def test_each_preconditioner_cuts_cgs_iterations_to_the_same_solution():
         assert np.abs(V.x.numpy() - want).max() <= 1e-8 * np.abs(want).max()
 
 
+@pytest.mark.device_sized  # (the cuda target in the simulator too)
 def test_preconditioned_cg_is_the_same_bits_on_every_target(target):
     def solve(config):
         A, V = _system(80)
