@@ -270,3 +270,59 @@ def test_what_forward_mode_refuses_is_named():
                                                "linalg's solves is not available yet"):
         with rs.Tangents({V.x: 1.0}):
             linalg.cg(A, V.x, V.y)
+
+
+def test_the_jacobian_diagonal_by_kernels_is_the_squared_column_norms():
+    """rs.Tangents.jacobian_diagonal (what least squares preconditions with): for scalar,
+    vector and Global unknowns, residuals weighted, it equals the squared column norms of J
+    built column by column by forward mode; a program not of its form gives None."""
+    n = 12
+    V = rs.Relation("dg_v", n)
+    E = rs.Relation("dg_e", n - 1)
+    E.new_key_field("tail", V, values=np.arange(n - 1))
+    E.new_key_field("head", V, values=np.arange(1, n))
+    rng = np.random.default_rng(0)
+    V.new_field("f", rs.f64).load(rng.standard_normal(n))
+    V.new_field("u", rs.f64).load(rng.standard_normal(n))
+    V.new_field("p", rs.vec(2)).load(rng.standard_normal((n, 2)))
+    V.new_field("rd", rs.f64)
+    E.new_field("rs_", rs.f64)
+    E.new_field("rv", rs.vec(2))
+    g = rs.Global(rs.vec(2), np.array([0.3, -0.2]), name="dg_g")
+
+    @rs.kernel
+    def data(v):
+        v.rd = v.u - v.f + 0.2 * math.sin(3.0 * v.u) + g[0] * v.p[1]
+
+    @rs.kernel
+    def smooth(e):
+        e.rs_ = 2.0 * (e.head.u - e.tail.u) * e.head.p[0]
+        e.rv = e.head.p - e.tail.p * g[1] + rs.vec(2)(e.tail.u, 0.0)
+
+    def run():
+        V.foreach(data)
+        E.foreach(smooth)
+
+    unknowns, shapes = [V.u, V.p, g], [(n,), (n, 2), (2,)]
+    diag = rs.Tangents.jacobian_diagonal(run, [V.rd, E.rs_, E.rv], unknowns, {E.rs_: 4.0})
+    columns = []
+    for u, shape in zip(unknowns, shapes):
+        for j in range(int(np.prod(shape))):
+            seeds = {w: np.zeros(s) for w, s in zip(unknowns, shapes)}
+            seeds[u].reshape(-1)[j] = 1.0
+            with rs.Tangents(seeds) as tan:
+                run()
+            columns.append(np.concatenate([tan.of(V.rd), 2.0 * tan.of(E.rs_),
+                                           tan.of(E.rv).ravel()]))
+    want = (np.stack(columns, axis=1) ** 2).sum(axis=0)
+    got = np.concatenate([np.ravel(d) for d in diag])
+    assert np.allclose(got, want, rtol=1e-14, atol=0.0)  # (sums of the same squares)
+
+    @rs.kernel
+    def looped(v):
+        s = 0.0
+        for i in range(2):
+            s += v.p[i] * v.u
+        v.rd = s
+
+    assert rs.Tangents.jacobian_diagonal(lambda: V.foreach(looped), [V.rd], [V.u]) is None

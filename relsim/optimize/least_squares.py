@@ -14,9 +14,12 @@ is invariant to the unknowns' units). Two ways to solve it:
   [-r; 0]`` by NumPy's SVD-based solver, which never squares J's condition number (the NIST
   problems need this);
 * ``inner="cg"``: matrix-free conjugate gradients on the normal equations, each product J v
-  one forward run and J^T (J v) one backward of the tape recorded at x; D is the identity
-  (J's column norms are not known without a run per unknown; a diagonal of J^T J generated
-  from the residual kernels, for Jacobi preconditioning as Opt does, is not there yet).
+  one forward run and J^T (J v) one backward of the tape recorded at x, preconditioned by the
+  diagonal of J^T J + lambda D^T D (Jacobi, as Opt does), diag(J^T J) computed by kernels
+  generated from the residual kernels (`rs.Tangents.jacobian_diagonal`; D from it too). Where
+  the program is not of the form those kernels need (an unknown read inside a loop or through
+  a key held in a local, residuals computed from intermediate fields), cg goes without: D the
+  identity, no preconditioner (``info.preconditioned`` says which).
 
 Levenberg-Marquardt adapts lambda by the ratio rho of the actual to the predicted cost reduction
 (Nielsen's rule: on success lambda *= max(1/3, 1 - (2 rho - 1)^3), on failure lambda *= nu, nu
@@ -44,7 +47,8 @@ class LeastSquaresInfo:
     `costs` (the cost at the start and after each accepted step), `converged` and `reason`
     (which stopping rule held, or why it stopped), `gradient` (max |J^T r| at the result),
     `evaluations` (program runs for residuals), `jacobian_products` and `transpose_products`
-    (forward and reverse runs), `inner_iterations` (cg iterations in all)."""
+    (forward and reverse runs), `inner_iterations` (cg iterations in all), `preconditioned`
+    (whether the cg inner solve had the diagonal of J^T J)."""
     iterations: int = 0
     cost: float = math.inf
     costs: list = field(default_factory=list)
@@ -55,6 +59,7 @@ class LeastSquaresInfo:
     jacobian_products: int = 0
     transpose_products: int = 0
     inner_iterations: int = 0
+    preconditioned: bool = False
 
 
 def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: str = "auto",
@@ -148,6 +153,7 @@ def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: st
     info.evaluations, info.jacobian_products, info.transpose_products = \
         p.evaluations, p.jv, p.jtw
     info.inner_iterations = getattr(step, "inner", 0)
+    info.preconditioned = getattr(step, "preconditioned", False)
     p.program()  # (the residual fields at the result)
     return info
 
@@ -238,12 +244,20 @@ class _Matrixfree:
     def __init__(self, p: Problem, rtol: float, maxiter: int):
         self.p, self.rtol, self.maxiter = p, rtol, maxiter
         self.inner = 0
+        self.x = self.g = self.diag = None
+        self.preconditioned = False
 
     def linearise(self, x, r):
-        return self.p.transpose_times(x, r)
+        if self.g is not None and np.array_equal(self.x, x):
+            return self.g  # (a rejected step: the same point)
+        self.x = np.array(x, copy=True)
+        self.diag = self.p.diagonal(x)
+        self.preconditioned = self.diag is not None
+        self.g = self.p.transpose_times(x, r)
+        return self.g
 
     def column_norms(self):
-        return np.zeros(self.p.n)
+        return np.zeros(self.p.n) if self.diag is None else np.sqrt(self.diag)
 
     def solve(self, x, r, g, lam, scale):
         p = self.p
@@ -252,7 +266,8 @@ class _Matrixfree:
         def normal(v):
             return p.transpose_times(x, p.jacobian_times(x, v)) + damp * v
 
-        precond = np.where(damp > 0, damp, 1.0)  # (a multiple of the identity: D is)
+        precond = damp + (self.diag if self.diag is not None else 0.0)
+        precond = np.where(precond > 0, precond, 1.0)
         d = np.zeros(p.n)
         res = -g
         z = res / precond

@@ -125,6 +125,24 @@ class Problem:
         self.evaluations += 1
         return self._weighted([t.numpy(copy=True) for t in self.residuals])
 
+    def diagonal(self, x):
+        """diag(J^T J) at x by kernels generated from the residual kernels
+        (`rs.Tangents.jacobian_diagonal`), or None where the program is not of their form or
+        a residual's weights differ from value to value."""
+        weights = {}
+        for t, sw in zip(self.residuals, self.sqrt_w):
+            if sw is not None:
+                if sw.size and not np.all(sw == sw[0]):
+                    return None
+                weights[t] = float(sw[0]) ** 2 if sw.size else 1.0
+        self.set(x)
+        parts = rs.Tangents.jacobian_diagonal(self.program, self.residuals, self.unknowns,
+                                              weights)
+        self.evaluations += 1
+        if parts is None:
+            return None
+        return np.concatenate([np.asarray(d, dtype=np.float64).ravel() for d in parts])
+
     def jacobian_times(self, x, v) -> np.ndarray:
         """J(x) v by forward mode."""
         self.set(x)

@@ -61,6 +61,7 @@ def test_levenberg_marquardt_agrees_with_scipy(inner):
         assert info.jacobian_products >= 3 * (len(info.costs) - 1)
     else:
         assert info.inner_iterations > 0 and info.transpose_products > info.iterations
+        assert info.preconditioned  # (the diagonal of J^T J from the residual kernel)
 
 
 def test_gauss_newton_and_lm_solve_rosenbrock_from_the_classic_start():
@@ -119,7 +120,7 @@ def test_a_field_of_unknowns_by_the_matrix_free_solve():
     want, u = scipy_cost()
     assert info.converged and abs(info.cost - want) <= 1e-9 * want, (info, want)
     assert np.allclose(V.u.numpy(), u, rtol=0, atol=1e-6)
-    assert info.inner_iterations > 0 and info.transpose_products > 0
+    assert info.inner_iterations > 0 and info.transpose_products > 0 and info.preconditioned
 
 
 def test_weights_are_the_residuals_scaled():
