@@ -61,6 +61,7 @@ try:
         RelsimWarning,
         SchemaError,
     )
+    from .exact import exact_sum
     from .kernel import Func, FusedKernel, Kernel, func, fuse, kernel
     from .output import write
     from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
@@ -98,7 +99,7 @@ __all__ = [
     "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
     "synchronize", "capture", "assign", "while_loop", "Tape", "Tangents", "AdjointStep",
-    "record_step",
+    "record_step", "exact_sum",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",
     "eigh", "svd", "polar",

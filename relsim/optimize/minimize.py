@@ -6,7 +6,7 @@ Each iteration takes the L-BFGS direction (the two-loop recursion over the last 
 s = x_new - x, y = g_new - g, the initial Hessian scaled by s.y / y.y; pairs with s.y <= 0 are
 not kept), then a backtracking line search from step 1 (the first iteration: 1 / max|g|) until
 Armijo's sufficient decrease ``E(x + t d) <= E(x) + 1e-4 t g.d`` holds, halving t. Vectors are
-host NumPy arrays; dot products are exactly rounded (`math.fsum`), so the iterates are the same
+host NumPy arrays; dot products are exactly rounded (`rs.exact_sum`), so the iterates are the same
 bits on every target, thread count and rank count, as the gradients are. Stopping: ``max |g| <=
 gtol``, a relative energy reduction ``<= ftol``, `max_iterations`, or a line search that finds
 no decrease in 40 halvings.

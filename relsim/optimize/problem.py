@@ -8,8 +8,8 @@ residuals with respect to the unknowns, each a run of the user's program:
   (reverse mode: one adjoint run per product; the tape is recorded once per point).
 
 Vectors here are NumPy arrays on the host, in the order of `unknowns` (each flattened row by
-row); dot products are exactly rounded sums (`math.fsum`), so a solve's iterates do not depend
-on the order of anything: the same bits on every target, thread count and device, as the
+row); dot products are exactly rounded sums (`rs.exact_sum`), so a solve's iterates do not
+depend on the order of anything: the same bits on every target, thread count and device, as the
 products themselves are. Built on the public API only (like `relsim.linalg`).
 """
 from __future__ import annotations
@@ -22,8 +22,9 @@ import relsim as rs
 
 
 def dot(a, b) -> float:
-    """a . b, exactly rounded (the same bits whatever the summation order)."""
-    return math.fsum((np.asarray(a) * np.asarray(b)).ravel().tolist())
+    """a . b, the products summed exactly and rounded once (`rs.exact_sum`): the same bits
+    whatever the summation order, on every process."""
+    return rs.exact_sum(np.asarray(a) * np.asarray(b))
 
 
 def norm(a) -> float:
