@@ -52,9 +52,13 @@ class DistributedLaunch(Launch):
             self.merge = inner.partials = GlobalMerge(world, global_layouts)
         targets = a.summary.targets()
         self.touched = tuple(t for t in targets if isinstance(t, Field) and not t.is_key)
-        self.written = frozenset(acc.target for acc in a.summary.accesses
-                                 if acc.mode in ("write", "reduce")
-                                 and isinstance(acc.target, Field))
+        # in the order of the kernel's accesses, the same on every rank: after the launch each
+        # exposed written field is gathered, a collective, one field after the other (a set,
+        # iterated in the order of its objects' addresses, made ranks gather different fields
+        # at once: their values swapped)
+        self.written = tuple({id(acc.target): acc.target for acc in a.summary.accesses
+                              if acc.mode in ("write", "reduce")
+                              and isinstance(acc.target, Field)}.values())
         self.keys = plans.key_fields(a)
         self.plans: dict = {}
         self.launched: set = set()  # plans launched once (see first_launch)

@@ -282,13 +282,58 @@ def tangents(outdir):
     with rs.Tangents(_direction(V, E, np.random.default_rng(9))) as tan:
         run()
     out = {"tangents": digest(*[np.asarray(tan.of(t)) for t in _outputs(V)])}
-    V, E, run, _ = _smoothing(50)
-    info = optimize.least_squares(run, [V.rd, E.rs_], V.u, inner="cg", max_iterations=15)
-    out["smoothing"] = digest(V.u.numpy(), np.array(info.costs))
+    for inner in ("sparse", "cg"):
+        V, E, run, _ = _smoothing(50)
+        info = optimize.least_squares(run, [V.rd, E.rs_], V.u, inner=inner, max_iterations=15)
+        out[f"smoothing {inner}"] = digest(V.u.numpy(), np.array(info.costs))
     obs, b, resid, _ = _fit()
     info = optimize.least_squares(lambda: obs.foreach(resid), obs.r, b)
     out["fit"] = digest(np.asarray(b.value), np.array(info.costs))
     return out
+
+
+def exposed(outdir):
+    """A kernel writing many fields whose arrays the host holds (numpy() called: each is
+    gathered after every launch), launched again after fields are added: every rank must
+    gather them in one order (they were gathered in the order of a set: values swapped)."""
+    import numpy as np
+    n = 30
+    V = rs.Relation("V", n)
+    E = rs.Relation("E", n - 1)
+    E.new_key_field("tail", V, values=np.arange(n - 1))
+    E.new_key_field("head", V, values=np.arange(1, n))
+    V.new_field("u", rs.f64).load(np.arange(n) * 1.0)
+    V.new_field("rowno", rs.i64).load(np.arange(n))
+    names = [f"o{i}" for i in range(10)]
+    for i, name in enumerate(names):
+        E.new_field(name, rs.f64 if i % 2 else rs.i64)
+    body = "\n".join(f"    e.{name} = e.head.u * {i}" if i % 2 else
+                      f"    e.{name} = e.head.rowno + {i}" for i, name in enumerate(names))
+    kernel = _kernel_from_source(f"def many(e):\n{body}\n", "many", outdir)
+    out = {}
+    for round_ in range(3):
+        E.foreach(kernel)
+        held = [E.field(name).numpy() for name in names]  # (exposed: gathered after launches)
+        for i, values in enumerate(held):
+            want = np.arange(1, n) * float(i) if i % 2 else np.arange(1, n) + i
+            assert np.array_equal(values, want), (round_, names[i], values[:4], want[:4])
+        E.new_field(f"extra{round_}", rs.f64)  # (a schema change between launches)
+        out[f"round {round_}"] = digest(*held)
+    return out
+
+
+def _kernel_from_source(text, name, outdir):
+    """A kernel defined in a file of its own (kernels need source)."""
+    import importlib.util
+    import os
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(str(outdir), f"{name}_{rs.ranks().rank}.py")
+    with open(path, "w") as fh:
+        fh.write("import relsim as rs\n\n@rs.kernel\n" + text)
+    spec = importlib.util.spec_from_file_location(f"prog_{name}_{rs.ranks().rank}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
 
 
 def diffusion2d(outdir):
@@ -622,7 +667,7 @@ def whole(outdir):
 PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_read,
             "small": small, "design": design, "local_load": local_load, "heat": heat,
             "tetheat": tetheat, "fem": fem, "cloth": cloth, "md": md, "smoke": smoke, "sph": sph,
-            "tape": tape, "tangents": tangents,
+            "tape": tape, "tangents": tangents, "exposed": exposed,
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing, "captured": captured,
