@@ -1,7 +1,9 @@
 #!/usr/bin/env python
-"""Nonlinear least squares on a grid: relsim.optimize.least_squares (Levenberg-Marquardt,
-matrix-free cg with the generated Jacobi) against SciPy's least_squares with an analytic sparse
-Jacobian (its best setting for a large sparse problem: ``method="trf", tr_solver="lsmr"``).
+"""Nonlinear least squares on a grid: relsim.optimize.least_squares (Levenberg-Marquardt; the
+step by cg on the normal equations with J assembled from generated kernels, ``inner="sparse"``,
+or matrix-free, ``inner="cg"``; both Jacobi-preconditioned by generated kernels) against
+SciPy's least_squares with an analytic sparse Jacobian (its best setting for a large sparse
+problem: ``method="trf", tr_solver="lsmr"``).
 
 The problem: a noisy image f on an n x n grid, the unknown u per pixel; residuals per pixel
 ``u - f + 0.1 sin(3 u)`` and, per pixel and axis, ``lam (u(+1) - u) + 0.05 sin(u(+1) - u)``
@@ -93,6 +95,23 @@ def scipy_problem(n: int, f: np.ndarray):
     return fun, jac
 
 
+def _relsim_solver(G, run, threads: int, inner: str, name: str, infos: dict):
+    cfg = rs.Config(target="cpu", threads=threads)
+
+    def go():
+        G.u.fill(0.0)
+        infos[name] = optimize.least_squares(lambda: run(cfg), [G.rd, G.rx, G.ry], G.u,
+                                             inner=inner, ftol=1e-10, xtol=1e-14, gtol=1e-14)
+    return go
+
+
+def _scipy_solver(fun, jac, n: int, sol: dict):
+    def go():
+        sol["x"] = so.least_squares(fun, np.zeros(n * n), jac=jac, method="trf",
+                                    tr_solver="lsmr", ftol=1e-10, xtol=1e-14, gtol=1e-14)
+    return go
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, nargs="+", default=[64, 128])
@@ -106,27 +125,13 @@ def main(argv=None) -> None:
         f = f + 0.2 * np.random.default_rng(0).standard_normal((n, n))
         G, run = relsim_problem(n, f)
         fun, jac = scipy_problem(n, f)
-        infos = {}
-
-        def relsim_solve(t):
-            cfg = rs.Config(target="cpu", threads=t)
-
-            def go():
-                G.u.fill(0.0)
-                infos[t] = optimize.least_squares(lambda: run(cfg), [G.rd, G.rx, G.ry], G.u,
-                                                  inner="cg", ftol=1e-10, xtol=1e-14,
-                                                  gtol=1e-14)
-            return go
-
-        sol = {}
-
-        def scipy_solve():
-            sol["x"] = so.least_squares(fun, np.zeros(n * n), jac=jac, method="trf",
-                                        tr_solver="lsmr", ftol=1e-10, xtol=1e-14, gtol=1e-14)
-
+        infos, sol = {}, {}
+        scipy_solve = _scipy_solver(fun, jac, n, sol)
         variants = {"scipy trf+lsmr": scipy_solve}
         for t in args.threads:
-            variants[f"relsim lm+cg, {t} thr"] = relsim_solve(t)
+            for inner in ("sparse", "cg"):
+                name = f"relsim lm+{inner}, {t} thr"
+                variants[name] = _relsim_solver(G, run, t, inner, name, infos)
         for fn in variants.values():  # (compiles)
             fn()
         times = C.interleaved(variants, args.repeats, 1)
@@ -136,13 +141,13 @@ def main(argv=None) -> None:
             lo, med = C.summary(samples)
             extra = ""
             if name.startswith("relsim"):
-                info = infos[int(name.split(", ")[1].split()[0])]
+                info = infos[name]
                 extra = (f"{info.iterations} it, {info.inner_iterations} cg it, cost rel. diff "
                          f"{(info.cost - want) / want:+.1e}, preconditioned "
                          f"{info.preconditioned}; "
                          f"{C.paired_ratio(samples, times['scipy trf+lsmr']):.2f}x scipy")
             rows.append([f"{n * n:,}", name, C.ms(lo), C.ms(med), extra])
-            print(f"  {name:20s} {C.ms(lo):>10s} ms (median {C.ms(med)})  {extra}")
+            print(f"  {name:24s} {C.ms(lo):>10s} ms (median {C.ms(med)})  {extra}")
     print()
     print(C.table(["unknowns", "solver", "min ms", "median ms", "notes"], rows))
     print(C.machine_line())

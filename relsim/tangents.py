@@ -31,11 +31,9 @@ from .runtime.adjoint import GivenKernel
 from .runtime.adjoint.field_picks import NONE, PICK, picked_fields
 from .runtime.adjoint.records import is_diff
 from .runtime.tangent import Tangent, tangent_name
-from .runtime.tangent.diagonal import DIAGONAL, Diagonal, Unsupported, sites
 from .runtime.tangent.finder import Finder
 from .runtime.tangent.generate import SELECTED
 from .tape import _find_chosen_rows, _pick_globals, analysis_of, picks_rows, prepare_picks
-from .types import f64
 
 
 class Tangents(_launch.Recorder):
@@ -73,10 +71,20 @@ class Tangents(_launch.Recorder):
         """The diagonal of J^T J, J the Jacobian of the `residuals` (f64 fields) with respect to
         the `unknowns` (f64 fields and Globals) of what `program` (a callable running launches)
         computes, by kernels generated from the residual kernels (`runtime/tangent/
-        diagonal.py`): a list of arrays shaped like each unknown's values, or None where the
+        jacobian.py`): a list of arrays shaped like each unknown's values, or None where the
         program is not of the form those kernels need (the program runs once either way).
         `weights`: a float per residual field (default 1)."""
-        return _jacobian_diagonal(program, residuals, unknowns, weights or {})
+        from .jacobians import jacobian_diagonal
+        return jacobian_diagonal(program, residuals, unknowns, weights or {})
+
+    @staticmethod
+    def jacobian(program, residuals, unknowns):
+        """The Jacobian J of the `residuals` with respect to the `unknowns` (as for
+        `jacobian_diagonal`) as sparse triplets ``(rows, cols, values, shape)``: rows number the
+        residuals' values in order (each field row by row), columns the unknowns'; or None
+        where the program is not of the form the generated kernels need."""
+        from .jacobians import jacobian_entries
+        return jacobian_entries(program, residuals, unknowns)
 
     @staticmethod
     def running() -> bool:
@@ -259,77 +267,6 @@ def _finding(kernel, base, a) -> _Finding:
     if key not in cache:
         cache[key] = _Finding(kernel, a)
     return cache[key]
-
-
-class _Launches(_launch.Recorder):
-    """Notes the launches of a program as it runs."""
-
-    label = "rs.Tangents.jacobian_diagonal runs the program"
-
-    def __init__(self):
-        self.launches = []
-
-    def before_launch(self, kernel, relation, subset, config) -> None:
-        self.launches.append((kernel, relation, subset, config))
-
-
-def _jacobian_diagonal(program, residuals, unknowns, weights):
-    for r in _launch.recorders:
-        raise GradientError(f"rs.Tangents.jacobian_diagonal cannot run while {r.label}")
-    seen = _Launches()
-    _launch.recorders.append(seen)
-    try:
-        program()
-    finally:
-        _launch.recorders.remove(seen)
-    wanted = {id(u): u for u in unknowns}
-    weight = {id(r): float(weights.get(r, 1.0)) for r in residuals}
-    plans = []
-    try:
-        for kernel, relation, subset, config in seen.launches:
-            cfg = config if config is not None else _config.current()
-            base = relation if subset is None else subset.relation
-            a = analysis_of(kernel, base, cfg)
-            found = sites(a, wanted)
-            writes = {id(x.target) for x in a.summary.accesses if x.mode != "read"}
-            if not found and not writes & set(weight):
-                continue
-            if found and not writes & set(weight):
-                raise Unsupported(f"kernel {kernel.name} reads an unknown but writes no residual")
-            for site in found:
-                for c in range(site.components):
-                    body = Diagonal(a, site, c, weight, _diagonal_global).body()
-                    plans.append((GivenKernel(kernel, f"{kernel.name}_diagonal", a.param, body),
-                                  relation if subset is None else subset, cfg, site))
-    except Unsupported:
-        return None
-    for u in unknowns:  # the diagonals start at 0
-        if isinstance(u, Field):
-            name = u.name + DIAGONAL
-            (u.relation.field(name) if u.relation.has_field(name) else
-             u.relation.new_field(name, u.type)).load(0.0)
-        else:
-            for c in range(max(1, int(np.prod(u.type.shape, dtype=np.int64)))):
-                _diagonal_global(u, c).value = 0.0
-    for k, space, cfg, _ in plans:
-        space.foreach(k, cfg)
-    out = []
-    for u in unknowns:
-        if isinstance(u, Field):
-            out.append(u.relation.field(u.name + DIAGONAL).numpy(copy=True))
-        else:
-            n = max(1, int(np.prod(u.type.shape, dtype=np.int64)))
-            vals = np.array([_diagonal_global(u, c).value for c in range(n)])
-            out.append(vals.reshape(u.type.shape) if u.type.shape else vals[0])
-    return out
-
-
-def _diagonal_global(g, c):
-    """The Global holding component c of unknown Global g's diagonal (made on first use)."""
-    kept = g.__dict__.setdefault("_diagonal", {})
-    if c not in kept:
-        kept[c] = Global(f64, 0.0, name=f"{g.name or 'global'}__diag{c}")
-    return kept[c]
 
 
 def _selection(g):

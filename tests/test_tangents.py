@@ -272,10 +272,11 @@ def test_what_forward_mode_refuses_is_named():
             linalg.cg(A, V.x, V.y)
 
 
-def test_the_jacobian_diagonal_by_kernels_is_the_squared_column_norms():
-    """rs.Tangents.jacobian_diagonal (what least squares preconditions with): for scalar,
-    vector and Global unknowns, residuals weighted, it equals the squared column norms of J
-    built column by column by forward mode; a program not of its form gives None."""
+def test_the_jacobian_and_its_diagonal_by_kernels():
+    """rs.Tangents.jacobian and jacobian_diagonal (what least squares assembles and
+    preconditions with): for scalar, vector and Global unknowns, they are J built column by
+    column by forward mode and its squared column norms (residuals weighted); a program not of
+    their form gives None."""
     n = 12
     V = rs.Relation("dg_v", n)
     E = rs.Relation("dg_e", n - 1)
@@ -314,9 +315,14 @@ def test_the_jacobian_diagonal_by_kernels_is_the_squared_column_norms():
                 run()
             columns.append(np.concatenate([tan.of(V.rd), 2.0 * tan.of(E.rs_),
                                            tan.of(E.rv).ravel()]))
-    want = (np.stack(columns, axis=1) ** 2).sum(axis=0)
+    J = np.stack(columns, axis=1)
     got = np.concatenate([np.ravel(d) for d in diag])
-    assert np.allclose(got, want, rtol=1e-14, atol=0.0)  # (sums of the same squares)
+    assert np.allclose(got, (J ** 2).sum(axis=0), rtol=1e-14, atol=0.0)  # (the same squares)
+    rows, cols, vals, shape = rs.Tangents.jacobian(run, [V.rd, E.rs_, E.rv], unknowns)
+    dense = np.zeros(shape)
+    np.add.at(dense, (rows, cols), vals)
+    J[n:2 * n - 1] /= 2.0  # (the weight of 4 on E.rs_ above: J here is unweighted)
+    assert np.array_equal(dense, J)  # (each entry one kernel's derivative: the same bits)
 
     @rs.kernel
     def looped(v):
@@ -326,3 +332,4 @@ def test_the_jacobian_diagonal_by_kernels_is_the_squared_column_norms():
         v.rd = s
 
     assert rs.Tangents.jacobian_diagonal(lambda: V.foreach(looped), [V.rd], [V.u]) is None
+    assert rs.Tangents.jacobian(lambda: V.foreach(looped), [V.rd], [V.u]) is None

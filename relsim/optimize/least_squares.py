@@ -13,6 +13,11 @@ is invariant to the unknowns' units). Two ways to solve it:
   per unknown, and the step from the augmented least-squares system ``[J; sqrt(lambda) D] d =
   [-r; 0]`` by NumPy's SVD-based solver, which never squares J's condition number (the NIST
   problems need this);
+* ``inner="sparse"`` (the default above 64 unknowns, where the program allows): J assembled
+  on the host from kernels generated from the residual kernels (`rs.Tangents.jacobian`: per
+  place a kernel reads an unknown, the derivative of each residual stored beside it), then
+  conjugate gradients on the normal equations with sparse products, preconditioned by the
+  diagonal of J^T J + lambda D^T D (Jacobi) and D from J's column norms;
 * ``inner="cg"``: matrix-free conjugate gradients on the normal equations, each product J v
   one forward run and J^T (J v) one backward of the tape recorded at x, preconditioned by the
   diagonal of J^T J + lambda D^T D (Jacobi, as Opt does), diag(J^T J) computed by kernels
@@ -64,19 +69,23 @@ class LeastSquaresInfo:
 
 def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: str = "auto",
                   weights: dict | None = None, max_iterations: int = 100, ftol: float = 1e-12,
-                  xtol: float = 1e-12, gtol: float = 1e-12, cg_rtol: float = 1e-10,
+                  xtol: float = 1e-12, gtol: float = 1e-12, cg_rtol: float | None = None,
                   cg_maxiter: int | None = None, damping: float = 1e-3) -> LeastSquaresInfo:
     """Minimise ``0.5 * sum(w * r**2)`` over `unknowns`. `program`: a callable (no arguments)
     running the launches that compute the `residuals` (f64 fields: one or a list; scalar or
     vector values) from the `unknowns` (f64 fields and Globals: one or a list), which are
     changed in place to the result. `method`: ``"lm"`` (Levenberg-Marquardt) or ``"gn"``
-    (Gauss-Newton); `inner`: ``"dense"``, ``"cg"`` or ``"auto"`` (dense up to 64 unknowns);
+    (Gauss-Newton); `inner`: ``"dense"``, ``"sparse"``, ``"cg"`` or ``"auto"`` (dense up to
+    64 unknowns, else sparse where the program allows, else cg);
     `weights`: per residual field, one number or one per value; `damping`: LM's first lambda
-    relative to the largest diagonal of J^T J. See the module for the stopping rules."""
+    relative to the largest diagonal of J^T J; `cg_rtol`: the inner cg's relative tolerance
+    (None: the inexact-Newton forcing term min(0.1, sqrt(|g| / |g0|))). See the module for the
+    stopping rules."""
     if method not in ("lm", "gn"):
         raise ValueError(f"least_squares: method must be 'lm' or 'gn', got {method!r}")
-    if inner not in ("auto", "dense", "cg"):
-        raise ValueError(f"least_squares: inner must be 'auto', 'dense' or 'cg', got {inner!r}")
+    if inner not in ("auto", "dense", "sparse", "cg"):
+        raise ValueError(f"least_squares: inner must be 'auto', 'dense', 'sparse' or 'cg', got "
+                         f"{inner!r}")
     if not isinstance(max_iterations, int) or max_iterations < 0:
         raise ValueError(f"least_squares: max_iterations must be an int >= 0, got "
                          f"{max_iterations!r}")
@@ -84,6 +93,7 @@ def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: st
     if p.n == 0:
         raise rs.DataError("least_squares: there are no unknowns")
     dense = inner == "dense" or inner == "auto" and p.n <= DENSE_UP_TO
+    maxiter = cg_maxiter or max(10, 2 * p.n)
     info = LeastSquaresInfo()
     x = p.get()
     r = _checked(p, x, 0)
@@ -91,7 +101,16 @@ def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: st
     info.costs.append(cost)
     scale = np.zeros(p.n)
     lam, nu = None, 2.0
-    step = _Dense(p) if dense else _Matrixfree(p, cg_rtol, cg_maxiter or max(10, 2 * p.n))
+    if dense:
+        step = _Dense(p)
+    else:
+        first = p.jacobian(x) if inner in ("auto", "sparse") else None
+        if inner == "sparse" and first is None:
+            raise rs.DataError("least_squares: inner='sparse' needs residual kernels that read "
+                               "the unknowns directly (not inside a loop, not through a key "
+                               "held in a local) and store the residuals at their own rows")
+        step = _Sparse(p, cg_rtol, maxiter, first) if first is not None else \
+            _Matrixfree(p, cg_rtol, maxiter)
     try:
         _refuse_unread(p, x)
         while True:
@@ -259,36 +278,95 @@ class _Matrixfree:
     def column_norms(self):
         return np.zeros(self.p.n) if self.diag is None else np.sqrt(self.diag)
 
+    def tolerance(self, g) -> float:
+        return _forcing(self, g)
+
     def solve(self, x, r, g, lam, scale):
         p = self.p
         damp = lam * np.where(scale > 0, scale, 1.0) ** 2
-
-        def normal(v):
-            return p.transpose_times(x, p.jacobian_times(x, v)) + damp * v
-
         precond = damp + (self.diag if self.diag is not None else 0.0)
-        precond = np.where(precond > 0, precond, 1.0)
-        d = np.zeros(p.n)
-        res = -g
-        z = res / precond
-        q = z.copy()
-        rz = dot(res, z)
-        stop = self.rtol * norm(g)
-        for _ in range(self.maxiter):
-            if norm(res) <= stop:
-                break
-            Aq = normal(q)
-            qAq = dot(q, Aq)
-            if qAq <= 0.0:
-                break
-            alpha = rz / qAq
-            d = d + alpha * q
-            res = res - alpha * Aq
-            z = res / precond
-            rz_new = dot(res, z)
-            q = z + (rz_new / rz) * q
-            rz = rz_new
-            self.inner += 1
+        d, used = _cg(lambda v: p.transpose_times(x, p.jacobian_times(x, v)) + damp * v, g,
+                      np.where(precond > 0, precond, 1.0), self.tolerance(g), self.maxiter)
+        self.inner += used
         Jd = p.jacobian_times(x, d)
-        predicted = -(dot(g, d) + 0.5 * dot(Jd, Jd))
-        return d, predicted
+        return d, -(dot(g, d) + 0.5 * dot(Jd, Jd))
+
+
+class _Sparse:
+    """The step by conjugate gradients on the normal equations with J assembled (sparse, on
+    the host) from kernels generated from the residual kernels (`rs.Tangents.jacobian`):
+    one program run for J per point, then products at a sparse matrix's cost."""
+
+    preconditioned = True
+
+    def __init__(self, p: Problem, rtol: float, maxiter: int, first=None):
+        self.p, self.rtol, self.maxiter = p, rtol, maxiter
+        self.inner = 0
+        self.x = self.g = self.J = None
+        self.first = first  # (J at the start, assembled already)
+
+    def linearise(self, x, r):
+        if self.g is not None and np.array_equal(self.x, x):
+            return self.g
+        self.x = np.array(x, copy=True)
+        self.J = self.first if self.first is not None else self.p.jacobian(x)
+        self.first = None
+        self.Jt = self.J.T.tocsr()
+        self.diag = np.asarray(self.J.multiply(self.J).sum(axis=0)).ravel()
+        self.g = self.Jt @ r
+        return self.g
+
+    def column_norms(self):
+        return np.sqrt(self.diag)
+
+    def tolerance(self, g) -> float:
+        return _forcing(self, g)
+
+    def solve(self, x, r, g, lam, scale):
+        J, Jt = self.J, self.Jt
+        damp = lam * np.where(scale > 0, scale, 1.0) ** 2
+        precond = damp + self.diag
+        d, used = _cg(lambda v: Jt @ (J @ v) + damp * v, g,
+                      np.where(precond > 0, precond, 1.0), self.tolerance(g), self.maxiter)
+        self.inner += used
+        Jd = J @ d
+        return d, -(dot(g, d) + 0.5 * dot(Jd, Jd))
+
+
+def _forcing(step, g) -> float:
+    """The inner cg's relative tolerance: the user's `cg_rtol`, else the forcing term of an
+    inexact Newton method, min(0.1, sqrt(|g| / |g0|)) (g0 the first gradient): loose far from
+    the solution, tight near it."""
+    if step.rtol is not None:
+        return step.rtol
+    if getattr(step, "g0", None) is None:
+        step.g0 = norm(g)
+    return min(0.1, math.sqrt(norm(g) / step.g0)) if step.g0 > 0 else 0.1
+
+
+def _cg(normal, g, precond, rtol: float, maxiter: int) -> tuple:
+    """(d, iterations): preconditioned conjugate gradients for normal(d) = -g, from d = 0, to
+    ||residual|| <= rtol ||g|| (exactly rounded dot products)."""
+    d = np.zeros(len(g))
+    res = -g
+    z = res / precond
+    q = z.copy()
+    rz = dot(res, z)
+    stop = rtol * norm(g)
+    used = 0
+    for _ in range(maxiter):
+        if norm(res) <= stop:
+            break
+        Aq = normal(q)
+        qAq = dot(q, Aq)
+        if qAq <= 0.0:
+            break
+        alpha = rz / qAq
+        d = d + alpha * q
+        res = res - alpha * Aq
+        z = res / precond
+        rz_new = dot(res, z)
+        q = z + (rz_new / rz) * q
+        rz = rz_new
+        used += 1
+    return d, used

@@ -144,6 +144,24 @@ class Problem:
             return None
         return np.concatenate([np.asarray(d, dtype=np.float64).ravel() for d in parts])
 
+    def jacobian(self, x):
+        """J(x) (weighted) as a SciPy CSR matrix, from kernels generated from the residual
+        kernels (`rs.Tangents.jacobian`), or None where the program is not of their form."""
+        import scipy.sparse as sp
+        self.set(x)
+        trip = rs.Tangents.jacobian(self.program, self.residuals, self.unknowns)
+        self.evaluations += 1
+        if trip is None:
+            return None
+        rows, cols, vals, shape = trip
+        if any(w is not None for w in self.sqrt_w):
+            sw = np.concatenate([np.ones(_size(t)) if w is None else w
+                                 for t, w in zip(self.residuals, self.sqrt_w)])
+            vals = vals * sw[rows]
+        J = sp.csr_matrix((vals, (rows, cols)), shape=shape)
+        J.sum_duplicates()
+        return J
+
     def jacobian_times(self, x, v) -> np.ndarray:
         """J(x) v by forward mode."""
         self.set(x)

@@ -44,7 +44,7 @@ def _scipy(y):
     return sol.x, 0.5 * float(np.sum(sol.fun ** 2))
 
 
-@pytest.mark.parametrize("inner", ["dense", "cg"])
+@pytest.mark.parametrize("inner", ["dense", "sparse", "cg"])
 def test_levenberg_marquardt_agrees_with_scipy(inner):
     Obs, b, resid, y = _fit()
     info = optimize.least_squares(lambda: Obs.foreach(resid), Obs.r, b, inner=inner,
@@ -59,6 +59,9 @@ def test_levenberg_marquardt_agrees_with_scipy(inner):
     if inner == "dense":
         assert info.transpose_products == 0  # (J by columns: a forward run per unknown)
         assert info.jacobian_products >= 3 * (len(info.costs) - 1)
+    elif inner == "sparse":  # (J from the generated kernels: no forward or reverse runs)
+        assert info.jacobian_products == 1 and info.transpose_products == 0
+        assert info.inner_iterations > 0 and info.preconditioned
     else:
         assert info.inner_iterations > 0 and info.transpose_products > info.iterations
         assert info.preconditioned  # (the diagonal of J^T J from the residual kernel)
@@ -114,13 +117,15 @@ def _smoothing(n=60, factor=2.0):
     return V, E, run, scipy_cost
 
 
-def test_a_field_of_unknowns_by_the_matrix_free_solve():
-    V, E, run, scipy_cost = _smoothing()
-    info = optimize.least_squares(run, [V.rd, E.rs_], V.u, inner="cg", max_iterations=100)
+@pytest.mark.parametrize("inner", ["auto", "sparse", "cg"])
+def test_a_field_of_unknowns_by_the_sparse_and_the_matrix_free_solve(inner):
+    V, E, run, scipy_cost = _smoothing(80)  # (more than 64 unknowns: "auto" is "sparse")
+    info = optimize.least_squares(run, [V.rd, E.rs_], V.u, inner=inner, max_iterations=100)
     want, u = scipy_cost()
     assert info.converged and abs(info.cost - want) <= 1e-9 * want, (info, want)
     assert np.allclose(V.u.numpy(), u, rtol=0, atol=1e-6)
-    assert info.inner_iterations > 0 and info.transpose_products > 0 and info.preconditioned
+    assert info.inner_iterations > 0 and info.preconditioned
+    assert (info.transpose_products > 0) == (inner == "cg")
 
 
 def test_weights_are_the_residuals_scaled():
@@ -139,10 +144,13 @@ def test_weights_are_the_residuals_scaled():
 @pytest.mark.device_sized  # (the cuda target in the simulator too)
 def test_iterates_are_the_same_bits_on_every_target(target):
     def solve(config):
-        V, E, run, _ = _smoothing(12)
-        info = optimize.least_squares(lambda: run(config), [V.rd, E.rs_], V.u, inner="cg",
-                                      max_iterations=6)
-        return V.u.numpy().tobytes(), info.costs, info.iterations
+        out = []
+        for inner in ("sparse", "cg"):
+            V, E, run, _ = _smoothing(12)
+            info = optimize.least_squares(lambda run=run: run(config), [V.rd, E.rs_], V.u,
+                                          inner=inner, max_iterations=6)
+            out.append((V.u.numpy().tobytes(), info.costs, info.iterations))
+        return out
 
     with configured(target="interp"):
         want = solve(None)
@@ -154,6 +162,8 @@ def test_bad_input_is_refused_with_names():
     run = lambda: Obs.foreach(resid)  # noqa: E731
     with pytest.raises(ValueError, match="method must be 'lm' or 'gn', got 'newton'"):
         optimize.least_squares(run, Obs.r, b, method="newton")
+    with pytest.raises(ValueError, match="inner must be 'auto', 'dense', 'sparse' or 'cg'"):
+        optimize.least_squares(run, Obs.r, b, inner="qr")
     with pytest.raises(rs.DataError, match="unknowns must be f64 fields and Globals"):
         optimize.least_squares(run, Obs.r, Obs.y.relation.new_key_field("k", Obs, values=np.zeros(
             X.size, dtype=int)))

@@ -1,5 +1,6 @@
-"""The diagonal of J^T J from residual kernels (what Opt computes for its Jacobi
-preconditioner): per unknown value u_j, the sum over the residuals r_k of (dr_k / du_j)^2.
+"""The Jacobian J of residual kernels, and the diagonal of J^T J (what Opt computes for its
+Jacobi preconditioner: per unknown value u_j, the sum over the residuals r_k of
+(dr_k / du_j)^2), by kernels generated from the residual kernels.
 
 A residual kernel reads the unknowns at *sites*: reads of an unknown field through a key made
 of the row's own key, key fields and grid offsets (no locals), or reads of an unknown Global.
@@ -8,6 +9,10 @@ rows (`Diagonal`, a tangent kernel seeded with the unit vector at that site alon
 derivative of every residual value the row stores with respect to the site, sums their squares
 (times the residual field's weight) in a local, and adds it into the site's row of the
 unknown's diagonal field (``<f>__diag``; for a Global, a Global). It stores nothing else.
+`Entries` is the same kernel storing, instead, each residual's derivative with respect to the
+site in a field of the residual's row (``<r>__J<tag>``) and the row the site's key names
+(``<r>__Jcol<tag>``, from the unknown's relation's row-number field): the entries of J, which
+the host assembles (two sites reading one value in a row add up there: J exactly).
 
 Two sites that read the same unknown value in one row (``e.head.u`` and ``e.tail.u`` of an edge
 from a vertex to itself) are squared apart, so the cross term is missing there: the result is
@@ -23,6 +28,7 @@ from dataclasses import dataclass, fields
 from ...types import VecType, f64
 from .. import ir
 from ..adjoint.records import is_diff, is_vec
+from .expressions import zero
 from .generate import Tangent
 
 
@@ -153,6 +159,18 @@ class Diagonal(Tangent):
     def s_Print(self, s):
         return []
 
+    def use(self, s, d) -> list:
+        """What the derivative `d` (None: 0) of residual store `s` adds: w d^2 to the sum."""
+        if d is None:
+            return []
+        loc = s.loc
+        w = self.weights[id(s.field)]
+        square = ir.Call(loc, "dot", (d, d)) if is_vec(s.value.type) else \
+            ir.BinOp(loc, "*", d, d)
+        if w != 1.0:
+            square = ir.BinOp(loc, "*", ir.Const(loc, float(w)), square)
+        return [ir.Assign(loc, self.ACC, ir.BinOp(loc, "+", ir.Local(loc, self.ACC), square))]
+
     def s_FieldStore(self, s):
         w = self.weights.get(id(s.field))
         if w is None:
@@ -163,15 +181,7 @@ class Diagonal(Tangent):
             raise Unsupported(f"residual {s.field.qualname} is stored through a key or in part")
         if self.depth:
             raise Unsupported(f"residual {s.field.qualname} is stored inside a loop")
-        d = self.tangent(s.value)
-        if d is None:
-            return []
-        loc = s.loc
-        square = ir.Call(loc, "dot", (d, d)) if is_vec(s.value.type) else \
-            ir.BinOp(loc, "*", d, d)
-        if w != 1.0:
-            square = ir.BinOp(loc, "*", ir.Const(loc, float(w)), square)
-        return [ir.Assign(loc, self.ACC, ir.BinOp(loc, "+", ir.Local(loc, self.ACC), square))]
+        return self.use(s, self.tangent(s.value))
 
     def s_FieldReduce(self, s):
         if id(s.field) in self.weights:
@@ -182,3 +192,35 @@ class Diagonal(Tangent):
 
     def s_GlobalReduce(self, s):
         return []  # (a diagonal kernel writes nothing of the program's)
+
+
+ROW = "__rowno"  # an unknown's relation's row-number field (i64): the column of J it names
+
+
+def entry_names(residual, tag: str) -> tuple:
+    """(the field of `residual`'s relation holding a site's derivatives, the field holding
+    the row of the unknown that site reads)."""
+    return f"{residual.name}__J{tag}", f"{residual.name}__Jcol{tag}"
+
+
+class Entries(Diagonal):
+    """The kernel body storing, for `site` and `component` (named `tag`), each residual's
+    derivative with respect to the site (0 where none flows) and the site's row (`ROW` of the
+    unknown's relation) in fields of the residual's row (`entry_names`)."""
+
+    def __init__(self, analysed, site, component, residuals, tag):
+        super().__init__(analysed, site, component, residuals, None)
+        self.tag = tag
+
+    def body(self) -> tuple:
+        return tuple(self.block(self.a.body))
+
+    def use(self, s, d) -> list:
+        loc, me = s.loc, ir.Centred(s.loc, self.a.param)
+        value_name, col_name = entry_names(s.field, self.tag)
+        out = [ir.Store(loc, ir.Attr(loc, me, value_name),
+                        d if d is not None else zero(s.value.type, loc))]
+        if self.site.key is not None:
+            out.append(ir.Store(loc, ir.Attr(loc, me, col_name),
+                                ir.Attr(loc, self.primal(self.site.key), ROW)))
+        return out
