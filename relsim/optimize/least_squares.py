@@ -78,9 +78,9 @@ def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: st
     (Gauss-Newton); `inner`: ``"dense"``, ``"sparse"``, ``"cg"`` or ``"auto"`` (dense up to
     64 unknowns, else sparse where the program allows, else cg);
     `weights`: per residual field, one number or one per value; `damping`: LM's first lambda
-    relative to the largest diagonal of J^T J; `cg_rtol`: the inner cg's relative tolerance
-    (None: the inexact-Newton forcing term min(0.1, sqrt(|g| / |g0|))). See the module for the
-    stopping rules."""
+    (the damping is lambda D^T D, D Marquardt's scaling: relative to J^T J's diagonal);
+    `cg_rtol`: the inner cg's relative tolerance (None: the inexact-Newton forcing term
+    min(0.1, sqrt(|g| / |g0|))). See the module for the stopping rules."""
     if method not in ("lm", "gn"):
         raise ValueError(f"least_squares: method must be 'lm' or 'gn', got {method!r}")
     if inner not in ("auto", "dense", "sparse", "cg"):
@@ -125,8 +125,8 @@ def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: st
             info.iterations += 1
             scale = np.maximum(scale, step.column_norms())
             if method == "lm":
-                if lam is None:
-                    lam = damping * float(np.max(scale) ** 2 if scale.any() else 1.0)
+                if lam is None:  # (relative: the damping is lam D^T D, D ~ J's column norms)
+                    lam = damping
                 d, predicted = step.solve(x, r, g, lam, scale)
                 x_new = x + d
                 r_new = _checked(p, x_new, info.iterations)
