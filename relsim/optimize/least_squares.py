@@ -16,8 +16,9 @@ is invariant to the unknowns' units). Two ways to solve it:
 * ``inner="sparse"`` (the default above 64 unknowns, where the program allows): J assembled
   on the host from kernels generated from the residual kernels (`rs.Tangents.jacobian`: per
   place a kernel reads an unknown, the derivative of each residual stored beside it), then
-  conjugate gradients on the normal equations with sparse products, preconditioned by the
-  diagonal of J^T J + lambda D^T D (Jacobi) and D from J's column norms;
+  J^T J + lambda D^T D assembled into a `linalg.SparseMatrix` and solved by `linalg.cg`,
+  preconditioned by its diagonal (Jacobi) or `linalg.Multigrid` (``precondition=``), D from
+  J's column norms (`normal.py`);
 * ``inner="cg"``: matrix-free conjugate gradients on the normal equations, each product J v
   one forward run and J^T (J v) one backward of the tape recorded at x, preconditioned by the
   diagonal of J^T J + lambda D^T D (Jacobi, as Opt does), diag(J^T J) computed by kernels
@@ -41,6 +42,7 @@ import numpy as np
 
 import relsim as rs
 
+from .normal import PRECONDITIONERS, NormalEquations
 from .problem import Problem, dot, norm
 
 DENSE_UP_TO = 64  # unknowns: the default inner solve is "dense" up to this many
@@ -70,7 +72,8 @@ class LeastSquaresInfo:
 def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: str = "auto",
                   weights: dict | None = None, max_iterations: int = 100, ftol: float = 1e-12,
                   xtol: float = 1e-12, gtol: float = 1e-12, cg_rtol: float | None = None,
-                  cg_maxiter: int | None = None, damping: float = 1e-3) -> LeastSquaresInfo:
+                  cg_maxiter: int | None = None, damping: float = 1e-3,
+                  precondition: str = "jacobi") -> LeastSquaresInfo:
     """Minimise ``0.5 * sum(w * r**2)`` over `unknowns`. `program`: a callable (no arguments)
     running the launches that compute the `residuals` (f64 fields: one or a list; scalar or
     vector values) from the `unknowns` (f64 fields and Globals: one or a list), which are
@@ -80,12 +83,20 @@ def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: st
     `weights`: per residual field, one number or one per value; `damping`: LM's first lambda
     (the damping is lambda D^T D, D Marquardt's scaling: relative to J^T J's diagonal);
     `cg_rtol`: the inner cg's relative tolerance (None: the inexact-Newton forcing term
-    min(0.1, sqrt(|g| / |g0|))). See the module for the stopping rules."""
+    min(0.1, sqrt(|g| / |g0|))); `precondition`: the sparse step's cg preconditioner,
+    ``"jacobi"`` or ``"multigrid"`` (smoothed aggregation of J^T J, Gauss-Seidel smoothing;
+    one process). See the module for the stopping rules."""
     if method not in ("lm", "gn"):
         raise ValueError(f"least_squares: method must be 'lm' or 'gn', got {method!r}")
     if inner not in ("auto", "dense", "sparse", "cg"):
         raise ValueError(f"least_squares: inner must be 'auto', 'dense', 'sparse' or 'cg', got "
                          f"{inner!r}")
+    if precondition not in PRECONDITIONERS:
+        raise ValueError(f"least_squares: precondition must be 'jacobi' or 'multigrid', got "
+                         f"{precondition!r}")
+    if precondition == "multigrid" and inner in ("dense", "cg"):
+        raise ValueError(f"least_squares: precondition='multigrid' needs the assembled step "
+                         f"(inner='sparse' or 'auto'), not inner={inner!r}")
     if not isinstance(max_iterations, int) or max_iterations < 0:
         raise ValueError(f"least_squares: max_iterations must be an int >= 0, got "
                          f"{max_iterations!r}")
@@ -109,7 +120,7 @@ def least_squares(program, residuals, unknowns, *, method: str = "lm", inner: st
             raise rs.DataError("least_squares: inner='sparse' needs residual kernels that read "
                                "the unknowns directly (not inside a loop, not through a key "
                                "held in a local) and store the residuals at their own rows")
-        step = _Sparse(p, cg_rtol, maxiter, first) if first is not None else \
+        step = _Sparse(p, cg_rtol, maxiter, first, precondition) if first is not None else \
             _Matrixfree(p, cg_rtol, maxiter)
     try:
         _refuse_unread(p, x)
@@ -299,11 +310,14 @@ class _Sparse:
 
     preconditioned = True
 
-    def __init__(self, p: Problem, rtol: float, maxiter: int, first=None):
+    def __init__(self, p: Problem, rtol: float, maxiter: int, first=None,
+                 precondition: str = "jacobi"):
         self.p, self.rtol, self.maxiter = p, rtol, maxiter
         self.inner = 0
         self.x = self.g = self.J = None
         self.first = first  # (J at the start, assembled already)
+        self.precondition = precondition
+        self.normal = None  # the assembled normal equations (made at the first step)
 
     def linearise(self, x, r):
         if self.g is not None and np.array_equal(self.x, x):
@@ -323,11 +337,12 @@ class _Sparse:
         return _forcing(self, g)
 
     def solve(self, x, r, g, lam, scale):
-        J, Jt = self.J, self.Jt
+        J = self.J
         damp = lam * np.where(scale > 0, scale, 1.0) ** 2
-        precond = damp + self.diag
-        d, used = _cg(lambda v: Jt @ (J @ v) + damp * v, g,
-                      np.where(precond > 0, precond, 1.0), self.tolerance(g), self.maxiter)
+        if self.normal is None:
+            self.normal = NormalEquations(J)
+        d, used = self.normal.solve(J, damp, g, self.tolerance(g), self.maxiter,
+                                    self.precondition)
         self.inner += used
         Jd = J @ d
         return d, -(dot(g, d) + 0.5 * dot(Jd, Jd))

@@ -117,10 +117,12 @@ def _smoothing(n=60, factor=2.0):
     return V, E, run, scipy_cost
 
 
-@pytest.mark.parametrize("inner", ["auto", "sparse", "cg"])
-def test_a_field_of_unknowns_by_the_sparse_and_the_matrix_free_solve(inner):
+@pytest.mark.parametrize("inner,precondition", [("auto", "jacobi"), ("sparse", "jacobi"),
+                                                ("sparse", "multigrid"), ("cg", "jacobi")])
+def test_a_field_of_unknowns_by_the_sparse_and_the_matrix_free_solve(inner, precondition):
     V, E, run, scipy_cost = _smoothing(80)  # (more than 64 unknowns: "auto" is "sparse")
-    info = optimize.least_squares(run, [V.rd, E.rs_], V.u, inner=inner, max_iterations=100)
+    info = optimize.least_squares(run, [V.rd, E.rs_], V.u, inner=inner, max_iterations=100,
+                                  precondition=precondition)
     want, u = scipy_cost()
     assert info.converged and abs(info.cost - want) <= 1e-9 * want, (info, want)
     assert np.allclose(V.u.numpy(), u, rtol=0, atol=1e-6)
@@ -164,6 +166,10 @@ def test_bad_input_is_refused_with_names():
         optimize.least_squares(run, Obs.r, b, method="newton")
     with pytest.raises(ValueError, match="inner must be 'auto', 'dense', 'sparse' or 'cg'"):
         optimize.least_squares(run, Obs.r, b, inner="qr")
+    with pytest.raises(ValueError, match="precondition must be 'jacobi' or 'multigrid'"):
+        optimize.least_squares(run, Obs.r, b, precondition="ilu")
+    with pytest.raises(ValueError, match="precondition='multigrid' needs the assembled step"):
+        optimize.least_squares(run, Obs.r, b, inner="cg", precondition="multigrid")
     with pytest.raises(rs.DataError, match="unknowns must be f64 fields and Globals"):
         optimize.least_squares(run, Obs.r, Obs.y.relation.new_key_field("k", Obs, values=np.zeros(
             X.size, dtype=int)))
