@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import config as _config
+from . import jacobians
 from .errors import GradientError
 from .relations import launch as _launch
 from .relations.field import Field
@@ -41,7 +42,8 @@ class Tangents(_launch.Recorder):
     dict from float (f64) fields and Globals to their direction: an array shaped like the
     field's values (or one number for every row), or the Global's value. ``tan.of(target)``
     is the derivative of a field's or Global's values in that direction (0 where no seed
-    reaches it)."""
+    reaches it). `Tangents.jacobian` and `Tangents.jacobian_diagonal` give a program's whole
+    Jacobian, and the diagonal of J^T J, by kernels generated from its residual kernels."""
 
     label = "an rs.Tangents runs"
 
@@ -74,8 +76,7 @@ class Tangents(_launch.Recorder):
         jacobian.py`): a list of arrays shaped like each unknown's values, or None where the
         program is not of the form those kernels need (the program runs once either way).
         `weights`: a float per residual field (default 1)."""
-        from .jacobians import jacobian_diagonal
-        return jacobian_diagonal(program, residuals, unknowns, weights or {})
+        return jacobians.jacobian_diagonal(program, residuals, unknowns, weights or {})
 
     @staticmethod
     def jacobian(program, residuals, unknowns):
@@ -83,8 +84,7 @@ class Tangents(_launch.Recorder):
         `jacobian_diagonal`) as sparse triplets ``(rows, cols, values, shape)``: rows number the
         residuals' values in order (each field row by row), columns the unknowns'; or None
         where the program is not of the form the generated kernels need."""
-        from .jacobians import jacobian_entries
-        return jacobian_entries(program, residuals, unknowns)
+        return jacobians.jacobian_entries(program, residuals, unknowns)
 
     @staticmethod
     def running() -> bool:
