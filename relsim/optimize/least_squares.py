@@ -7,7 +7,7 @@ step d solving
     (J^T J + lambda D^T D) d = -J^T r        (lambda = 0: Gauss-Newton)
 
 with D Marquardt's scaling, the running maximum of J's column norms (MINPACK's choice: the step
-is invariant to the unknowns' units). Two ways to solve it:
+is invariant to the unknowns' units). Three ways to solve it:
 
 * ``inner="dense"`` (the default up to 64 unknowns): J column by column, one forward-mode run
   per unknown, and the step from the augmented least-squares system ``[J; sqrt(lambda) D] d =
@@ -26,6 +26,9 @@ is invariant to the unknowns' units). Two ways to solve it:
   the program is not of the form those kernels need (an unknown read inside a loop or through
   a key held in a local, residuals computed from intermediate fields), cg goes without: D the
   identity, no preconditioner (``info.preconditioned`` says which).
+
+The cg steps stop at an inexact Newton method's forcing term (``cg_rtol=None``): relative
+tolerance min(0.1, sqrt(|g| / |g0|)), loose far from the minimum, tight near it.
 
 Levenberg-Marquardt adapts lambda by the ratio rho of the actual to the predicted cost reduction
 (Nielsen's rule: on success lambda *= max(1/3, 1 - (2 rho - 1)^3), on failure lambda *= nu, nu
