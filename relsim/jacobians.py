@@ -19,6 +19,7 @@ from .errors import GradientError
 from .relations import launch as _launch
 from .relations.field import Field
 from .relations.globals import Global
+from .relations.subset import Subset
 from .runtime.adjoint import GivenKernel
 from .runtime.tangent.jacobian import (
     DIAGONAL,
@@ -135,7 +136,8 @@ def jacobian_entries(program, residuals, unknowns):
     rows, cols, vals = [], [], []
     for k, space, cfg, site, c, tag, stored in runs:
         space.foreach(k, cfg)
-        held = np.asarray(getattr(space, "rows", np.arange(space.size)), dtype=np.int64)
+        held = np.asarray(space.rows if isinstance(space, Subset) else np.arange(space.size),
+                          dtype=np.int64)
         u = site.target
         for r in stored:
             value_name, col_name = entry_names(r, tag)

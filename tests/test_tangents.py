@@ -287,6 +287,7 @@ def test_the_jacobian_and_its_diagonal_by_kernels():
     V.new_field("u", rs.f64).load(rng.standard_normal(n))
     V.new_field("p", rs.vec(2)).load(rng.standard_normal((n, 2)))
     V.new_field("rd", rs.f64)
+    V.new_field("rows", rs.i64)  # (a field whose name a launch space's rows once read as)
     E.new_field("rs_", rs.f64)
     E.new_field("rv", rs.vec(2))
     g = rs.Global(rs.vec(2), np.array([0.3, -0.2]), name="dg_g")
