@@ -13,12 +13,18 @@ float Global in a tangent Global. A field or Global carries one from its seed, o
 first launch that writes it (its tangent there starts at 0). The tangent kernels are ordinary
 kernels: the same phase rules, every target and rank count, the same bits on any thread count.
 
+Inside a recording `rs.Tape`, the tape records the tangent kernels: its `backward` of a tangent
+(``tan.tangent_of(energy)``) differentiates the directional derivative again, reverse over
+forward: Hessian-vector products (min/max reductions are refused there).
+
 What the host does between launches is a constant to the derivative: a `load` or a Global's
 ``value = ...`` sets the target's tangent to 0. `Field.swap` and `copy_from` carry tangents with
 the values. Refused: `rs.assign` (scalar arithmetic between Globals: its derivative is not
-taken yet), linalg's solves, and an `rs.Tape` or `rs.capture` at the same time.
+taken yet), linalg's solves, an `rs.capture`, and an `rs.Tape` started inside the block.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -34,7 +40,21 @@ from .runtime.adjoint.records import is_diff
 from .runtime.tangent import Tangent, tangent_name
 from .runtime.tangent.finder import Finder
 from .runtime.tangent.generate import SELECTED
-from .tape import _find_chosen_rows, _pick_globals, analysis_of, picks_rows, prepare_picks
+from .tape import (
+    Tape,
+    _find_chosen_rows,
+    _pick_globals,
+    analysis_of,
+    picks_rows,
+    prepare_picks,
+)
+
+
+class TangentKernel(GivenKernel):
+    """A launch's tangent kernel (`runtime/tangent/generate.py`): a tape recording around the
+    `rs.Tangents` block records it like the user's kernels (`recordable`)."""
+
+    recordable = True
 
 
 class Tangents(_launch.Recorder):
@@ -94,7 +114,8 @@ class Tangents(_launch.Recorder):
     # -- the block ----------------------------------------------------------------------------
     def __enter__(self) -> Tangents:
         for r in _launch.recorders:
-            raise GradientError(f"rs.Tangents cannot start while {r.label}")
+            if not isinstance(r, Tape):
+                raise GradientError(f"rs.Tangents cannot start while {r.label}")
         self.active = {}
         for t, value in self.seeds:
             self._set(t, value)
@@ -117,6 +138,17 @@ class Tangents(_launch.Recorder):
             return _tangent_field(target).numpy(copy=True)
         v = tangent_global(target).value
         return v.copy() if isinstance(v, np.ndarray) else v
+
+    def tangent_of(self, target):
+        """The field or Global carrying `target`'s tangent (``<name>__dot``; a Global's tangent
+        Global): a loss for a tape recording around the block (reverse over forward)."""
+        if not isinstance(target, (Field, Global)) or not is_diff(target.type):
+            raise GradientError(f"tan.tangent_of takes a float (f64) field or Global, not "
+                                f"{target!r}")
+        if id(target) not in self.active:
+            raise GradientError(f"{_name(target)} carries no tangent in this block (no seed "
+                                f"reaches it)")
+        return _tangent_field(target) if isinstance(target, Field) else tangent_global(target)
 
     # -- the recorder hooks -------------------------------------------------------------------
     def kernel_to_run(self, kernel, relation, subset, config):
@@ -146,11 +178,15 @@ class Tangents(_launch.Recorder):
             for t in gen.written:  # their tangent fields exist before the kernel is analysed
                 if isinstance(t, Field):
                     _tangent_field(t)
-            made = cache[key] = (GivenKernel(kernel, f"{kernel.name}_tangent", a.param,
-                                             gen.body()), gen.written)
+            made = cache[key] = (TangentKernel(kernel, f"{kernel.name}_tangent", a.param,
+                                               gen.body()), gen.written)
         for t in made[1]:
             if id(t) not in self.active:  # its tangent before the launch: 0
                 self._set(t, 0.0)
+        if picks and any(isinstance(r, Tape) for r in _launch.recorders):
+            raise GradientError(f"kernel {kernel.name}: a min/max reduction into a float "
+                                f"under rs.Tangents inside a recording rs.Tape (reverse over "
+                                f"forward through the chosen contributions is not available)")
         self._pending = self._find(kernel, base, subset, a, cfg) if picks else None
         return made[0]
 
@@ -159,16 +195,12 @@ class Tangents(_launch.Recorder):
         choose (the reverse mode's finding kernels, on the values before the launch), and the
         selections zeroed. (The Globals a row won, the picked fields.)"""
         adj = _finding(kernel, base, a)
-        recorders = list(_launch.recorders)
-        _launch.recorders.clear()  # (the finding kernels are not the program's launches)
-        try:
+        with _unrecorded():  # (the finding kernels are not the program's launches)
             won = _find_chosen_rows(adj, base if subset is None else subset, cfg)
             for g in adj.picks:
                 _selection(g)[1].value = 0.0
             for f in adj.field_picks:
                 f.relation.field(f.name + SELECTED).load(0.0)
-        finally:
-            _launch.recorders[:] = recorders
         return won, tuple(adj.field_picks)
 
     def after_launch(self, kernel, relation, subset, config) -> None:
@@ -178,9 +210,7 @@ class Tangents(_launch.Recorder):
             return
         won, fields = self._pending
         self._pending = None
-        recorders = list(_launch.recorders)
-        _launch.recorders.clear()
-        try:
+        with _unrecorded():
             for g in won:
                 if id(g) in self.active:
                     tangent_global(g).value = _selection(g)[1].value
@@ -192,8 +222,6 @@ class Tangents(_launch.Recorder):
                     d = _tangent_field(f).numpy(copy=True)
                     d[picked] = f.relation.field(f.name + SELECTED).numpy()[picked]
                     _tangent_field(f).load(d)
-        finally:
-            _launch.recorders[:] = recorders
 
     def before_host_write(self, target, value) -> None:
         """Recorder hook: the host assigns a value: a constant, its tangent 0."""
@@ -229,12 +257,25 @@ class Tangents(_launch.Recorder):
         _tangent_field(field).copy_from(_tangent_field(source))
 
     def _set(self, target, value) -> None:
-        """`target` carries a tangent, `value` now (made on first use)."""
-        if isinstance(target, Field):
-            _tangent_field(target).load(value)
-        else:
-            tangent_global(target).value = value if np.ndim(value) else float(value)
+        """`target` carries a tangent, `value` now (made on first use). A tape recording around
+        the block does not see it: a seed (or the 0 a tangent starts from) is a constant."""
+        with _unrecorded():
+            if isinstance(target, Field):
+                _tangent_field(target).load(value)
+            else:
+                tangent_global(target).value = value if np.ndim(value) else float(value)
         self.active[id(target)] = target
+
+
+@contextmanager
+def _unrecorded():
+    """No recorder hears what the block does (rs.Tangents' own launches and loads)."""
+    recorders = list(_launch.recorders)
+    _launch.recorders.clear()
+    try:
+        yield
+    finally:
+        _launch.recorders[:] = recorders
 
 
 def _name(t) -> str:

@@ -121,8 +121,8 @@ class Tape(_launch.Recorder):
     def before_launch(self, kernel, relation, subset, config) -> None:
         """Recorder hook (relsim calls it, a program does not): records the launch about to
         run, with the values it will overwrite."""
-        if isinstance(kernel, GivenKernel):
-            return
+        if isinstance(kernel, GivenKernel) and not getattr(kernel, "recordable", False):
+            return  # (the tape's own adjoint and finding kernels; tangent kernels are recorded)
         cfg = config if config is not None else _config.current()
         base = relation if subset is None else subset.relation
         a = analysis_of(kernel, base, cfg)

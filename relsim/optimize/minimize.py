@@ -1,4 +1,5 @@
-"""Minimising a scalar energy computed by the user's kernels: L-BFGS.
+"""Minimising a scalar energy computed by the user's kernels: L-BFGS, or Newton-CG with
+Hessian-vector products.
 
 The energy is an f64 Global the program reduces into; its gradient with respect to the unknowns
 (f64 fields and Globals) is the tape's (`rs.Tape`: the program recorded, `backward(energy)`).
@@ -10,6 +11,13 @@ host NumPy arrays; dot products are exactly rounded (`rs.exact_sum`), so the ite
 bits on every target, thread count and rank count, as the gradients are. Stopping: ``max |g| <=
 gtol``, a relative energy reduction ``<= ftol``, `max_iterations`, or a line search that finds
 no decrease in 40 halvings.
+
+Newton-CG (``method="newton-cg"``) takes the direction from conjugate gradients on H d = -g, H
+the energy's Hessian applied by reverse over forward mode (`hessian_times`: the program run
+inside `rs.Tangents` seeded with the vector, inside a recording `rs.Tape`, whose `backward` of
+the energy's tangent is H v), truncated where the curvature turns non-positive (the direction so
+far, or -g at the first step) or at the inexact-Newton tolerance min(0.5, sqrt(max |g|)) |g|;
+then the same line search from step 1.
 """
 from __future__ import annotations
 
@@ -28,8 +36,8 @@ class MinimizeInfo:
     """What a minimisation did: `iterations`, `energy` (at the result), `energies` (at the start
     and after each iteration), `converged` and `reason` (``"gradient"``, ``"ftol"``,
     ``"max_iterations"`` or ``"line search"``), `gradient` (max |g| at the result),
-    `evaluations` (program runs for the energy) and `gradients` (tape recordings with a
-    backward)."""
+    `evaluations` (program runs for the energy), `gradients` (tape recordings with a backward)
+    and `hessian_products` (Newton-CG's)."""
     iterations: int = 0
     energy: float = math.inf
     energies: list = field(default_factory=list)
@@ -38,6 +46,7 @@ class MinimizeInfo:
     gradient: float = math.inf
     evaluations: int = 0
     gradients: int = 0
+    hessian_products: int = 0
 
 
 class _Energy:
@@ -49,7 +58,7 @@ class _Energy:
                                f"reduces into, got {energy!r}")
         self.p = Problem(program, [], unknowns)
         self.energy = energy
-        self.evaluations = self.gradients = 0
+        self.evaluations = self.gradients = self.hessian_products = 0
 
     def value(self, x) -> float:
         self.p.set(x)
@@ -62,6 +71,17 @@ class _Energy:
                                f"row that made it)")
         return e
 
+    def hessian_times(self, x, v) -> np.ndarray:
+        """H(x) v: the program inside rs.Tangents (seeded with v) inside a recording rs.Tape,
+        the tape's backward of the energy's tangent."""
+        self.p.set(x)
+        with rs.Tape() as tape:
+            with rs.Tangents(self.p.seeds(v)) as tan:
+                self.p.program()
+        self.hessian_products += 1
+        tape.backward(tan.tangent_of(self.energy))
+        return self._grads()
+
     def gradient(self, x) -> tuple:
         self.p.set(x)
         with rs.Tape() as tape:
@@ -70,6 +90,10 @@ class _Energy:
         self.gradients += 1
         e = float(self.energy.value)
         tape.backward(self.energy)
+        return e, self._grads()
+
+    def _grads(self) -> np.ndarray:
+        """The unknowns' gradients after a backward, flattened."""
         parts = []
         for t in self.p.unknowns:
             if isinstance(t, rs.Field):
@@ -79,17 +103,17 @@ class _Energy:
                 g = t.grad if getattr(t, "_adjoint", None) is not None else \
                     np.zeros(t.type.shape)
             parts.append(np.asarray(g, dtype=np.float64).ravel())
-        return e, np.concatenate(parts)
+        return np.concatenate(parts)
 
 
 def minimize(program, energy, unknowns, *, method: str = "lbfgs", max_iterations: int = 200,
              gtol: float = 1e-8, ftol: float = 1e-15, memory: int = 10) -> MinimizeInfo:
     """Minimise the f64 Global `energy`, which `program` (a callable running launches, no
     arguments) reduces into, over `unknowns` (f64 fields and Globals: one or a list), left at
-    the result. `method`: ``"lbfgs"``. See the module for the iteration and stopping rules."""
-    if method != "lbfgs":
-        raise ValueError(f"minimize: method must be 'lbfgs', got {method!r} (Newton-CG with "
-                         f"Hessian-vector products is not there yet)")
+    the result. `method`: ``"lbfgs"`` or ``"newton-cg"`` (Hessian-vector products by reverse
+    over forward mode). See the module for the iterations and stopping rules."""
+    if method not in ("lbfgs", "newton-cg"):
+        raise ValueError(f"minimize: method must be 'lbfgs' or 'newton-cg', got {method!r}")
     if not isinstance(memory, int) or memory < 1:
         raise ValueError(f"minimize: memory must be an int >= 1, got {memory!r}")
     f = _Energy(program, energy, unknowns)
@@ -108,12 +132,13 @@ def minimize(program, energy, unknowns, *, method: str = "lbfgs", max_iterations
             if info.iterations >= max_iterations:
                 info.reason = "max_iterations"
                 break
-            d = -_two_loop(g, pairs)
+            d = -_two_loop(g, pairs) if method == "lbfgs" else _newton_direction(f, x, g)
             slope = dot(g, d)
             if slope >= 0.0:  # (not a descent direction: start again from the gradient)
                 pairs, d = [], -g
                 slope = dot(g, d)
-            t = 1.0 if pairs or info.iterations else 1.0 / max(info.gradient, 1e-300)
+            t = 1.0 if method == "newton-cg" or pairs or info.iterations else \
+                1.0 / max(info.gradient, 1e-300)
             for _ in range(40):
                 e_new = f.value(x + t * d)
                 if e_new <= e + 1e-4 * t * slope:
@@ -142,8 +167,32 @@ def minimize(program, energy, unknowns, *, method: str = "lbfgs", max_iterations
         p.set(x)
     info.energy = e
     info.evaluations, info.gradients = f.evaluations, f.gradients
+    info.hessian_products = f.hessian_products
     p.program()  # (the program's fields at the result)
     return info
+
+
+def _newton_direction(f, x, g, maxiter: int = 200) -> np.ndarray:
+    """Truncated conjugate gradients on H d = -g (`hessian_times`), from d = 0."""
+    d = np.zeros(len(g))
+    r = -g
+    q = r.copy()
+    rr = dot(r, r)
+    stop = min(0.5, math.sqrt(float(np.abs(g).max()))) * math.sqrt(rr)
+    for _ in range(maxiter):
+        Hq = f.hessian_times(x, q)
+        curvature = dot(q, Hq)
+        if curvature <= 0.0:  # (non-convex here: what we have, or steepest descent)
+            return d if d.any() else -g
+        alpha = rr / curvature
+        d = d + alpha * q
+        r = r - alpha * Hq
+        rr_new = dot(r, r)
+        if math.sqrt(rr_new) <= stop:
+            break
+        q = r + (rr_new / rr) * q
+        rr = rr_new
+    return d
 
 
 def _two_loop(g, pairs) -> np.ndarray:

@@ -71,10 +71,10 @@ def install(launcher, storage_listener) -> None:
 def run(kernel, relation, subset, config) -> None:
     if _launcher is None:  # pragma: no cover - relsim/__init__ always installs one
         raise RuntimeError("no relsim runtime installed; import relsim")
+    for r in recorders:  # (first: a tape recording under rs.Tangents records the tangent)
+        kernel = r.kernel_to_run(kernel, relation, subset, config)
     for r in recorders:
         r.before_launch(kernel, relation, subset, config)
-    for r in recorders:
-        kernel = r.kernel_to_run(kernel, relation, subset, config)
     _launcher(kernel, relation, subset, config)
     for r in recorders:
         r.after_launch(kernel, relation, subset, config)

@@ -137,6 +137,16 @@ class Expressions:
                        type=e.type)
 
     # -- the tangent ----------------------------------------------------------------------
+    def helper(self, value, loc):
+        """A local holding `value`, assigned just before the statement being made (`pending`):
+        a tangent's part that must be a local (its entries indexed)."""
+        pending = self.__dict__.setdefault("pending", [])
+        count = self.__dict__.setdefault("helpers", [0])
+        count[0] += 1
+        name = f"_tangent_helper{count[0]}"
+        pending.append(ir.Assign(loc, name, value))
+        return ir.Local(loc, name)
+
     def tangent(self, e):
         """The tangent of typed expression `e` as untyped IR, or None where it is 0 (not a
         float value, or one no tangent reaches)."""
@@ -263,6 +273,8 @@ class Expressions:
         for d, partial in zip(tangents, parts):
             if d is None or partial is None:
                 continue
+            if derivatives.singular(op) and any(isinstance(x, ir.Index) for x in d.walk()):
+                d = self.helper(d, loc)  # (the guard compares it: a local, for reverse mode)
             total = _add(loc, total, derivatives.adjoint(op, d, partial, loc))
         return total
 
@@ -292,12 +304,14 @@ class Expressions:
         if f == "inverse":  # -A^-1 dA A^-1
             inv = self.primal(e)
             return ir.UnaryOp(loc, "-", _mm(loc, _mm(loc, inv, d[0]), inv))
-        if f == "det":  # det(A) trace(A^-1 dA)
-            m = _mm(loc, call("inverse", p[0]), d[0])
+        if f == "det":  # det(A) trace(A^-1 dA), A^-1 dA in a local of its own (the reverse
+            # mode, over forward, indexes locals' entries, not a matrix expression's)
             n = args[0].type.n
+            m = self.helper(_mm(loc, call("inverse", p[0]), d[0]), loc)
             trace = None
             for i in range(n):
-                trace = _add(loc, trace, ir.Index(loc, m, (ir.Const(loc, i), ir.Const(loc, i))))
+                row = ir.Index(loc, m, (ir.Const(loc, i),))  # (m[i][i]: a row, then its entry)
+                trace = _add(loc, trace, ir.Index(loc, row, (ir.Const(loc, i),)))
             return _mul(loc, self.primal(e), trace)
         raise self.refuse(f"the function {f}() of vectors or matrices", loc)
 

@@ -101,7 +101,12 @@ class Tangent(Expressions):
             m = getattr(self, "s_" + type(s).__name__, None)
             if m is None:
                 raise self.refuse(f"this statement ({type(s).__name__})", s.loc)
-            out.extend(m(s))
+            made = m(s)
+            pending = self.__dict__.get("pending")
+            if pending:  # (helper locals the statement's tangent uses: `Expressions.helper`)
+                out.extend(pending)
+                pending.clear()
+            out.extend(made)
         return out or [ir.Pass(stmts[0].loc if stmts else None)]
 
     def s_Pass(self, s):
