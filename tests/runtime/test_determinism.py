@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 
@@ -31,13 +30,15 @@ SCRIPT = textwrap.dedent("""\
 """)
 
 
-def _run(tmp_path, target, threads, steps=5, cache=None):
+def _run(tmp_path, target, threads, steps=5, cache=None, numba_cache=None):
     path = tmp_path / "det_script.py"
     path.write_text(SCRIPT)
     env = dict(os.environ, NUMBA_NUM_THREADS=str(threads),
                PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
     if cache:
         env["RELSIM_CACHE_DIR"] = str(cache)
+    if numba_cache:
+        env["NUMBA_CACHE_DIR"] = str(numba_cache)
     out = subprocess.run([sys.executable, str(path), target, str(steps)], env=env,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -79,16 +80,17 @@ def test_in_process_thread_counts_agree(tmp_path):
 
 def test_second_process_uses_the_disk_cache(tmp_path):
     cache = tmp_path / "cache"
-    _run(tmp_path, "cpu", 2, steps=1, cache=cache)
+    # Numba caches beside the generated module, or under NUMBA_CACHE_DIR when that is set: a
+    # folder of this test's own then (a shared one gets other test processes' files meanwhile)
+    numba_cache = tmp_path / "numba" if os.environ.get("NUMBA_CACHE_DIR") else None
+    _run(tmp_path, "cpu", 2, steps=1, cache=cache, numba_cache=numba_cache)
     generated = list(cache.glob("relsim_gen_*.py"))
     assert generated, "no generated module written"
-    # Numba caches beside the generated module, or under NUMBA_CACHE_DIR when that is set
-    places = [cache] + ([Path(os.environ["NUMBA_CACHE_DIR"])]
-                        if os.environ.get("NUMBA_CACHE_DIR") else [])
+    places = [cache] + ([numba_cache] if numba_cache else [])
     index_files = [p for d in places for p in d.rglob("*.nbi")]
     assert index_files, "numba wrote no cache index"
     stamp = {p: p.stat().st_mtime_ns for d in places for p in d.rglob("*.nbc")}
-    _run(tmp_path, "cpu", 2, steps=1, cache=cache)
+    _run(tmp_path, "cpu", 2, steps=1, cache=cache, numba_cache=numba_cache)
     after = {p: p.stat().st_mtime_ns for d in places for p in d.rglob("*.nbc")}
     assert after == stamp, "the second process recompiled (cache files were rewritten)"
 
