@@ -357,17 +357,12 @@ class Tape(_launch.Recorder):
         return fields, globals_
 
     def _adjoint_kernel(self, e):
-        return adjoint_kernel(e.kernel, e.relation, e.analysed)
-
-
-def adjoint_kernel(kernel, relation, analysed):
-    """The adjoint kernel of `kernel` analysed over `relation` (made once, kept with it)."""
-    cache = kernel.__dict__.setdefault("_adjoints", {})
-    key = (id(relation), id(analysed))
-    k = cache.get(key)
-    if k is None:
-        k = cache[key] = AdjointKernel(kernel, analysed, _adjoint, _pick_globals)
-    return k
+        cache = e.kernel.__dict__.setdefault("_adjoints", {})
+        key = (id(e.relation), id(e.analysed))
+        k = cache.get(key)
+        if k is None:
+            k = cache[key] = AdjointKernel(e.kernel, e.analysed, _adjoint, _pick_globals)
+        return k
 
 
 def analysis_of(kernel, relation, cfg):
