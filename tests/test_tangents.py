@@ -398,6 +398,58 @@ def test_hessian_vector_products_by_reverse_over_forward():
         tan.tangent_of(V.p.relation.new_field("unseeded", rs.f64))
 
 
+def test_hessian_vector_products_where_a_tangent_or_a_factor_is_exactly_zero(use_target):
+    """The guard that makes 0 x inf count as 0 in a tangent must not take the derivative with
+    it: at y == x_hat the tangent of dot(d, d) is exactly 0 (the first Newton step of an
+    implicit time step starts there), and at q == 0 the product p * q has a zero factor; H v
+    is still the Hessian's (it lost the inertia term, silently, before)."""
+    n = 4
+    V = rs.Relation("hz_v", n)
+    x_hat = np.random.default_rng(3).standard_normal((n, 3))
+    V.new_field("y", rs.vec(3)).load(x_hat)
+    V.new_field("x_hat", rs.vec(3)).load(x_hat)
+    V.new_field("m", rs.f64).load(np.linspace(1.0, 2.0, n))
+    V.new_field("p", rs.f64).load(np.linspace(1.0, 2.0, n))
+    V.new_field("q", rs.f64).load(0.0)
+    dt = rs.Global(rs.f64, 0.1)
+    energy = rs.Global(rs.f64, 0.0, name="hz_energy")
+
+    @rs.kernel
+    def inertia(v):
+        d = v.y - v.x_hat
+        energy += v.m * (0.5 * rs.dot(d, d) / (dt * dt)) + v.p * v.q * v.q + v.p * v.q
+
+    w = np.random.default_rng(4).standard_normal((n, 3))
+    wp, wq = np.linspace(-1.0, 1.0, n), np.linspace(0.5, 2.0, n)
+    with rs.Tape() as tape:
+        with rs.Tangents({V.y: w, V.p: wp, V.q: wq}) as tan:
+            energy.value = 0.0
+            V.foreach(inertia)
+    tape.backward(tan.tangent_of(energy))
+    m, p = V.m.numpy(), V.p.numpy()
+    assert np.allclose(V.y.grad.numpy(), m[:, None] * w / 0.01, rtol=1e-14, atol=0.0)
+    # E_pq = p q^2 + p q at q = 0: H = [[0, 1], [1, 2 p]]
+    assert np.allclose(V.p.grad.numpy(), wq, rtol=1e-14, atol=0.0)
+    assert np.allclose(V.q.grad.numpy(), wp + 2.0 * p * wq, rtol=1e-14, atol=0.0)
+
+
+def test_a_zero_tangent_times_an_infinite_partial_is_still_zero(use_target):
+    """sqrt at 0 has an infinite derivative: where no tangent arrives the tangent stays 0, not
+    NaN (the guard kept), and where one arrives it is infinite, as the mathematics says."""
+    V = rs.Relation("hz_sqrt", 2)
+    V.new_field("x", rs.f64).load(0.0)
+    V.new_field("r", rs.f64)
+
+    @rs.kernel
+    def root(v):
+        v.r = math.sqrt(v.x) * 2.0
+
+    with rs.Tangents({V.x: np.array([0.0, 1.0])}) as tan:
+        V.foreach(root)
+    d = tan.of(V.r)
+    assert d[0] == 0.0 and d[1] == math.inf
+
+
 def test_reverse_over_forward_refuses_min_max_reductions():
     V, E = _graph()
     with pytest.raises(rs.GradientError, match="a min/max reduction into a float under "

@@ -130,6 +130,25 @@ def adjoint(op: str, a, partial, loc):
                     amount)
 
 
+def tangent_term(op: str, d, partial, loc):
+    """What an argument of `op` with tangent `d` adds to the result's tangent: ``d *
+    partial``, with 0 x inf counted as 0 as `adjoint` counts it, but guarded only where the
+    product is not finite (a zero factor, the other one infinite or NaN): elsewhere the term is
+    the plain product, so differentiating the tangent again (reverse over forward: Hessian-
+    vector products) sees the product's own derivatives, also where a factor is exactly 0 (a
+    guard ``0 if d == 0`` there would take d's derivative with it)."""
+    amount = ir.BinOp(loc, "*", d, partial)
+    if op == "*" and not isinstance(partial, ir.Const):
+        zero, other = partial, d
+    elif singular(op):
+        zero, other = d, partial
+    else:
+        return amount
+    test = ir.BoolOp(loc, "and", (ir.Compare(loc, "==", zero, ir.Const(loc, 0.0)),
+                                  ir.UnaryOp(loc, "not", ir.Call(loc, "isfinite", (other,)))))
+    return ir.IfExp(loc, test, ir.Const(loc, 0.0), amount)
+
+
 def unknown(op: str) -> bool:
     return op not in _RULES and op not in ("**", "pow")
 

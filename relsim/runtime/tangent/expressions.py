@@ -6,8 +6,9 @@ The tangent of a float field read is the read of the field's tangent field (``<f
 through the same key) where that field carries a tangent, of a float Global's read the read
 of its tangent Global; of an operation, the sum over its arguments of each one's tangent times
 the operation's partial derivative (the same rules as the reverse mode's, `adjoint/
-derivatives.py`, guarded the same way: a partial that is infinite where the argument's tangent
-is 0 adds 0, not NaN). Vectors and matrices are differentiated whole: d(a @ b) = da @ b +
+derivatives.py`; a partial that is infinite where the argument's tangent is 0 adds 0, not
+NaN, the guard written so that the tangent differentiated again is the product's derivative:
+`derivatives.tangent_term`). Vectors and matrices are differentiated whole: d(a @ b) = da @ b +
 a @ db, d inverse(A) = -inverse(A) @ dA @ inverse(A), d det(A) = det(A) trace(inverse(A) @
 dA), and so on.
 """
@@ -198,7 +199,12 @@ class Expressions:
         return ir.UnaryOp(e.loc, "-", d)
 
     def t_IfExp(self, e):
-        body, orelse = self.tangent(e.body), self.tangent(e.orelse)
+        depth = self.__dict__.setdefault("branches", 0)
+        self.branches = depth + 1  # (no helper computes what one branch alone may compute)
+        try:
+            body, orelse = self.tangent(e.body), self.tangent(e.orelse)
+        finally:
+            self.branches = depth
         if body is None and orelse is None:
             return None
         return ir.IfExp(e.loc, self.primal(e.test),
@@ -273,10 +279,18 @@ class Expressions:
         for d, partial in zip(tangents, parts):
             if d is None or partial is None:
                 continue
-            if derivatives.singular(op) and any(isinstance(x, ir.Index) for x in d.walk()):
+            if not self.__dict__.get("branches"):  # (the guard uses each twice: once each)
+                d, partial = self._once(d, loc), self._once(partial, loc)
+            elif derivatives.singular(op) and any(isinstance(x, ir.Index) for x in d.walk()):
                 d = self.helper(d, loc)  # (the guard compares it: a local, for reverse mode)
-            total = _add(loc, total, derivatives.adjoint(op, d, partial, loc))
+            total = _add(loc, total, derivatives.tangent_term(op, d, partial, loc))
         return total
+
+    def _once(self, value, loc):
+        """`value` computed once, in a local (`helper`), unless it is a local or a constant
+        already. Not inside a conditional expression's branches (`t_IfExp`): a helper runs
+        before the statement, whichever branch the statement takes."""
+        return value if isinstance(value, (ir.Local, ir.Const)) else self.helper(value, loc)
 
     def t_Call(self, e):
         f, args, loc = e.func, e.args, e.loc
