@@ -16,7 +16,9 @@ Newton-CG (``method="newton-cg"``) takes the direction from conjugate gradients 
 the energy's Hessian applied by reverse over forward mode (`hessian_times`: the program run
 inside `rs.Tangents` seeded with the vector, inside a recording `rs.Tape`, whose `backward` of
 the energy's tangent is H v), truncated where the curvature turns non-positive (the direction so
-far, or -g at the first step) or at the inexact-Newton tolerance min(0.5, sqrt(max |g|)) |g|;
+far, or -g at the first step) or at the inexact-Newton tolerance min(0.5, sqrt(|g| / |g_0|))
+|g| (g_0 the gradient at the start: the forcing term is relative, so scaling the energy does
+not change the iterations);
 then the same line search from step 1.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 
 import relsim as rs
 
-from .problem import Problem, dot
+from .problem import Problem, dot, norm
 
 
 @dataclass
@@ -123,6 +125,7 @@ def minimize(program, energy, unknowns, *, method: str = "lbfgs", max_iterations
     e, g = f.gradient(x)
     info.energies.append(e)
     pairs: list = []
+    g0 = norm(g)
     try:
         while True:
             info.gradient = float(np.abs(g).max()) if g.size else 0.0
@@ -132,7 +135,7 @@ def minimize(program, energy, unknowns, *, method: str = "lbfgs", max_iterations
             if info.iterations >= max_iterations:
                 info.reason = "max_iterations"
                 break
-            d = -_two_loop(g, pairs) if method == "lbfgs" else _newton_direction(f, x, g)
+            d = -_two_loop(g, pairs) if method == "lbfgs" else _newton_direction(f, x, g, g0)
             slope = dot(g, d)
             if slope >= 0.0:  # (not a descent direction: start again from the gradient)
                 pairs, d = [], -g
@@ -172,13 +175,14 @@ def minimize(program, energy, unknowns, *, method: str = "lbfgs", max_iterations
     return info
 
 
-def _newton_direction(f, x, g, maxiter: int = 200) -> np.ndarray:
-    """Truncated conjugate gradients on H d = -g (`hessian_times`), from d = 0."""
+def _newton_direction(f, x, g, g0: float, maxiter: int = 200) -> np.ndarray:
+    """Truncated conjugate gradients on H d = -g (`hessian_times`), from d = 0, to the
+    forcing term relative to the first gradient's norm `g0`."""
     d = np.zeros(len(g))
     r = -g
     q = r.copy()
     rr = dot(r, r)
-    stop = min(0.5, math.sqrt(float(np.abs(g).max()))) * math.sqrt(rr)
+    stop = min(0.5, math.sqrt(math.sqrt(rr) / g0)) * math.sqrt(rr)
     for _ in range(maxiter):
         Hq = f.hessian_times(x, q)
         curvature = dot(q, Hq)

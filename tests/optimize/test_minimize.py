@@ -49,6 +49,38 @@ def test_rosenbrocks_minimum_as_scipy_finds_it(method):
     assert np.allclose(sol.x, X.x.numpy(), rtol=0, atol=1e-4)
 
 
+def _scaled_rosenbrock(scale):
+    """`_rosenbrock`'s energy times `scale` (a Global of the kernel)."""
+    X, energy, _ = _rosenbrock()
+    unit = rs.Global(rs.f64, scale)
+    P = rs.Relation("pairs_scaled", 10)
+    P.new_key_field("a", X, values=np.arange(0, 20, 2))
+    P.new_key_field("b", X, values=np.arange(1, 20, 2))
+
+    @rs.kernel
+    def rosen(p):
+        energy += unit * (100.0 * (p.b.x - p.a.x * p.a.x) ** 2 + (1.0 - p.a.x) ** 2)
+
+    def program():
+        energy.value = 0.0
+        P.foreach(rosen)
+
+    return X, energy, program
+
+
+def test_newton_cg_takes_the_same_steps_whatever_the_energys_units():
+    """The inexact-Newton forcing term is relative to the first gradient: an energy in other
+    units (times 1e6, gtol with it) takes the same iterations and Hessian products."""
+    counts = []
+    for scale in (1.0, 1e6):
+        X, energy, program = _scaled_rosenbrock(scale)
+        info = optimize.minimize(program, energy, X.x, method="newton-cg", gtol=1e-9 * scale,
+                                 max_iterations=500)
+        assert info.converged, info
+        counts.append((info.iterations, info.hessian_products))
+    assert counts[0] == counts[1], counts
+
+
 def test_a_global_unknown_and_a_field_together():
     V = rs.Relation("pts", 30)
     rng = np.random.default_rng(2)
