@@ -71,6 +71,20 @@ def time_step(n: int, cfl: float = 0.3, young=YOUNG, poisson=POISSON, density=DE
     return cfl * (1.0 / n) / math.sqrt(3.0) / wave
 
 
+@rs.func
+def deformation(x0, x1, x2, x3, Dm_inv):
+    """F = Ds Dm^-1, Ds the current edge vectors from vertex 0 as columns."""
+    return rs.transpose(rs.mat(3, 3)(x1 - x0, x2 - x0, x3 - x0)) @ Dm_inv
+
+
+@rs.func
+def neo_hookean(F, mu, lam):
+    """The strain energy density psi(F) per unit rest volume."""
+    log_j = math.log(rs.det(F))
+    c = rs.dot(F[0], F[0]) + rs.dot(F[1], F[1]) + rs.dot(F[2], F[2])
+    return 0.5 * mu * (c - 3.0) - mu * log_j + 0.5 * lam * log_j * log_j
+
+
 def build(mesh, dt_value: float, young=YOUNG, poisson=POISSON, density=DENSITY,
           gravity=GRAVITY):
     """Fields, subsets and kernels of the simulation on `mesh` (a tetmesh.TetMesh)."""
@@ -99,11 +113,6 @@ def build(mesh, dt_value: float, young=YOUNG, poisson=POISSON, density=DENSITY,
         for i in rs.static(range(4)):
             t.v[i].m += 0.25 * rho * W
 
-    @rs.func
-    def deformation(x0, x1, x2, x3, Dm_inv):
-        """F = Ds Dm^-1, Ds the current edge vectors from vertex 0 as columns."""
-        return rs.transpose(rs.mat(3, 3)(x1 - x0, x2 - x0, x3 - x0)) @ Dm_inv
-
     @rs.kernel
     def forces(t):
         F = deformation(t.v[0].x, t.v[1].x, t.v[2].x, t.v[3].x, t.Dm_inv)
@@ -124,9 +133,7 @@ def build(mesh, dt_value: float, young=YOUNG, poisson=POISSON, density=DENSITY,
     @rs.kernel
     def energy_tets(t):
         F = deformation(t.v[0].x, t.v[1].x, t.v[2].x, t.v[3].x, t.Dm_inv)
-        log_j = math.log(rs.det(F))
-        c = rs.dot(F[0], F[0]) + rs.dot(F[1], F[1]) + rs.dot(F[2], F[2])
-        elastic += t.W * (0.5 * mu * (c - 3.0) - mu * log_j + 0.5 * lam * log_j * log_j)
+        elastic += t.W * neo_hookean(F, mu, lam)
 
     @rs.kernel
     def energy_vertices(v):
@@ -253,14 +260,19 @@ def static_sag(history) -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="relsim run fem", description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=4, help="cubes across the beam (4n along it)")
-    p.add_argument("--steps", type=int, default=4000)
-    p.add_argument("--cfl", type=float, default=0.3, help="dt as a fraction of the P-wave's "
-                   "crossing time of the shortest tet height")
-    p.add_argument("--every", type=int, default=50, help="energies (and output) every N steps")
+    p.add_argument("--steps", type=int, default=None,
+                   help="time steps (default 4000; --implicit: the same simulated time)")
+    p.add_argument("--cfl", type=float, default=None, help="dt as a fraction of the P-wave's "
+                   "crossing time of the shortest tet height (default 0.3; --implicit: 50 "
+                   "times that)")
+    p.add_argument("--every", type=int, default=None, help="energies (and output) every N "
+                   "steps (default 50; --implicit: 1)")
     p.add_argument("--drift", type=float, default=0.02, help="energy drift allowed, as a "
                    "fraction of the largest kinetic energy")
     p.add_argument("--tolerance", type=float, default=0.4, help="how much less than the "
                    "linear-elastic estimate the static tip deflection may be, relative")
+    p.add_argument("--implicit", action="store_true", help="implicit Euler: each step "
+                   "minimises the incremental potential by Newton-CG (relsim.optimize)")
     p.add_argument("--output", default=None, help="directory for a VTU series (fem.pvd)")
     p.add_argument("--target", default=None, help="backend: a registered target (rs.targets())")
     p.add_argument("--threads", type=int, default=None)
@@ -270,8 +282,19 @@ def main(argv=None) -> int:
     changes = {k: v for k, v in (("target", a.target), ("threads", a.threads)) if v is not None}
     if changes:
         rs.configure(**changes)
+    from . import _fem_implicit as fem_implicit
+    if a.cfl is None:
+        a.cfl = 0.3 * (fem_implicit.FACTOR if a.implicit else 1.0)
+    if a.steps is None:
+        a.steps = fem_implicit.default_steps(4000, a.cfl) if a.implicit else 4000
+    if a.every is None:
+        a.every = 1 if a.implicit else 50
     if a.n < 1 or a.steps < 1 or a.every < 1 or not a.cfl > 0:
         p.error("--n, --steps and --every must be at least 1 and --cfl positive")
+    if a.implicit:
+        if a.output:
+            p.error("--output is for the explicit run")
+        return fem_implicit.run(a)
     mesh, dt = beam(a.n), time_step(a.n, a.cfl)
     t0 = time.perf_counter()
     history = simulate(mesh, dt, a.steps, a.every, a.output, a.capture)
