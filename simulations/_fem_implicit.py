@@ -32,6 +32,7 @@ from relsim import optimize
 
 from . import fem
 from ._checks import nonfinite
+from ._progress import Progress
 
 FACTOR = 50.0  # the default step: this many times fem's explicit one
 
@@ -123,20 +124,14 @@ def simulate(mesh, dt: float, steps: int, every: int = 1):
     (time, energy, kinetic, sag) and the Newton counts."""
     setup, step, (energies, tip_sag, _), stats = build(mesh, dt)
     setup()
-    history = {"time": [], "energy": [], "kinetic": [], "sag": []}
-
-    def record(k):
-        kin, ela, pot = energies()
-        history["time"].append(k * dt)
-        history["energy"].append(kin + ela + pot)
-        history["kinetic"].append(kin)
-        history["sag"].append(tip_sag())
-
-    record(0)
-    for k in range(1, steps + 1):
-        step()
-        if k % every == 0 or k == steps:
-            record(k)
+    history = fem.new_history()
+    with Progress(steps) as bar:
+        fem.append(history, 0.0, energies, tip_sag)
+        for k in range(1, steps + 1):
+            step()
+            if k % every == 0 or k == steps:
+                fem.append(history, k * dt, energies, tip_sag)
+            bar.update(k)
     return history, stats
 
 

@@ -194,6 +194,20 @@ def static_deflection(young=YOUNG, poisson=POISSON, density=DENSITY, gravity=GRA
                                                                           shear)
 
 
+def new_history() -> dict:
+    """The histories a run records: time, energy (total), kinetic, sag."""
+    return {"time": [], "energy": [], "kinetic": [], "sag": []}
+
+
+def append(history: dict, time_now: float, energies, tip_sag) -> None:
+    """Record the energies and the tip's sag now (`build`'s `energies` and `tip_sag`)."""
+    kin, ela, pot = energies()
+    history["time"].append(time_now)
+    history["energy"].append(kin + ela + pot)
+    history["kinetic"].append(kin)
+    history["sag"].append(tip_sag())
+
+
 def simulate(mesh, dt: float, steps: int = 4000, every: int = 50, output: str | None = None,
              capture: bool = True):
     """Run the beam `mesh` (`beam(n)`) for `steps` steps of `dt`; returns the histories,
@@ -210,14 +224,10 @@ def simulate(mesh, dt: float, steps: int = 4000, every: int = 50, output: str | 
         os.makedirs(output, exist_ok=True)
         fill_output()
         series = TimeSeries(os.path.join(output, "fem.pvd"), mesh.vertices, ["u", "speed"])
-    history = {"time": [], "energy": [], "kinetic": [], "sag": []}
+    history = new_history()
 
     def record(k):
-        kin, ela, pot = energies()
-        history["time"].append(k * dt)
-        history["energy"].append(kin + ela + pot)
-        history["kinetic"].append(kin)
-        history["sag"].append(tip_sag())
+        append(history, k * dt, energies, tip_sag)
         if series is not None:
             fill_output()
             series.write(k * dt)
