@@ -233,8 +233,9 @@ class Expressions:
         if da is None and db is None:
             return None
         loc, op = e.loc, e.op
-        if is_diff(a.type) and is_diff(b.type) and not (is_vec(a.type) or is_mat(a.type) or
-                                                       is_vec(b.type) or is_mat(b.type)):
+        scalars = is_diff(a.type) and is_diff(b.type) and not (
+            is_vec(a.type) or is_mat(a.type) or is_vec(b.type) or is_mat(b.type))
+        if scalars and op not in ("+", "-"):
             return self._scalar(op, (a, b), (da, db), e)
         pa, pb = self.primal(a), self.primal(b)
         if op in ("+", "-"):
