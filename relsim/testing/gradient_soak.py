@@ -26,6 +26,13 @@ program can). It fails when, along a smooth direction, the tape's gradient dotte
 direction or the forward mode's derivative disagrees with the central differences by more than
 `TOLERANCE` (relative to ``max(1, |derivative|)``), or the two modes disagree with each other by
 more than `AGREEMENT` (both are exact up to rounding: J^T w . u = w J u).
+
+Then, per program without a min or max reduction into a float (reverse over forward refuses
+those), the Hessian-vector product H u by reverse over forward mode (`rs.Tangents` inside a
+recording `rs.Tape`), dotted with a random w, against central differences of the tape's w . g
+along u, extrapolated the same way, at a point where one input is exactly 0 (a product's factor
+or a subexpression's tangent exactly 0 there: a guard written as a branch once dropped terms of
+H u at such points).
 """
 from __future__ import annotations
 
@@ -206,6 +213,24 @@ class Program:
         return {"a": self.V.a, "s": self.V.s, "w": self.E.w, "g": self.g, "p": self.V.p,
                 "top": self.V.top}
 
+    def hessian_times(self, x, u) -> dict:
+        """H u at `x` by reverse over forward mode: the program inside `rs.Tangents` (seeded
+        with `u`) inside a recording `rs.Tape`, whose backward of the loss's tangent gives H u
+        in the inputs' gradients."""
+        self.set(x)
+        with rs.Tape() as tape:
+            with rs.Tangents({t: u[k] for k, t in self.inputs().items()}) as tan:
+                self.run()
+        tape.backward(tan.tangent_of(self.loss))
+        g = self.g.grad if getattr(self.g, "_adjoint", None) is not None else 0.0
+
+        def grad(f):
+            return f.grad.numpy(copy=True) if f.relation.has_field(f.grad_name) else \
+                np.zeros((f.relation.size,) + f.type.shape)
+
+        return {"a": grad(self.V.a), "s": grad(self.V.s), "w": grad(self.E.w), "g": g,
+                "p": grad(self.V.p), "top": grad(self.V.top)}
+
     def tangent(self, x, u) -> float:
         """The loss's derivative at `x` along `u` by forward mode (`rs.Tangents`)."""
         self.set(x)
@@ -223,8 +248,9 @@ def _module(source: str, seed: int, workdir):
 _count = itertools.count()
 
 
-def check(seed: int, workdir, directions: int = 2, tries: int = 4) -> tuple[int, int, str]:
-    """(directions checked, directions skipped at a branch's edge, failure text or '')."""
+def check(seed: int, workdir, directions: int = 2, tries: int = 4) -> tuple[int, int, str, int]:
+    """(directions checked, directions skipped at a branch's edge, failure text or '',
+    Hessian-vector products checked: 0 or 1)."""
     p = Program(seed, workdir)
     rng = np.random.default_rng(seed + 7919)
     grad = p.gradient(p.x0)
@@ -254,15 +280,58 @@ def check(seed: int, workdir, directions: int = 2, tries: int = 4) -> tuple[int,
             if not abs(slope - fd) <= TOLERANCE * scale:
                 return checked, skipped, (f"program seed {seed}: along a random direction the "
                                           f"tape gives {slope!r}, central differences {fd!r}"
-                                          f"\n{p.source}")
+                                          f"\n{p.source}"), 0
             forward = p.tangent(p.x0, u)
             if not abs(forward - fd) <= TOLERANCE * scale or \
                     not abs(forward - slope) <= AGREEMENT * max(1.0, abs(slope)):
                 return checked, skipped, (f"program seed {seed}: along a random direction "
                                           f"forward mode gives {forward!r}, the tape {slope!r}, "
-                                          f"central differences {fd!r}\n{p.source}")
+                                          f"central differences {fd!r}\n{p.source}"), 0
             break
-    return checked, skipped, ""
+    hessians, failure = _check_hessian(p, rng)
+    return checked, skipped, failure, hessians
+
+
+def _dot(a: dict, b: dict) -> float:
+    return sum(float(np.sum(np.asarray(a[k]) * np.asarray(b[k]))) for k in a)
+
+
+def _check_hessian(p, rng, tries: int = 4) -> tuple[int, str]:
+    """w . H u by reverse over forward mode against central differences of the tape's w . g
+    along u (extrapolated as for the gradients), at a point where one input is exactly 0: there
+    a product's factor or a subexpression's tangent is exactly 0, where a guard written as a
+    branch once dropped terms of H u. Programs with a min or max reduction into a float are
+    refused there (documented): no check. (1 if checked else 0, a failure's text or '')."""
+    x = dict(p.x0)
+    zeroed = ("a", "s", "top", "w")[int(rng.integers(4))]
+    x[zeroed] = np.zeros_like(x[zeroed])
+    for _ in range(tries):
+        u = {k: rng.standard_normal(np.shape(v)) for k, v in x.items()}
+        w = {k: rng.standard_normal(np.shape(v)) for k, v in x.items()}
+        try:
+            hu = p.hessian_times(x, u)
+        except rs.GradientError as e:
+            if "min/max reduction" in str(e):
+                return 0, ""
+            raise
+
+        def central(h, u=u, w=w):
+            up = p.gradient({k: x[k] + h * u[k] for k in x})
+            down = p.gradient({k: x[k] - h * u[k] for k in x})
+            return (_dot(w, up) - _dot(w, down)) / (2 * h)
+
+        f1, f2, f3 = central(1e-5), central(2.5e-6), central(6.25e-7)
+        r12, fd = (16.0 * f2 - f1) / 15.0, (16.0 * f3 - f2) / 15.0
+        scale = max(1.0, abs(fd))
+        if not np.isfinite(fd) or abs(r12 - fd) > TOLERANCE * scale:
+            continue  # (a branch's edge, or an overflow, near x: another direction)
+        got = _dot(w, hu)
+        if not abs(got - fd) <= TOLERANCE * scale:
+            return 1, (f"program seed {p.seed}: at a point with {zeroed!r} = 0, w . H u by "
+                       f"reverse over forward mode is {got!r}, by central differences of the "
+                       f"tape's gradient {fd!r}\n{p.source}")
+        return 1, ""
+    return 0, ""
 
 
 def main(argv=None) -> int:
@@ -273,17 +342,18 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default="interp")
     a = ap.parse_args(argv)
     rs.configure(target=a.target)
-    t0, checked, skipped, failures = time.perf_counter(), 0, 0, []
+    t0, checked, skipped, hessians, failures = time.perf_counter(), 0, 0, 0, []
     workdir = tempfile.mkdtemp(prefix="relsim_gradient_soak_")
     for seed in range(a.first, a.first + a.cases):
-        c, s, failure = check(seed, workdir)
-        checked, skipped = checked + c, skipped + s
+        c, s, failure, h = check(seed, workdir)
+        checked, skipped, hessians = checked + c, skipped + s, hessians + h
         if failure:
             failures.append(failure)
             print(failure, file=sys.stderr)
     print(f"gradient soak: {a.cases} programs (seeds {a.first}..{a.first + a.cases - 1}) on "
           f"{a.target}: {checked} directions checked, {skipped} skipped at a branch's edge, "
-          f"{len(failures)} failures; {time.perf_counter() - t0:.0f} s")
+          f"{hessians} Hessian-vector products checked, {len(failures)} failures; "
+          f"{time.perf_counter() - t0:.0f} s")
     return 1 if failures else 0
 
 
