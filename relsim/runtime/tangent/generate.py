@@ -126,6 +126,8 @@ class Tangent(Expressions):
             return [primal]
         d = self.tangent(s.value)
         t = self.a.locals[s.name]
+        if isinstance(d, ir.Local) and d.name == name:  # (z += a constant: dz unchanged; the
+            return [primal]  # tape takes a loop's z__dot = z__dot as state, not accumulation)
         return [ir.Assign(s.loc, name, d if d is not None else zero(t, s.loc)), primal]
 
     def s_AssignIndex(self, s):
