@@ -102,12 +102,7 @@ def test_the_blocks_cover_every_iteration_once_in_order(n, first):
     src = ("def f(lo, hi, out):\n    k = 2\n    for i in prange(lo, hi):\n"
            "        if i % 7 == 3:\n            continue\n        out.append(i * k)\n")
     fn = ast.parse(src).body[0]
-    old = outline.OUTLINE_STATEMENTS
-    try:
-        outline.OUTLINE_STATEMENTS = 1
-        body, calling = outline.outlined(fn)
-    finally:
-        outline.OUTLINE_STATEMENTS = old
+    body, calling = outline.outlined(fn, threshold=1)
     assert [a.arg for a in body.args.args] == ["_olo", "_ohi", "lo", "hi", "out", "k"]
     assert body.body[0].body is fn.body[1].body  # the statements are shared, not copied
     space = {"prange": range, "_i64": int}
@@ -116,3 +111,34 @@ def test_the_blocks_cover_every_iteration_once_in_order(n, first):
     got = []
     space["f"](first, first + n, got)
     assert got == [i * 2 for i in range(first, first + n) if i % 7 != 3]
+
+
+@rs.kernel
+def _huge(r):
+    x = r.u
+    for _ in rs.static(range(300)):  # (unrolled: ~3,300 statements, as generated adjoints reach)
+        x = x * 0.5 + r.u * 0.25
+        if x > 1.0:
+            x = x - 0.125
+        x = x + 0.0625
+    r.v = x
+
+
+def test_a_huge_row_loop_is_outlined_and_a_large_one_is_not():
+    """Row loops are outlined from `outline.HUGE` statements (generated adjoint and tangent
+    kernels: the parallel passes took minutes on them inline); LULESH-sized ones stay inline.
+    (The source only: nothing is compiled here.)"""
+    R = rs.Relation("R", 10)
+    R.new_field("u", rs.f64)
+    R.new_field("v", rs.f64)
+    cfg = rs.Config(target="cpu", parallel_threshold=1)
+    funcs = _functions(execute.executable(_huge, R, cfg).source)
+    assert {"kernel_parallel_body", "kernel_parallel_rows_body"} <= set(funcs)
+    assert outline._statements(funcs["kernel_parallel_body"].body) >= outline.HUGE
+    assert "kernel_serial_body" not in funcs
+    (loop,) = funcs["kernel_parallel"].body[-1:]
+    assert ast.unparse(loop.iter) == "prange(_onb)"
+    heavy = _advect_like()  # ~400 statements a row: inline in its row loops
+    C = _grid(8)
+    funcs = _functions(execute.executable(heavy, C, cfg).source)
+    assert "kernel_parallel_body" not in funcs

@@ -11,7 +11,11 @@ A small body gains nothing (a light row loop's call can cost vectorisation: 1.4 
 2M rows), so only bodies of at least `OUTLINE_STATEMENTS` statements are outlined, and only
 in the loops `loops.OUTLINED_LOOPS` names (the grid loops): elsewhere the outlined body ran
 slower (LULESH's large row kernels 6-28%, Airfoil's split and lanes loops ~18%), the parallel
-compilation's loss being the lesser one there.
+compilation's loss being the lesser one there. Any parallel loop of at least `HUGE` statements
+is outlined too: generated adjoint and tangent kernels reach 3,000-11,000, where the parallel
+passes take minutes (the fem beam's forces adjoint, 3,844 statements: its parallel variant
+compiled in 149 s inline, 26 s outlined; its backward at 5,184 tets, 2 threads, 6.6 ms inline
+against 7.0 ms outlined).
 
 The loop becomes ``for _ob in prange(_onb): <fn>_body(_olo, _ohi, ...)`` over at most
 `OUTLINE_BLOCKS` contiguous blocks of its iterations, and the body function runs its block's
@@ -31,6 +35,10 @@ from ...lowering.emit import call, name
 # measured (see above): 37 and 40 statements, outlined 1.35 / 1.75 s against 0.93 / 1.01 s
 # inline; 388 statements, 2.9 s against 16 s
 OUTLINE_STATEMENTS = 150
+# any parallel loop's body this large is outlined (`loops.OUTLINED_LOOPS` names the loops
+# outlined from OUTLINE_STATEMENTS): the largest user kernels measured (LULESH's element and
+# hourglass kernels, ~2,200 statements) stay inline, where outlining cost them speed
+HUGE = 3000
 # at most this many blocks of iterations a parallel loop is cut into (the threads share them
 # out statically; a call a block costs nothing next to a block of large bodies)
 OUTLINE_BLOCKS = 1024
@@ -42,14 +50,14 @@ def large(stmts) -> bool:
     return _statements(stmts) >= OUTLINE_STATEMENTS
 
 
-def outlined(fn: ast.FunctionDef) -> tuple:
+def outlined(fn: ast.FunctionDef, threshold: int = OUTLINE_STATEMENTS) -> tuple:
     """(body function or None, fn): fn's `prange` loop calling a function of its body, block
-    by block, when the body is large, else fn unchanged."""
+    by block, when the body has at least `threshold` statements, else fn unchanged."""
     found = _parallel_loop(fn)
     if found is None:
         return None, fn
     at, loop = found
-    if not large(loop.body):
+    if _statements(loop.body) < threshold:
         return None, fn
     before = [t.id for s in fn.body[:at] if isinstance(s, ast.Assign)
               for t in s.targets if isinstance(t, ast.Name)]
