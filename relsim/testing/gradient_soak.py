@@ -200,6 +200,10 @@ class Program:
         with rs.Tape() as tape:
             self.run()
         tape.backward(self.loss)
+        return self._grads()
+
+    def _grads(self) -> dict:
+        """The inputs' gradients after a backward."""
         g = self.g.grad if getattr(self.g, "_adjoint", None) is not None else 0.0
 
         def grad(f):  # (a field the program never read has no adjoint field: zero)
@@ -222,14 +226,7 @@ class Program:
             with rs.Tangents({t: u[k] for k, t in self.inputs().items()}) as tan:
                 self.run()
         tape.backward(tan.tangent_of(self.loss))
-        g = self.g.grad if getattr(self.g, "_adjoint", None) is not None else 0.0
-
-        def grad(f):
-            return f.grad.numpy(copy=True) if f.relation.has_field(f.grad_name) else \
-                np.zeros((f.relation.size,) + f.type.shape)
-
-        return {"a": grad(self.V.a), "s": grad(self.V.s), "w": grad(self.E.w), "g": g,
-                "p": grad(self.V.p), "top": grad(self.V.top)}
+        return self._grads()
 
     def tangent(self, x, u) -> float:
         """The loss's derivative at `x` along `u` by forward mode (`rs.Tangents`)."""

@@ -130,6 +130,12 @@ def adjoint(op: str, a, partial, loc):
                     amount)
 
 
+def guarded(op: str, partial) -> bool:
+    """Whether `tangent_term` guards the term of `op` through `partial` (0 x inf: a product's
+    factor that is not a constant, or a `singular` op's partial)."""
+    return op == "*" and not isinstance(partial, ir.Const) or op != "*" and singular(op)
+
+
 def tangent_term(op: str, d, partial, loc):
     """What an argument of `op` with tangent `d` adds to the result's tangent: ``d *
     partial``, with 0 x inf counted as 0 as `adjoint` counts it, but guarded only where the
@@ -138,12 +144,9 @@ def tangent_term(op: str, d, partial, loc):
     vector products) sees the product's own derivatives, also where a factor is exactly 0 (a
     guard ``0 if d == 0`` there would take d's derivative with it)."""
     amount = ir.BinOp(loc, "*", d, partial)
-    if op == "*" and not isinstance(partial, ir.Const):
-        zero, other = partial, d
-    elif singular(op):
-        zero, other = d, partial
-    else:
+    if not guarded(op, partial):
         return amount
+    zero, other = (partial, d) if op == "*" else (d, partial)
     test = ir.BoolOp(loc, "and", (ir.Compare(loc, "==", zero, ir.Const(loc, 0.0)),
                                   ir.UnaryOp(loc, "not", ir.Call(loc, "isfinite", (other,)))))
     return ir.IfExp(loc, test, ir.Const(loc, 0.0), amount)

@@ -280,8 +280,9 @@ class Expressions:
         for d, partial in zip(tangents, parts):
             if d is None or partial is None:
                 continue
-            if not self.__dict__.get("branches"):  # (the guard uses each twice: once each)
-                d, partial = self._once(d, loc), self._once(partial, loc)
+            if derivatives.guarded(op, partial) and not self.__dict__.get("branches"):
+                d, partial = self._once(d, loc), self._once(partial, loc)  # (the guard uses
+                # each twice: computed once)
             elif derivatives.singular(op) and any(isinstance(x, ir.Index) for x in d.walk()):
                 d = self.helper(d, loc)  # (the guard compares it: a local, for reverse mode)
             total = _add(loc, total, derivatives.tangent_term(op, d, partial, loc))
