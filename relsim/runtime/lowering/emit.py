@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import copy
 import math
+import re
 
 import numpy as np
 
@@ -16,7 +17,17 @@ _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.Fl
            "%": ast.Mod, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor, "<<": ast.LShift,
            ">>": ast.RShift}
 _CMPOPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
+ROW = "_row"  # the relation row being run, in generated code (`expr.ExprLowerer` binds it)
 CAST_FN = {bool_: "_bool", i32: "_i32", i64: "_i64", f32: "_f32", f64: "_f64"}
+# what a side of a choice may compute whatever the condition (`speculable`): total on every
+# input (no trap, no memory access, no error flag) and cheap (a division is neither always:
+# an adjoint's `0 if d == 0 else d * (1 / x)` computed on every row made LULESH's backward ~6%
+# slower)
+_SPECULABLE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.USub,
+                   ast.UAdd, ast.Not, ast.Invert)
+_SPECULABLE_CALLS = {*CAST_FN.values(), "math.isfinite", "math.isnan", "math.isinf"}
+_TEMPORARY = re.compile(r"_t[0-9]+")  # the names `EmitAlgebra.fresh` makes
+SPECULATE_AT_MOST = 12  # statements of a choice's sides, together
 
 
 def name(n: str, ctx=None) -> ast.Name:
@@ -69,6 +80,9 @@ class EmitAlgebra:
     def __init__(self):
         self.out: list = []
         self.counter = 0
+        # the function generated code calls for a choice between two values computed already
+        # (`pick`), where the target has one; None: a choice is a branch
+        self.pick_call: str | None = None
         # name -> ast.FunctionDef of each separate function the code calls (`function`); the
         # driver puts them in the module and its backend compiles each as a callee
         self.functions: dict = {}
@@ -154,6 +168,57 @@ class EmitAlgebra:
         """A counter-based random draw: a call of `relsim.philox.<fname>` (register_jitable:
         compiled into the kernel), imported by generated modules as `_philox`."""
         return self.bind(call(f"_philox.{fname}", *args))
+
+    def pick(self, c, a, b):
+        """`a if c else b` of atoms computed already, with no branch (`pick_call`)."""
+        return self.bind(call(self.pick_call, c, a, b))
+
+    def speculable(self, statements) -> bool:
+        """Whether `statements` (the sides of a choice, lowered) may run whatever the
+        condition, so the choice is a `pick` instead of a branch: the target has a pick, they
+        are few, and each assigns a fresh temporary (`fresh`: no other statement assigns it) a
+        cheap operation that cannot fail (no division, check, or memory access but a read of
+        the row's own field)."""
+        return self.pick_call is not None and len(statements) <= SPECULATE_AT_MOST and all(
+            isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+            and _TEMPORARY.fullmatch(s.targets[0].id) and self._speculable(s.value)
+            for s in statements)
+
+    def _speculable(self, e) -> bool:
+        if isinstance(e, (ast.Name, ast.Constant)):
+            return True
+        if isinstance(e, ast.BinOp):
+            return isinstance(e.op, _SPECULABLE_OPS) and self._speculable(e.left) and \
+                self._speculable(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return isinstance(e.op, _SPECULABLE_OPS) and self._speculable(e.operand)
+        if isinstance(e, ast.Compare):
+            return self._speculable(e.left) and all(map(self._speculable, e.comparators))
+        if isinstance(e, ast.Call):
+            return _dotted(e.func) in (*_SPECULABLE_CALLS, self.pick_call) and \
+                not e.keywords and all(map(self._speculable, e.args))
+        return _centred_read(e)
+
+
+def _centred_read(e) -> bool:
+    """Whether `e` reads a field at the row being run (``_fieldK[_u64(_row)]``, with constant
+    components after it): in bounds wherever the row is."""
+    if not (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)
+            and e.value.id.startswith("_field")):
+        return False
+    first, *rest = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+    return isinstance(first, ast.Call) and _dotted(first.func) == "_u64" and \
+        [_dotted(a) for a in first.args] == [ROW] and \
+        all(isinstance(i, ast.Constant) and type(i.value) is int for i in rest)
+
+
+def _dotted(e) -> str | None:
+    """The name `e` is (``f`` or ``module.f``), else None."""
+    if isinstance(e, ast.Name):
+        return e.id
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
+        return f"{e.value.id}.{e.attr}"
+    return None
 
 
 def functions_block(alg, more=()) -> list:

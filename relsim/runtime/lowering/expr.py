@@ -27,10 +27,10 @@ from ...types import (
 )
 from .. import ir, semantics
 from ..host.debug_checks import OriginChecks, Site
-from .emit import EmitAlgebra, call, name, store
+from .emit import ROW, EmitAlgebra, call, name, store
 from .params import Params
 
-ROW = "_row"  # the relation row (a centred key's value)
+# ROW (from emit): the relation row (a centred key's value)
 POS = "_p"  # the position in the iteration space (the row, or its index in a subset)
 ERR = "_err"  # int64[1]: set to the source line by a failed index check (no raise in kernels)
 
@@ -334,35 +334,49 @@ class ExprLowerer:
         return [self.alg.compare(e.op, a, b, et)]
 
     def e_BoolOp(self, e):
-        """Short-circuit: later operands are evaluated only when needed."""
-        res = self.alg.fresh()
+        """Short-circuit: later operands are evaluated only when needed, unless they are cheap
+        and safe to compute anyway (`EmitAlgebra.speculable`): then a `pick` chooses, with no
+        branch."""
         first = self.expr(e.values[0])[0]
+        sides = [self.side(v) for v in e.values[1:]]
+        if self.alg.speculable([s for stmts, _ in sides for s in stmts]):
+            res = first
+            for stmts, (val,) in sides:
+                self.alg.out.extend(stmts)
+                res = self.alg.pick(res, val, res) if e.op == "and" else \
+                    self.alg.pick(res, res, val)
+            return [res]
+        res = self.alg.fresh()
         self.alg.out.append(ast.Assign([store(res)], first))
-        for v in e.values[1:]:
-            saved = self.alg.out
-            self.alg.out = []
-            val = self.expr(v)[0]
-            self.alg.out.append(ast.Assign([store(res)], val))
-            inner = self.alg.out
-            self.alg.out = saved
+        for stmts, (val,) in sides:
+            inner = stmts + [ast.Assign([store(res)], val)]
             test = name(res) if e.op == "and" else ast.UnaryOp(ast.Not(), name(res))
             self.alg.out.append(ast.If(test, inner, []))
         return [name(res)]
 
     def e_IfExp(self, e):
+        """Only the branch taken is computed, unless both are cheap and safe to compute anyway
+        (`EmitAlgebra.speculable`): then a `pick` per component chooses, with no branch."""
         test = self.expr(e.test)[0]
-        n = e.type.ncomp if hasattr(e.type, "ncomp") else 1
-        res = [self.alg.fresh() for _ in range(n)]
-        branches = []
-        for branch in (e.body, e.orelse):
-            saved = self.alg.out
-            self.alg.out = []
-            vals = self.expr(branch)
-            self.alg.out.extend(ast.Assign([store(r)], v) for r, v in zip(res, vals))
-            branches.append(self.alg.out)
-            self.alg.out = saved
-        self.alg.out.append(ast.If(test, branches[0], branches[1]))
+        (body, a), (orelse, b) = self.side(e.body), self.side(e.orelse)
+        if self.alg.speculable(body + orelse):
+            self.alg.out.extend(body + orelse)
+            return [self.alg.pick(test, x, y) for x, y in zip(a, b)]
+        res = [self.alg.fresh() for _ in a]
+        branches = [stmts + [ast.Assign([store(r)], v) for r, v in zip(res, vals)]
+                    for stmts, vals in ((body, a), (orelse, b))]
+        self.alg.out.append(ast.If(test, *branches))
         return [name(r) for r in res]
+
+    def side(self, e) -> tuple:
+        """(statements, atoms) of `e` lowered into a block of its own (a side of a choice)."""
+        saved = self.alg.out
+        self.alg.out = []
+        try:
+            vals = self.expr(e)
+            return self.alg.out, vals
+        finally:
+            self.alg.out = saved
 
     def e_Call(self, e):
         args = [self.expr(a) for a in e.args]

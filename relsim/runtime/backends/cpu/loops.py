@@ -47,7 +47,7 @@ from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
-from . import fused, outline, row_work, stack
+from . import choice, fused, libm, outline, row_work, stack
 from .grid_loops import GridPlan
 
 MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
@@ -65,7 +65,7 @@ ONE = "_one"  # lanes variants: 1.0 the optimiser cannot see (`fused.one`)
 
 def _inlined_sources() -> str:
     h = hashlib.sha256()
-    for module in (philox, stack, fused):
+    for module in (philox, stack, fused, choice, libm):
         h.update(Path(module.__file__).read_bytes())
     return h.hexdigest()[:16]
 
@@ -74,6 +74,7 @@ _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
            "from relsim.runtime.backends.cpu import libm as _libm\n"
            "from relsim.runtime.backends.cpu import stack as _stack\n"
            "from relsim.runtime.backends.cpu import fused as _fused\n"
+           "from relsim.runtime.backends.cpu import choice as _choice\n"
            "from relsim import philox as _philox\n"
            "_u64 = np.uint64\n"
            "_f64, _f32, _i64, _i32, _bool = np.float64, np.float32, np.int64, np.int32, "
@@ -87,6 +88,7 @@ _HEADER = ("import math\nimport numpy as np\nfrom numba import prange\n"
 class CpuLowerer(BodyLowerer):
     def __init__(self, analysed, absorb=(), debug=None, fused=False):
         super().__init__(analysed, debug)
+        self.alg.pick_call = "_choice.pick"  # cheap choices without a branch (`choice.py`)
         # (field, operator, has slot ids) of each pending key reduction this variant folds at
         # the start of each row; their arrays are extra arguments (offsets, slot ids or None
         # when the slots are stored in fold order, slot values)
