@@ -16,12 +16,14 @@ model and the solvers compile their set-up with it too.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
 
 import numba
 from numba.core import caching
+from numba.core.compiler_lock import global_compiler_lock
 
 from .errors import RelsimWarning
 
@@ -29,6 +31,10 @@ try:
     from numba.core.runtime import rtsys
 except ImportError:  # pragma: no cover - an older layout: keep Numba's own loading
     rtsys = None
+try:
+    import fcntl
+except ImportError:  # not on POSIX: processes sharing a cache compile a function each
+    fcntl = None
 
 _LEAN = rtsys is not None and hasattr(caching.FunctionCache, "_load_overload") and \
     hasattr(caching.FunctionCache, "_guard_against_spurious_io_errors")
@@ -101,11 +107,62 @@ def _drop(cache, exc) -> None:
 
 def lean_loading(dispatcher):
     """`dispatcher` (cache=True), loading from the disk cache without the compiler set-up, and
-    compiling with room for deep recursion (`_deep`)."""
+    compiling with room for deep recursion (`_deep`), one process at a time (`_in_turn`)."""
     if type(getattr(dispatcher, "_cache", None)) is caching.FunctionCache:
         dispatcher._cache = (_LeanLoadCache if _LEAN else _RelsimCache)(dispatcher.py_func)
-    dispatcher.compile = _deep(dispatcher.compile)  # (its first call compiles through this)
+    # (its first call compiles through this)
+    dispatcher.compile = _in_turn(dispatcher, _deep(dispatcher.compile))
     return dispatcher
+
+
+def _in_turn(dispatcher, compile_fn):
+    """`compile_fn` (a dispatcher's `compile`) run holding a lock on the function's file in
+    Numba's disk cache, so that processes sharing the cache (the ranks of an MPI run, which
+    launch the same kernels at the same moment; test workers) take turns: the first compiles
+    and saves, the others then load what it saved (Numba's `compile` looks in the disk cache
+    first) instead of compiling it again each. Only a compilation this thread starts from
+    outside Numba's compiler takes the lock: a callee compiled within another compilation runs
+    under Numba's own lock, and waiting there could wait on a process waiting on us."""
+    def compile(sig):
+        lock = _lock_path(dispatcher, sig)
+        if lock is None:
+            return compile_fn(sig)
+        with _file_lock(lock):
+            return compile_fn(sig)
+    return compile
+
+
+def _lock_path(dispatcher, sig) -> str | None:
+    """The lock file of `dispatcher`'s disk cache, or None where no lock is taken: no disk
+    cache (or no fcntl), compiled for `sig` already, or inside a compilation."""
+    cache = getattr(dispatcher, "_cache", None)
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    if index is None or fcntl is None or global_compiler_lock.is_locked():
+        return None
+    try:
+        if tuple(sig) in dispatcher.overloads:
+            return None
+    except TypeError:  # (a Signature: Numba's compile takes it as it is)
+        pass
+    return index + ".lock"
+
+
+@contextlib.contextmanager
+def _file_lock(path: str):
+    """An exclusive lock on file `path` (made if missing); none where it cannot be made (a
+    read-only cache: Numba does not save there either)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fh = open(path, "a")
+    except OSError:
+        yield
+        return
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # Numba's SSA reconstruction recurses about once per basic block on the way back to a

@@ -1,0 +1,64 @@
+"""relsim's `njit` (`relsim/compiled.py`): processes sharing a disk cache take turns compiling a
+function (the ranks of an MPI run launch the same kernels at once): one compiles, the others
+load what it saved."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fcntl")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WORKER = """
+import importlib.util, sys, time
+from pathlib import Path
+from relsim.compiled import njit
+spec = importlib.util.spec_from_file_location("slow_to_compile", sys.argv[1])
+mod = sys.modules["slow_to_compile"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+fn = njit(cache=True)(mod.f)
+Path(sys.argv[2] + ".ready" + sys.argv[3]).touch()
+while not Path(sys.argv[2]).exists():
+    time.sleep(0.005)
+value = fn(0.5)
+print(sum(fn.stats.cache_misses.values()), sum(fn.stats.cache_hits.values()), value)
+"""
+
+
+def _slow_to_compile() -> str:
+    """A function Numba takes a few seconds to compile (many branches)."""
+    lines = ["def f(x):", "    y = x"]
+    for k in range(400):
+        lines += [f"    if y > {k % 7}.5:", f"        y = y * 0.5 + {k}.0",
+                  "    else:", f"        y = y + 0.25 * {k % 5}.0"]
+    return "\n".join(lines + ["    return y", ""])
+
+
+def test_processes_sharing_a_cache_compile_a_function_once(tmp_path):
+    module = tmp_path / "slow_to_compile.py"
+    module.write_text(_slow_to_compile())
+    worker = tmp_path / "worker.py"
+    worker.write_text(WORKER)
+    go = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, str(worker), str(module), str(go), str(k)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for k in range(2)]
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / f"go.ready{k}").exists() for k in range(2)):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), \
+            [p.communicate() for p in procs]
+        time.sleep(0.01)
+    go.touch()  # both compile at the same moment from here
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        results.append(out.split())
+    misses, hits, values = zip(*results)
+    assert sorted(misses) == ["0", "1"] and sorted(hits) == ["0", "1"], results
+    assert values[0] == values[1]
