@@ -67,6 +67,7 @@ try:
     from .relations import Field, Global, Grouping, KeyField, Relation, Subset, new_relation
     from .relations import launch as _launch
     from .relations.colouring import colour
+    from .relations.global_branch import cond
     from .relations.global_expr import assign
     from .relations.global_loop import while_loop
     from .runtime import epoch as _epoch
@@ -98,7 +99,7 @@ __all__ = [
     "kernel", "func", "fuse", "Kernel", "FusedKernel", "Func",
     "explain", "precompile", "configure", "Config", "targets",
     "register_backend", "partition", "ranks", "checkpoint", "restart", "colour",
-    "synchronize", "capture", "assign", "while_loop", "Tape", "Tangents", "AdjointStep",
+    "synchronize", "capture", "assign", "while_loop", "cond", "Tape", "Tangents", "AdjointStep",
     "record_step", "exact_sum",
     "bool_", "i32", "i64", "f32", "f64", "vec", "mat",
     "dot", "cross", "norm", "outer", "det", "inverse", "transpose", "eye", "static",

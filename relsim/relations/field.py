@@ -183,6 +183,8 @@ class Field:
                             f"{self.qualname} ({self.type!r})")
         if _launch.recorders:
             _launch.copied(self, other)
+            if not _launch.effects():  # (a side a capture traces: recorded only)
+                return self
         self.data[...] = other.data
         self._host_written()
         self._values_changed()
@@ -196,6 +198,8 @@ class Field:
                             f"({other.type!r})")
         if _launch.recorders:
             _launch.swapped(self, other)
+            if not _launch.effects():  # (a side a capture traces: recorded only)
+                return
         mine, theirs = self.residency, other.residency
         if _moves(mine) and _moves(theirs) and not self.is_key:
             # what is current belongs to the storage: the residencies move with the arrays

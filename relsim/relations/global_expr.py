@@ -104,7 +104,7 @@ class _Test:
 
     def __bool__(self):
         raise DataError("a Global condition has no truth value on the host: give it to "
-                        "rs.while_loop, or compare `.value`s")
+                        "rs.while_loop or rs.cond, or compare `.value`s")
 
 
 class Condition(_Test):
@@ -229,7 +229,8 @@ def assign(target, value) -> None:
     v = evaluate(expr)
     for r in _launch.recorders:
         r.before_assign(target, expr, v)
-    set_value(target, v)
+    if _launch.effects():  # (not in a side a capture traces)
+        set_value(target, v)
 
 
 def set_value(target, v: float) -> None:

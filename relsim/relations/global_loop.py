@@ -7,7 +7,8 @@ runs ``iteration()`` (launches, `rs.assign`s, other loops) while ``rr > tol2`` h
 before each iteration, on the Globals' values then) and at most `max_iterations` times, and
 returns how many times it ran; `count`, a scalar f64 or i64 Global, receives that number too
 (what a replay's caller reads). Inside `rs.capture` the body's first iteration is recorded
-(a loop that does not run while recording records its body the first time a replay runs it).
+(a loop that does not run while recording records its body the first time a replay runs it;
+in a side of `rs.cond` that a capture traces, the body runs once, traced).
 """
 from __future__ import annotations
 
@@ -53,15 +54,25 @@ def while_loop(condition, body, max_iterations: int, count=None, record=None) ->
     loop = Loop(_condition(condition), body, limit, _count(count), _record(record, limit))
     if not callable(body):
         raise DataError(f"rs.while_loop: body must be a function of no arguments, got {body!r}")
+    return run(loop)
+
+
+def run(loop: Loop) -> int:
+    """Run `loop` (checked), telling the recorders; the number of iterations run."""
     recorders = list(_launch.recorders)
     for r in recorders:
         r.before_loop(loop)
     it = 0
     try:
+        if not _launch.effects():  # (a side a capture traces: the body once, recorded only)
+            for r in recorders:
+                r.loop_iteration(loop, 0)
+            loop.body()
+            return 0
         while loop.holds(it):
             for r in recorders:
                 r.loop_iteration(loop, it)
-            body()
+            loop.body()
             loop.recorded(it)
             it += 1
     finally:

@@ -7,6 +7,8 @@ no state of how kernels run.
 """
 from __future__ import annotations
 
+import contextlib
+
 from ..errors import DataError
 
 _launcher = None
@@ -56,8 +58,43 @@ class Recorder:
     def after_loop(self, loop) -> None:
         pass
 
+    # whether `rs.cond` also traces the side its condition does not pick (`tracing`)
+    traces_branches = False
+
+    def before_branch(self, branch) -> None:
+        """`rs.cond` starts (`global_branch.Branch`); then `branch_side` before the side that
+        runs (`taken`: the condition held) and, when a recorder traces branches, before the
+        other side, traced; `after_branch` when it ends."""
+
+    def branch_side(self, branch, taken: bool) -> None:
+        pass
+
+    def after_branch(self, branch) -> None:
+        pass
+
     def before_copy(self, field, source) -> None:
         pass
+
+
+_tracing = 0  # how many traced sides of `rs.cond` are running (`tracing`)
+
+
+def effects() -> bool:
+    """Whether operations take effect now: not while a capture traces the side of an `rs.cond`
+    its condition did not pick (launches, assignments, swaps and copies are recorded, not
+    performed)."""
+    return _tracing == 0
+
+
+@contextlib.contextmanager
+def tracing():
+    """Operations inside record without taking effect (`effects`)."""
+    global _tracing
+    _tracing += 1
+    try:
+        yield
+    finally:
+        _tracing -= 1
 
 
 def install(launcher, storage_listener) -> None:
@@ -75,6 +112,8 @@ def run(kernel, relation, subset, config) -> None:
         kernel = r.kernel_to_run(kernel, relation, subset, config)
     for r in recorders:
         r.before_launch(kernel, relation, subset, config)
+    if _tracing:  # (recorded only)
+        return
     _launcher(kernel, relation, subset, config)
     for r in recorders:
         r.after_launch(kernel, relation, subset, config)

@@ -8,7 +8,8 @@
         step()                   # the same launches, in order, with the same bits
 
 A capture records launches (over a relation or a subset, each under the configuration it ran
-under), `Field.swap`, `Field.copy_from`, `rs.assign` and `rs.while_loop` (`capture_ops.py`).
+under), `Field.swap`, `Field.copy_from`, `rs.assign`, `rs.while_loop` and `rs.cond`, both of
+whose sides it records, the one not taken traced (`capture_ops.py`).
 What a replay could not repeat is refused while recording, with a `CaptureError`: reading a
 Global's value (Python deciding something from it would not run again), assigning a Global or
 loading a field from the host, inserting or deleting rows from the host.
@@ -35,7 +36,7 @@ from ..errors import CaptureError
 from ..relations import launch as _launch
 from ..relations.field import Field
 from . import execute
-from .capture_ops import AssignOp, CopyOp, LaunchOp, LoopOp, SwapOp, walk
+from .capture_ops import AssignOp, BranchOp, CopyOp, LaunchOp, LoopOp, SwapOp, walk
 from .capture_plan import Plan
 
 PLANS_KEPT = 8  # plans kept per step (one per state of its fields' arrays; a double buffer: 2)
@@ -189,12 +190,14 @@ class Capture(_launch.Recorder):
     """The recorder `rs.capture()` installs while its block runs."""
 
     label = "an rs.capture records"
+    traces_branches = True  # (the side rs.cond's condition does not pick: traced, recorded)
 
     def __init__(self):
         self.step = Step()
         self.ops = self.step.ops  # where operations are recorded now (a loop's body, ...)
-        self.saved: list = []  # the lists `ops` was before each loop now running
+        self.saved: list = []  # the lists `ops` was before each loop or branch now running
         self.loops: list = []  # the LoopOp op of each loop now running
+        self.branches: list = []  # the BranchOp of each rs.cond now running
 
     def __enter__(self) -> Step:
         if any(isinstance(r, Capture) for r in _launch.recorders):
@@ -249,6 +252,19 @@ class Capture(_launch.Recorder):
 
     def after_loop(self, loop) -> None:
         self.loops.pop()
+        self.ops = self.saved.pop()
+
+    def before_branch(self, branch) -> None:
+        op = BranchOp(branch)
+        self.ops.append(op)
+        self.saved.append(self.ops)
+        self.branches.append(op)
+
+    def branch_side(self, branch, taken: bool) -> None:
+        self.ops = self.branches[-1].sides[taken]
+
+    def after_branch(self, branch) -> None:
+        self.branches.pop()
         self.ops = self.saved.pop()
 
 

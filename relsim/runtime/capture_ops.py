@@ -1,9 +1,9 @@
 """The operations a captured step (`runtime/capture.py`) records, each replayable as it ran:
 a launch, a swap or copy of fields, an `rs.assign`, an `rs.while_loop` with its body's
-operations."""
+operations, an `rs.cond` with its sides' operations."""
 from __future__ import annotations
 
-from ..relations import global_expr
+from ..relations import global_branch, global_expr, global_loop
 from ..relations import launch as _launch
 
 
@@ -74,6 +74,11 @@ class LoopOp:
 
     def replay(self) -> None:
         loop, it = self.loop, 0
+        if _launch.recorders:  # (recorded in turn, by a tape or an outer capture: a loop)
+            body = loop.body if self.ops is None else _replaying(self.ops)
+            global_loop.run(global_loop.Loop(loop.condition, body, loop.max_iterations,
+                                             loop.count, loop.record))
+            return
         while loop.holds(it):
             if self.ops is None:
                 self._record()
@@ -86,8 +91,6 @@ class LoopOp:
 
     def _record(self) -> None:
         """The body's first run: recorded now (its step's plans are made again)."""
-        if _launch.recorders:  # (a tape records: the body runs as it is)
-            return self.loop.body()
         self.step.record_body(self)
 
     def __repr__(self) -> str:
@@ -96,9 +99,43 @@ class LoopOp:
             f"{body})"
 
 
+class BranchOp:
+    """`rs.cond` recorded: its `global_branch.Branch` and the operations of each side,
+    `sides[taken]` (both recorded while capturing: the side not taken traced)."""
+
+    __slots__ = ("branch", "sides")
+
+    def __init__(self, branch):
+        self.branch, self.sides = branch, [[], []]
+
+    def replay(self) -> None:
+        if _launch.recorders:  # (recorded in turn, by a tape or an outer capture: a branch)
+            global_branch.run(global_branch.Branch(self.branch.condition,
+                                                   _replaying(self.sides[True]),
+                                                   _replaying(self.sides[False])))
+            return
+        for op in self.sides[bool(self.branch.condition.holds())]:
+            op.replay()
+
+    def __repr__(self) -> str:
+        then, otherwise = ("; ".join(map(repr, ops)) or "pass" for ops in self.sides[::-1])
+        return f"rs.cond({self.branch.condition!r}: {then} else {otherwise})"
+
+
+def _replaying(ops):
+    """A function replaying `ops` in order."""
+    def replay():
+        for op in ops:
+            op.replay()
+    return replay
+
+
 def walk(ops):
-    """Every operation of `ops`, loop bodies' included (depth first)."""
+    """Every operation of `ops`, loop bodies' and branch sides' included (depth first)."""
     for op in ops:
         yield op
         if isinstance(op, LoopOp) and op.ops is not None:
             yield from walk(op.ops)
+        if isinstance(op, BranchOp):
+            for side in op.sides:
+                yield from walk(side)

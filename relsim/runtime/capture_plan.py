@@ -1,11 +1,11 @@
 """A captured step's plan (`runtime/capture.py`): its operations bound for one state of the
-fields' arrays, consecutive launches (with the assignments and loops between them) handed to
-their backend as one compiled segment where it can, the rest replayed as they are."""
+fields' arrays, consecutive launches (with the assignments, loops and branches between them)
+handed to their backend as one compiled segment where it can, the rest replayed as they are."""
 from __future__ import annotations
 
 from . import execute
-from .backends.base import Assign, Loop
-from .capture_ops import AssignOp, LaunchOp, LoopOp, SwapOp
+from .backends.base import Assign, Branch, Loop
+from .capture_ops import AssignOp, BranchOp, LaunchOp, LoopOp, SwapOp
 
 
 class Plan:
@@ -36,8 +36,13 @@ class Plan:
                     run.append((op, [], Assign(op.target, op.expr)))
                     continue
                 bound = self._bind(op)
+                if bound is not None and bound[2] is None and not run:
+                    bound = None  # (a branch of assignments alone: joins a segment only)
                 if bound is not None:
                     launched, call, its = bound
+                    if its is None:  # (a branch of assignments: computed inside it)
+                        run.append((op, launched, call))
+                        continue
                     if run and its is not backend:
                         self._close(run, backend)
                     run.append((op, launched, call))
@@ -45,7 +50,8 @@ class Plan:
                     continue
                 self._close(run, backend)
                 self.items.append(op.replay)
-                if isinstance(op, LoopOp):  # (its body may swap, insert rows: state found anew)
+                if isinstance(op, (LoopOp, BranchOp)):  # (its body may swap, insert rows: the
+                    # state is found anew)
                     self.repeatable = False
                     self.moves = True
                 if isinstance(op, SwapOp):
@@ -74,23 +80,40 @@ class Plan:
                 colours.check(op.relation, op.subset)
             return [(op, exe)], call, op.config.backend
         if isinstance(op, LoopOp) and op.ops is not None:  # a body of launches and assigns
-            launched, calls, backend = [], [], None
-            for inner in op.ops:
-                if isinstance(inner, AssignOp):
-                    calls.append(Assign(inner.target, inner.expr))
-                    continue
-                bound = self._bind(inner)
-                if bound is None or backend not in (None, bound[2]):
-                    return None
-                launched += bound[0]
-                calls.append(bound[1])
-                backend = bound[2]
-            if backend is None:
+            body = self._bind_body(op.ops)
+            if body is None or body[2] is None:
                 return None
             loop = op.loop
-            return launched, Loop(loop.condition, tuple(calls), loop.max_iterations,
-                                  loop.count, loop.record), backend
+            return body[0], Loop(loop.condition, body[1], loop.max_iterations, loop.count,
+                                 loop.record), body[2]
+        if isinstance(op, BranchOp):
+            sides = [self._bind_body(ops) for ops in op.sides]
+            if None in sides or len({s[2] for s in sides} - {None}) > 1:
+                return None
+            (launched_else, otherwise, b0), (launched_then, then, b1) = sides
+            # (backend None: assignments alone, computed in the segment it joins)
+            return launched_then + launched_else, Branch(op.branch.condition, then,
+                                                         otherwise), b1 or b0
         return None
+
+    def _bind_body(self, ops):
+        """The operations of a loop's body or a branch's side as calls of one segment:
+        (launches, calls, backend: None when they are assignments alone), or None."""
+        launched, calls, backend = [], [], None
+        for inner in ops:
+            if isinstance(inner, AssignOp):
+                calls.append(Assign(inner.target, inner.expr))
+                continue
+            bound = self._bind(inner)
+            if bound is None:
+                return None
+            if bound[2] is not None:
+                if backend not in (None, bound[2]):
+                    return None
+                backend = bound[2]
+            launched += bound[0]
+            calls.append(bound[1])
+        return launched, tuple(calls), backend
 
     def _close(self, run, backend) -> None:
         """Compile the operations gathered in `run` as one segment (or replay them)."""

@@ -119,10 +119,10 @@ class Backend(ABC):
 
     def compile_segment(self, calls, fallback):
         """One callable (no arguments) running `calls` in order — `Launch.capture_call`
-        results, `Assign`s and `Loop`s — with the launches' bits and errors, or `fallback()` (the
-        launches) until it is ready, with a ``compile()`` method making it ready now and a
-        ``poll()`` method telling whether it is (starting its compilation); or None to replay
-        them one by one (default)."""
+        results, `Assign`s, `Loop`s and `Branch`es — with the launches' bits and errors, or
+        `fallback()` (the launches) until it is ready, with a ``compile()`` method making it
+        ready now and a ``poll()`` method telling whether it is (starting its compilation); or
+        None to replay them one by one (default)."""
         return None
 
     def check_options(self, config) -> None:  # noqa: B027 (optional: most targets own none)
@@ -176,6 +176,16 @@ class Loop:
     def __init__(self, condition, calls, max_iterations, count, record=None):
         self.condition, self.calls = condition, calls
         self.max_iterations, self.count, self.record = max_iterations, count, record
+
+
+class Branch:
+    """In a captured step: `then` (capture calls, `Assign`s, `Loop`s, `Branch`es) when
+    `condition` (a `relations.global_expr.Condition` or `AllOf`) holds, else `otherwise`."""
+
+    __slots__ = ("condition", "then", "otherwise")
+
+    def __init__(self, condition, then, otherwise):
+        self.condition, self.then, self.otherwise = condition, then, otherwise
 
 
 def variant_note(options, debug: bool) -> str:

@@ -33,7 +33,7 @@ from ...caches import modules
 from ...host import compile_jobs, debug_checks
 from ...host.jit import describe_callee, entry_point, njit
 from .. import base
-from ..base import Assign, Loop
+from ..base import Assign, Branch, Loop
 from . import lanes, pending
 from .segment_code import SegmentCode
 
@@ -92,9 +92,10 @@ def copy_values(dst, src):
 
 
 def compile_segment(calls: list, fallback):
-    """The runner of one compiled function running `calls` (`CapturedCall`s, `base.Assign`s
-    and `base.Loop`s) in order, running `fallback()` until it is compiled; None when they need
-    different thread counts, or for one launch that is one compiled call already."""
+    """The runner of one compiled function running `calls` (`CapturedCall`s, `base.Assign`s,
+    `base.Loop`s and `base.Branch`es) in order, running `fallback()` until it is compiled;
+    None when they need different thread counts, or for one launch that is one compiled call
+    already."""
     launches = [c for c in _walk(calls) if isinstance(c, CapturedCall)]
     threads = {c.threads for c in launches} - {None}  # (of the parallel ones)
     if len(threads) > 1:
@@ -116,11 +117,14 @@ def compile_segment(calls: list, fallback):
 
 
 def _walk(calls):
-    """Every call of `calls`, each loop followed by its body's."""
+    """Every call of `calls`, each loop followed by its body's, each branch by its sides'."""
     for c in calls:
         yield c
         if isinstance(c, Loop):
             yield from _walk(c.calls)
+        if isinstance(c, Branch):
+            yield from _walk(c.then)
+            yield from _walk(c.otherwise)
 
 
 def _source(callees, params, body) -> str:
@@ -145,17 +149,19 @@ class _Runner:
 
     def __init__(self, fn, args, calls, positions, threads, fallback, background):
         self.fn, self.args, self.threads, self.fallback = fn, args, threads, fallback
-        self.positions = tuple(positions)  # position -> its launch (None: a loop's end)
+        # position -> its launch (None: the end of a loop's body or a branch's side)
+        self.positions = tuple(positions)
         # compiled by a worker (not: a module in memory, or Config.segments "now")
         self.background = background
         self.entry = None
-        flat = [c for c in _walk(calls) if not isinstance(c, Loop)]
+        flat = [c for c in _walk(calls) if not isinstance(c, (Loop, Branch))]
         launches = [c for c in flat if isinstance(c, CapturedCall)]
         loops = [c for c in _walk(calls) if isinstance(c, Loop)]
+        tests = [c.condition for c in _walk(calls) if isinstance(c, (Loop, Branch))]
         self.fields = tuple({id(f): f for c in launches for f in c.fields}.values())
         read = [g for c in flat for g in (
             c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))] + \
-            [g for c in loops if c.condition is not None for p in c.condition.parts
+            [g for t in tests if t is not None for p in t.parts
              for g in globals_of(p.left) + globals_of(p.right)] + \
             [c.record[0] for c in loops if c.record is not None]
         written = [g for c in flat for g in (

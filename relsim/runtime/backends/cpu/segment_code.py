@@ -2,13 +2,14 @@
 
 ``captured_segment(_start, a0, a1, ...)`` runs the segment's calls in order: each launch's
 compiled functions (its loop, then its folds), `Assign`s as float64 arithmetic on the Globals'
-arrays, `Loop`s as ``while`` loops. Every launch has a *position*; its block runs when
-``_start <= position``, so that the function can be called again from the position after a
-launch whose float64 sums its lanes left undecided (the host sums them exactly: `_Runner`).
-A loop keeps its iteration count in an array of its own, and has a position of its own at the
-end of its body (what the last launch of the body resumes at). The function returns -1 when
-done, a launch's position when its kernel flagged a failure, -2 - position when its lanes
-left a sum undecided.
+arrays, `Loop`s as ``while`` loops, `Branch`es as ``if`` statements. Every launch has a
+*position*; its block runs when ``_start <= position``, so that the function can be called
+again from the position after a launch whose float64 sums its lanes left undecided (the host
+sums them exactly: `_Runner`). A loop keeps its iteration count in an array of its own, and has
+a position of its own at the end of its body (what the last launch of the body resumes at); a
+branch has one at the end of each side, and a resume inside a side continues that side without
+testing the condition again. The function returns -1 when done, a launch's position when its
+kernel flagged a failure, -2 - position when its lanes left a sum undecided.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from ....relations.global_expr import Expr
 from ...folds import lane_sums
-from ..base import Assign, Loop
+from ..base import Assign, Branch, Loop
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 _COMPARE = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
@@ -86,6 +87,9 @@ class SegmentCode:
             elif isinstance(c, Loop):
                 out += self.loop(c, before)
                 before = []
+            elif isinstance(c, Branch):
+                out += self.branch(c, before)
+                before = []
             else:
                 out.append(self.launch(c, before))
                 before = []
@@ -125,9 +129,7 @@ class SegmentCode:
         def test() -> ast.Assign:  # go = count < max and condition
             more = ast.Compare(it, [ast.Lt()], [ast.Constant(c.max_iterations)])
             if c.condition is not None:
-                more = ast.BoolOp(ast.And(), [more] + [ast.Compare(
-                    self.value(p.left), [_COMPARE[p.op]()], [self.value(p.right)])
-                    for p in c.condition.parts])
+                more = ast.BoolOp(ast.And(), [more] + self.comparisons(c.condition))
             return ast.Assign([_name(go, True)], more)
 
         fresh = [ast.Assign([_first(count, True)], ast.Constant(0)), test()]
@@ -153,3 +155,35 @@ class SegmentCode:
         if c.count is not None:
             stmts.append(ast.Assign([_first(self.param(c.count._data), True)], it))
         return [ast.If(self.resumes(end), stmts, [])]
+
+    def comparisons(self, condition) -> list:
+        """The comparisons that must all hold, in order (`and` tests them in order)."""
+        return [ast.Compare(self.value(p.left), [_COMPARE[p.op]()], [self.value(p.right)])
+                for p in condition.parts]
+
+    def branch(self, c: Branch, before) -> list:
+        """``if`` the condition (tested on a fresh start only; a resume inside a side takes
+        that side): each side's statements, its trailing assignments at its end position."""
+        first = len(self.positions)
+        take = f"take{self.loops}"
+        self.loops += 1
+        sides, ends = [], []
+        for calls in (c.then, c.otherwise):
+            calls = list(calls)
+            trailing = []
+            while calls and isinstance(calls[-1], Assign):
+                trailing.insert(0, self.assign(calls.pop()))
+            stmts = self.statements(calls)
+            ends.append(len(self.positions))
+            self.positions.append(None)
+            if trailing:
+                stmts.append(ast.If(self.resumes(ends[-1]), trailing, []))
+            sides.append(stmts or [ast.Pass()])
+        test = self.comparisons(c.condition)
+        fresh = before + [ast.Assign([_name(take, True)], test[0] if len(test) == 1 else
+                                     ast.BoolOp(ast.And(), test))]
+        # (resuming: inside `then` up to its end position, else inside `otherwise`)
+        resumed = ast.Assign([_name(take, True)], self.resumes(ends[0]))
+        stmts = [ast.If(self.resumes(first), fresh, [resumed]),
+                 ast.If(_name(take), sides[0], sides[1])]
+        return [ast.If(self.resumes(ends[1]), stmts, [])]
