@@ -8,10 +8,11 @@ The operator is the user's kernels; the vector updates and dot products are rels
 dot products exact Global sums), so a solve runs on every target and under MPI unchanged, with
 the same iterates, bit for bit, on any thread count, rank count and device. Built on the public
 API only (like the domains)."""
+from .bicgstab import bicgstab
 from .common import Operator, SolveInfo, SolverError
 from .direct import direct
 from .gmres import gmres
-from .krylov import bicgstab, cg
+from .krylov import cg
 from .multigrid import Multigrid
 from .relaxation import SSOR, Chebyshev
 from .sparse import SparseMatrix

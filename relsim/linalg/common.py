@@ -74,7 +74,28 @@ class _Workspace:
     globals: dict
 
     def __post_init__(self):
-        self.steps = {}  # captured iterations (`rs.capture`) per configuration: id -> (it, step)
+        # captured steps (`rs.capture`): (configuration, maxiter or None, the operator's
+        # apply) -> (configuration, step, ...) (`kept_step`)
+        self.steps = {}
+
+
+STEPS_KEPT = 8  # captured steps kept per workspace (the oldest dropped)
+
+
+def kept_step(ws: _Workspace, A, config, maxiter, make) -> tuple:
+    """The captured step(s) a solve with operator `A` under `config` (None: the default) and
+    `maxiter` (None: one iteration's step) replays, made by ``make(cfg)`` the first time: a
+    captured step replays the launches it recorded, so it is kept per operator (its apply: the
+    same kernels) and configuration (by value), never reused for another; at most
+    `STEPS_KEPT` per workspace."""
+    cfg = config if config is not None else rs.config.current()
+    key = (cfg, maxiter, A._apply)
+    kept = ws.steps.get(key)
+    if kept is None:
+        while len(ws.steps) >= STEPS_KEPT:
+            ws.steps.pop(next(iter(ws.steps)))
+        kept = ws.steps[key] = make(cfg)
+    return kept
 
 
 # (solver, operator fields, b, x, M) -> _Workspace, per relation

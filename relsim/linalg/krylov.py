@@ -1,10 +1,12 @@
-"""Krylov solvers written as relsim programs: a Python loop of kernel launches.
+"""Krylov solvers written as relsim programs: conjugate gradients here (BiCGSTAB in
+`bicgstab.py`, GMRES in `gmres.py`), and the workspace of generated kernels they share.
 
 The operator is the user's kernels (`Operator`); the vector updates and dot products are
 kernels generated for the fields of the solve (`kernels.py`), the dot products exact Global sums.
 So every iterate is the same, bit for bit, on every target, any thread count and any number of
 MPI ranks, and the solvers know nothing of backends. The scalars of the recurrences (alpha, beta,
-omega) are computed on the host in Python floats, the same on every process.
+omega) are computed on the host in Python floats, or inside captured steps by `rs.assign` with
+the same IEEE operations: the same on every process.
 """
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ from .common import (
     _Clock,
     _curvature,
     _maxiter,
-    _nonzero,
     _operator,
     _positive_curvature,
     _positive_rz,
@@ -31,6 +32,7 @@ from .common import (
     _stalled,
     _start,
     _Workspace,
+    kept_step,
 )
 from .preconditioned import pcg
 
@@ -166,24 +168,22 @@ def _cg_solve(A, ws, config, info, rz, maxiter, rz_sum, step, history) -> SolveI
 
 
 def _cg_step(A, ws, config, rz_sum):
-    """One cg iteration as a captured step, made once per workspace and configuration: A p,
-    p.Ap, alpha, x and r with their sums, beta, p (the loop of `cg`, without its checks)."""
-    cfg = config if config is not None else rs.config.current()
-    kept = ws.steps.get((id(cfg), None))
-    if kept is None:
-        kept = ws.steps[id(cfg), None] = (cfg, rs.capture(_cg_iteration(A, ws, config,
-                                                                        rz_sum)))
-    return kept[1]
+    """One cg iteration as a captured step, made once per workspace, operator and
+    configuration (`kept_step`): A p, p.Ap, alpha, x and r with their sums, beta, p (the loop
+    of `cg`, without its checks)."""
+    return kept_step(ws, A, config, None, lambda cfg: (
+        cfg, rs.capture(_cg_iteration(A, ws, config, rz_sum))))[1]
 
 
 def _cg_loop(A, ws, config, rz_sum, maxiter):
     """cg's whole loop as a captured step (`_cg_solve`: the iteration in `rs.while_loop`) and
-    the array each iteration's r.r is recorded in, made once per workspace, configuration and
-    `maxiter`."""
-    cfg = config if config is not None else rs.config.current()
-    kept = ws.steps.get((id(cfg), maxiter))
-    if kept is not None:
-        return kept[1:]
+    the array each iteration's r.r is recorded in, made once per workspace, operator,
+    configuration and `maxiter` (`kept_step`)."""
+    return kept_step(ws, A, config, maxiter,
+                     lambda cfg: _cg_loop_step(A, ws, config, rz_sum, maxiter, cfg))[1:]
+
+
+def _cg_loop_step(A, ws, config, rz_sum, maxiter, cfg) -> tuple:
     g = ws.globals
     iteration = _cg_iteration(A, ws, config, rz_sum)
     history = np.empty(maxiter)
@@ -199,8 +199,7 @@ def _cg_loop(A, ws, config, rz_sum, maxiter):
         (g["pq"] < math.inf) & (g["rz_now"] > 0.0) & (g["rz_now"] < math.inf)
     step = rs.capture(lambda: rs.while_loop(go, checked, maxiter, count=g["count"],
                                             record=(g["rr"], history)))
-    ws.steps[id(cfg), maxiter] = (cfg, step, history)
-    return step, history
+    return cfg, step, history
 
 
 def _cg_iteration(A, ws, config, rz_sum):
@@ -224,57 +223,6 @@ def _cg_iteration(A, ws, config, rz_sum):
         rs.assign(rzo, rz_sum)
         A.relation.foreach(k["direction"], config)
     return iteration
-
-
-def bicgstab(A, b, x, rtol: float = 1e-8, atol: float = 0.0,
-             maxiter: int | None = None, callback=None, config=None,
-             dots: str = "exact") -> SolveInfo:
-    """Solve ``A x = b`` by BiCGSTAB (any nonsingular A), with the arguments, stopping rule and
-    `dots` of `cg`. A breakdown (rho, r^.v or t.t zero, or a NaN) raises a `SolverError`
-    naming the iteration and the quantity. On an `rs.Tape`: as `cg`."""
-    if rs.Tape.recording() or rs.Tangents.running():
-        return _adjoint.record(bicgstab, "bicgstab", A, b, x, dict(
-            rtol=rtol, atol=atol, maxiter=maxiter, callback=callback, config=config, dots=dots))
-    A = _operator(A)
-    ws = _workspace("bicgstab", A, b, x, None, dots)
-    g, k = ws.globals, ws.kernels
-    info = _start(ws, A, b, config, ("rr", "rho", "bb"), rtol, atol)
-    rho_old, alpha, omega = 1.0, 1.0, 1.0
-    rho = g["rho"].value
-    maxiter = _maxiter(maxiter, A)
-    while not info.converged and info.iterations < maxiter:
-        it = info.iterations + 1
-        _nonzero(rho, "rho = r^.r", it)
-        g["beta"].value = (rho / rho_old) * (alpha / omega)
-        g["omega"].value = omega
-        A.relation.foreach(k["direction"], config)
-        A(config)  # v = A p
-        g["rv"].value = 0.0
-        A.relation.foreach(k["half"], config)
-        rv = g["rv"].value
-        _nonzero(rv, "r^.v (v = A p)", it)
-        alpha = rho / rv
-        g["alpha"].value = alpha
-        g["ss"].value = 0.0
-        A.relation.foreach(k["s"], config)
-        ss = g["ss"].value
-        if math.sqrt(ss) <= info.tolerance:  # the half step is enough: x += alpha p
-            A.relation.foreach(k["finish_half"], config)
-            _record(info, "bicgstab", ss, it, callback)
-            break
-        A(config)  # t = A s
-        g["ts"].value = g["tt"].value = 0.0
-        A.relation.foreach(k["t"], config)
-        tt = g["tt"].value
-        _nonzero(tt, "t.t (t = A s)", it)
-        omega = g["ts"].value / tt
-        _nonzero(omega, "omega = t.s / t.t", it)
-        g["omega"].value = omega
-        g["rr"].value = g["rho"].value = 0.0
-        A.relation.foreach(k["update"], config)
-        rho_old, rho = rho, g["rho"].value
-        _record(info, "bicgstab", g["rr"].value, it, callback)
-    return info
 
 
 _workspaces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

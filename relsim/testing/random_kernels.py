@@ -9,8 +9,10 @@ A *program* is a fixed schema (relations ``V`` and ``E`` with the fields in `V_F
 three kernels: edge kernels that read through key chains and reduce into vertex fields and
 Globals, and vertex kernels that read reduced fields at their own key, loop over a grouping and
 write), two subsets, and a *schedule*: launches over whole relations or subsets, interleaved with
-host reads and writes of Globals and host reads of fields. Data sets only change values: sizes,
-subsets and the schedule are fixed per program, so its compiled kernels are reused.
+host reads and writes of Globals and host reads of fields, and control steps
+(`random_control`: Global arithmetic, loops and branches on Globals around launches). Data sets
+only change values: sizes, subsets and the schedule are fixed per program, so its compiled
+kernels are reused.
 
 (Past 500 lines on purpose: one grammar, whose expression, statement and schedule rules refer to
 each other and to the schema above; split, each part would need the others to be read.)
@@ -22,6 +24,8 @@ import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from . import random_control
 
 # -- the schema ----------------------------------------------------------------------------
 # value types: "f64" "f32" "i64" "i32" "bool" "v3" (vec(3, f64))
@@ -54,6 +58,8 @@ GLOBALS = {
 REDUCIBLE_V = [n for n, (_, role) in V_FIELDS.items() if role not in ("in", "out")]
 REDUCIBLE_G = [n for n, (_, op) in GLOBALS.items() if op is not None]
 GROUPING = "ein"  # E.group_by("head", "ein"): v.ein loops over the edges whose head is v
+# the spaces a launch inside a control step takes, per relation (the whole one more often)
+CONTROL_SPACES = {"V": ("V", "V", "V.vsub"), "E": ("E", "E", "E.esub")}
 
 
 @dataclass
@@ -66,6 +72,7 @@ class Program:
     kernels: dict  # kernel name -> relation it runs over ("V" or "E")
     schedule: list  # steps: ("launch", kernel, space) | ("read", g) | ("set", g, src) |
     #                        ("reset", g) | ("peek", "R.f")   (space: "V" "E" "V.vsub" "E.esub")
+    #                        | the control steps of `random_control`
     vsub: np.ndarray  # rows of subset V.vsub
     esub: np.ndarray  # rows of subset E.esub
     exposed: list = field(default_factory=list)  # "R.f": numpy() handed out once at build
@@ -82,6 +89,8 @@ class Program:
 
 def format_step(step) -> str:
     kind = step[0]
+    if kind in random_control.KINDS:
+        return random_control.format_step(step, format_step)
     if kind == "launch":
         return f"{step[2]}.foreach({step[1]})"
     if kind == "read":
@@ -525,6 +534,7 @@ def program(seed: int, min_rows: int = 20, max_rows: int = 300) -> Program:
 
     vsub, esub = rows(nv), rows(ne)
     exposed = [f"V.{f}" for f in REDUCIBLE_V if r.random() < 0.08]
+    schedule = random_control.with_control(seed, schedule, kernels, CONTROL_SPACES)
     return Program(seed, nv, ne, source, kernels, schedule, vsub, esub, exposed, grouping)
 
 

@@ -13,7 +13,8 @@ its payload; -0.0 differs from 0.0). Exit status 1 if any case differs (or a gen
 rejected, which is a generator or front-end bug), 0 otherwise.
 
 A target named ``<target>+capture`` (``cpu+capture``, in the default list) runs each maximal
-run of consecutive launches of the schedule as an `rs.capture` step: recorded at the program's
+run of consecutive launches and control steps (`rs.assign`, `rs.while_loop` and `rs.cond` on
+Globals: `random_control`) of the schedule as an `rs.capture` step: recorded at the program's
 first case, replayed in every later one (the cpu's segments compiled at their first replay:
 ``segments="now"``); a case in which interp raised runs launch by launch instead.
 
@@ -39,6 +40,7 @@ import relsim as rs
 from relsim import target_registry
 from relsim.runtime.backends.cpu.scatter import SCHEMES as SCATTER_SCHEMES
 
+from . import random_control as rc
 from . import random_kernels as rk
 
 _TYPES = {"f64": rs.f64, "f32": rs.f32, "i64": rs.i64, "i32": rs.i32, "bool": rs.bool_,
@@ -145,10 +147,10 @@ def execute(env: Env, data: rk.Data, launch, captured: dict | None = None) -> li
         try:
             if i in runs:  # the first launch of a run: the whole run, captured
                 _captured_run(env, prog.schedule[i:runs[i]], launch, captured, i)
-            elif kind == "launch" and runs:
+            elif kind in _RECORDED and runs:
                 pass  # (ran with its run)
-            elif kind == "launch":
-                launch(env.kernels[step[1]], env.spaces[step[2]])
+            elif kind in _RECORDED:
+                _run(env, step, launch)
             elif kind == "read":
                 g = env.globals[step[1]]
                 out.append((f"step {i}: {step[1]}.value", np.array(g.value)))
@@ -178,16 +180,45 @@ def execute(env: Env, data: rk.Data, launch, captured: dict | None = None) -> li
     return out
 
 
+_RECORDED = rc.KINDS | {"launch"}  # the steps a capture records
+
+
+def _run(env: Env, step, launch) -> None:
+    """A launch or a control step (`random_control`), launches by `launch`."""
+    kind = step[0]
+    if kind == "launch":
+        launch(env.kernels[step[1]], env.spaces[step[2]])
+        return
+    if kind == "assign":
+        rs.assign(env.globals[step[1]], rc.expression(step[2], env.globals))
+        return
+
+    def body(steps):
+        def run():
+            for s in steps:
+                _run(env, s, launch)
+        return run
+
+    if kind == "loop":
+        _, cond, limit, count, steps = step
+        rs.while_loop(None if cond is None else rc.expression(cond, env.globals), body(steps),
+                      limit, count=None if count is None else env.globals[count])
+        return
+    _, cond, then, otherwise = step
+    rs.cond(rc.expression(cond, env.globals), body(then),
+            None if otherwise is None else body(otherwise))
+
+
 def _launch_runs(schedule) -> dict:
-    """{index of a run's first launch: the index after its last} for every maximal run of
-    consecutive launch steps."""
+    """{index of a run's first step: the index after its last} for every maximal run of
+    consecutive launches and control steps (what a capture records)."""
     runs, i = {}, 0
     while i < len(schedule):
-        if schedule[i][0] != "launch":
+        if schedule[i][0] not in _RECORDED:
             i += 1
             continue
         j = i
-        while j < len(schedule) and schedule[j][0] == "launch":
+        while j < len(schedule) and schedule[j][0] in _RECORDED:
             j += 1
         runs[i] = j
         i = j
@@ -201,7 +232,7 @@ def _captured_run(env: Env, steps, launch, captured: dict, first: int) -> None:
         return
     with rs.capture() as step:
         for s in steps:
-            launch(env.kernels[s[1]], env.spaces[s[2]])
+            _run(env, s, launch)
     captured[first] = step
 
 

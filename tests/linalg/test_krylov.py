@@ -275,3 +275,28 @@ def test_bad_arguments_name_the_fields():
         linalg.cg(lambda x, y: None, V.b, V.x)
     with pytest.raises(rs.DataError, match="two fields of one relation"):
         linalg.Operator(lambda cfg: None, x=V.u, y=W.b)
+
+
+@pytest.mark.parametrize("solver", [linalg.cg, linalg.bicgstab])
+def test_two_operators_on_the_same_fields_each_solve_their_own_system(solver):
+    """A solve's captured steps replay the operator's launches they recorded: a solve with
+    another operator on the same fields (and a fresh, equal configuration) must not replay
+    them (it did: cg with A = 4 I after A = 2 I returned x = b / 2 again)."""
+    V = rs.Relation("V", 50)
+    for name in ("u", "Au", "b", "x"):
+        V.new_field(name, rs.f64)
+    V.b.load(np.linspace(1.0, 2.0, 50))
+
+    @rs.kernel
+    def two(v):
+        v.Au = 2.0 * v.u
+
+    @rs.kernel
+    def four(v):
+        v.Au = 4.0 * v.u
+
+    for scale, k in ((2.0, two), (4.0, four), (2.0, two), (4.0, four), (4.0, four)):
+        cfg = rs.Config(target="cpu", segments="now")
+        V.x.fill(0.0)
+        assert solver(linalg.Operator(k, x=V.u, y=V.Au), V.b, V.x, config=cfg).converged
+        assert np.array_equal(V.x.numpy(), V.b.numpy() / scale)

@@ -54,6 +54,20 @@ def test_captured_runs_of_launches_have_no_mismatches():
     assert "cpu+capture" in soak.default_targets()
 
 
+def test_captured_loops_and_branches_on_globals_have_no_mismatches():
+    """Programs whose schedules hold `rs.while_loop`s and `rs.cond`s on Globals (with
+    `rs.assign`s) around launches: captured (the cpu's segments compiling them in), their sides
+    taken differently from case to case, against interp launch by launch."""
+    seeds = soak.kernel_seeds(14, 2)
+    for s in seeds:
+        kinds = {step[0] for step in rk.program(s, 20, 120).schedule}
+        assert {"loop", "branch"} <= kinds, kinds
+    out = io.StringIO()
+    res = soak.run(cases=8, kernels=2, seed=14, max_rows=120, out=out,
+                   targets=["cpu+capture", "cpu"])
+    assert res.cases == 8 and res.ok, out.getvalue()
+
+
 def _bit_flipping_runner():
     """A 'target' that is interp, except that every launch flips the lowest bit of row 0 of
     each f64 field of the relation it ran over."""
