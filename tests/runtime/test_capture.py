@@ -305,6 +305,39 @@ def test_global_sums_and_assignments_run_inside_a_compiled_segment(threads):
     assert np.array_equal(_bits(V.T), _bits(W.T))
 
 
+lowest = rs.Global(rs.f64, 0.0, name="lowest")
+
+
+@rs.kernel
+def find_lowest(v):
+    rs.reduce_argmin(lowest, v.T)
+
+
+def test_an_assignment_inside_a_segment_leaves_an_arg_global_without_a_row():
+    """rs.assign of an arg-min Global leaves it with no row (-1), as on the host, also inside
+    a compiled segment: a later arg-min that finds no lower value keeps row -1 (the compiled
+    assignment left the old row; found by the soak's captured branches)."""
+    cfg = rs.Config(target="cpu", segments="now")
+    V = rs.Relation("V", 6)
+    V.new_field("T", rs.f64)
+
+    def program():
+        V.foreach(damp, cfg)
+        rs.assign(lowest, lowest - 100.0)  # (below every T: no row holds it)
+        V.foreach(damp, cfg)
+        V.foreach(find_lowest, cfg)  # (host work: after the segment)
+
+    with rs.capture() as step:
+        program()
+    for _ in range(3):
+        V.T.load([3.0, 1.0, 2.0, 5.0, 4.0, 6.0])
+        lowest.value = 10.0
+        V.foreach(find_lowest, cfg)
+        assert lowest.row == 1
+        step()
+        assert step.segments == 1 and (lowest.value, lowest.row) == (-99.0, -1)
+
+
 def test_a_sum_its_lanes_cannot_round_takes_the_exact_path_and_the_segment_resumes():
     from relsim.runtime.backends.cpu import lanes
     cfg = rs.Config(target="cpu")

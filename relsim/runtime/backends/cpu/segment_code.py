@@ -96,7 +96,12 @@ class SegmentCode:
         return out + before
 
     def assign(self, c: Assign) -> ast.Assign:
-        return ast.Assign([_first(self.param(c.target._data), True)], self.value(c.expr))
+        """The Global's value, and its row -1 (as `global_expr.set_value` leaves an arg-min or
+        arg-max Global: no row has its value yet)."""
+        return ast.Assign([ast.Tuple([_first(self.param(c.target._data), True),
+                                      _first(self.param(c.target._row_data), True)],
+                                     ast.Store())],
+                          ast.Tuple([self.value(c.expr), ast.Constant(-1)], ast.Load()))
 
     def resumes(self, position: int) -> ast.Compare:
         return ast.Compare(_name("_start"), [ast.LtE()], [ast.Constant(position)])
