@@ -104,6 +104,11 @@ def call(alg, name, args, arg_types, rt, check=None):
         x, y = args[0][0], args[1][0]
         ss = alg.binop("+", alg.binop("*", x, x, et), alg.binop("*", y, y, et), et)
         return [alg.math("sqrt", [ss], et)]
+    if name == "copysign":  # a NaN y gives |x|: no target keeps a NaN's sign alike (LLVM
+        # moves a negation into the division that made the NaN, and x86 gives -NaN for 0/0)
+        x, y = args[0][0], args[1][0]
+        return [alg.select(alg.math("isnan", [y], et), alg.math("fabs", [x], et),
+                           alg.math("copysign", [x, y], et), et)]
     if name == "cbrt" and et != f64:  # single precision: through double (the C library's)
         wide = alg.math("cbrt", [alg.cast(args[0][0], et, f64)], f64)
         return [alg.cast(wide, f64, et)]

@@ -88,6 +88,29 @@ def test_every_math_function_agrees_on_every_target():
                 np.where(nan, 0, out["interp"]).tobytes(), (t, dtype)
 
 
+def test_copysign_of_a_nan_is_the_magnitude_on_every_target():
+    """A NaN's sign is not kept alike by every target (x86 gives -NaN for 0/0, and LLVM may
+    move a negation into the division that made it): copysign(x, NaN) is |x| everywhere, also
+    negated, in either precision, into a reduction (the soak's case: they differed)."""
+    R = rs.Relation("R", 4)
+    R.new_field("a", rs.f64).load([0.0, -0.0, np.nan, -np.nan])
+    R.new_field("i", rs.i64)
+    R.new_field("c", rs.f32).load([1.5, -1.5, 2.5, -2.5])
+    R.new_field("o", rs.f64)
+    R.new_field("w", rs.f32)
+
+    @rs.kernel
+    def signs(r):
+        r.o = math.copysign(float(r.c), r.a / float(r.i))
+        r.w -= np.copysign(r.c, rs.f32(r.a / float(r.i)))
+
+    for t in TARGETS:
+        R.w.fill(0.0)
+        R.foreach(signs, rs.Config(target=t))
+        assert R.o.numpy().tolist() == [1.5, 1.5, 2.5, 2.5], t
+        assert R.w.numpy().tolist() == [-1.5, -1.5, -2.5, -2.5], t
+
+
 def test_the_rs_builtins_are_public():
     for name in (*VECTOR_FUNCTIONS, *RANDOM):
         assert name in rs.__all__ and callables()[id(getattr(rs, name))] == name
