@@ -2,8 +2,9 @@
 
 Relations never import the runtime (data flows one way): a launch (`R.foreach`) and a change of
 storage (a field's array replaced, keys loaded, a resize) are passed on to what is installed
-here, and launches and host writes to the recorders (a tape). This module holds the hooks only,
-no state of how kernels run.
+here, and launches and host writes to the recorders (a tape, a capture). This module holds the
+hooks, the recorders and whether operations take effect now (`tracing`: not in the side of an
+`rs.cond` a capture traces), no state of how kernels run.
 """
 from __future__ import annotations
 
