@@ -55,17 +55,23 @@ def test_captured_runs_of_launches_have_no_mismatches():
 
 
 def test_captured_loops_and_branches_on_globals_have_no_mismatches():
-    """Programs whose schedules hold `rs.while_loop`s and `rs.cond`s on Globals (with
-    `rs.assign`s) around launches: captured (the cpu's segments compiling them in), their sides
-    taken differently from case to case, against interp launch by launch."""
-    seeds = soak.kernel_seeds(14, 2)
-    for s in seeds:
-        kinds = {step[0] for step in rk.program(s, 20, 120).schedule}
-        assert {"loop", "branch"} <= kinds, kinds
+    """A program whose schedule holds `rs.while_loop`s and `rs.cond`s on Globals (with
+    `rs.assign`s) around launches: captured (seed 11's: a cpu segment compiles a loop and a
+    branch in), their sides and iteration counts taken differently from case to case, against
+    interp launch by launch."""
+    def kinds(steps):
+        for step in steps:
+            yield step[0]
+            for part in step[2:] if step[0] == "branch" else step[4:] if step[0] == "loop" \
+                    else ():
+                yield from kinds(part or ())
+
+    (seed,) = soak.kernel_seeds(11, 1)
+    found = set(kinds(rk.program(seed, 20, 120).schedule))
+    assert {"loop", "branch", "assign"} <= found, found
     out = io.StringIO()
-    res = soak.run(cases=8, kernels=2, seed=14, max_rows=120, out=out,
-                   targets=["cpu+capture", "cpu"])
-    assert res.cases == 8 and res.ok, out.getvalue()
+    res = soak.run(cases=6, kernels=1, seed=11, max_rows=120, out=out, targets=["cpu+capture"])
+    assert res.cases == 6 and res.ok, out.getvalue()
 
 
 def _bit_flipping_runner():
