@@ -86,6 +86,15 @@ def _condition(r: random.Random) -> str:
     return " & ".join(parts)
 
 
+def walk(steps):
+    """Every step of `steps`, the steps inside loops and branches after theirs (depth first)."""
+    for step in steps:
+        yield step
+        inner = step[4:] if step[0] == "loop" else step[2:] if step[0] == "branch" else ()
+        for part in inner:
+            yield from walk(part or ())
+
+
 def expression(text: str, globals_: dict):
     """The `rs.assign` operand or condition `text` denotes over the Globals `globals_`."""
     return eval(text, {"__builtins__": {"abs": abs}}, dict(globals_))  # noqa: S307 (ours)

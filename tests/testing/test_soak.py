@@ -5,6 +5,7 @@ import io
 import numpy as np
 
 import relsim as rs
+from relsim.testing import random_control as rc
 from relsim.testing import random_kernels as rk
 from relsim.testing import soak
 
@@ -59,15 +60,8 @@ def test_captured_loops_and_branches_on_globals_have_no_mismatches():
     `rs.assign`s) around launches: captured (seed 11's: a cpu segment compiles a loop and a
     branch in), their sides and iteration counts taken differently from case to case, against
     interp launch by launch."""
-    def kinds(steps):
-        for step in steps:
-            yield step[0]
-            for part in step[2:] if step[0] == "branch" else step[4:] if step[0] == "loop" \
-                    else ():
-                yield from kinds(part or ())
-
     (seed,) = soak.kernel_seeds(11, 1)
-    found = set(kinds(rk.program(seed, 20, 120).schedule))
+    found = {step[0] for step in rc.walk(rk.program(seed, 20, 120).schedule)}
     assert {"loop", "branch", "assign"} <= found, found
     out = io.StringIO()
     res = soak.run(cases=6, kernels=1, seed=11, max_rows=120, out=out, targets=["cpu+capture"])
