@@ -1,8 +1,10 @@
 """`rs.eigh`, `rs.svd` and `rs.polar` of 2x2 and 3x3 matrices, written once over the scalar
 algebra of `semantics` (so every target runs the same floating-point operations, bit for bit).
 
-Straight-line code, no data-dependent loop: a fixed number of cyclic Jacobi sweeps, each
-rotation computed scale-free so that it never divides by zero, and selects for the sorts. The
+No data-dependent loop or branch: a fixed number of cyclic Jacobi sweeps (for a 3x3, one sweep's
+code in a loop of the algebra, `repeat`: the same operations as the sweeps written out, a fifth
+of the code to compile), each rotation computed scale-free so that it never divides by zero,
+and selects for the sorts. The
 SVD squares the entries (column dot products): full accuracy for entries of magnitude within
 1e-150..1e150 (f32: 1e-18..1e18), beyond which the squares leave the float range. Nothing in
 it creates a NaN or an infinity from a finite matrix in that range (so debug mode's NaN-origin
@@ -26,6 +28,7 @@ name here.
 from __future__ import annotations
 
 SWEEPS = 5  # 3x3 cyclic Jacobi sweeps; see tests/runtime/test_decompositions.py for accuracy
+PAIRS3 = ((0, 1), (0, 2), (1, 2))  # a 3x3 sweep's rotations, in order
 
 
 class _Ops:
@@ -124,9 +127,35 @@ def _column_dot(o, m, n, p, q):
 def _eigen(o, a, n):
     """Diagonalise the symmetric `a` (dict, both triangles) in place; the rotation V."""
     v = {(i, j): o.c(1.0 if i == j else 0.0) for i in range(n) for j in range(n)}
-    for p, q in _pairs(n):
+    lower = [(i, j) for i in range(n) for j in range(i + 1)]
+
+    def rotate(p, q):
         _jacobi(o, a, v, n, p, q)
+
+    def load(values):  # a's lower triangle (mirrored), then v
+        for (i, j), x in zip(lower, values):
+            a[i, j] = a[j, i] = x
+        v.update(zip(list(v), values[len(lower):]))
+
+    _sweeps(o, n, rotate, load, lambda: [a[k] for k in lower] + list(v.values()))
     return [a[i, i] for i in range(n)], v
+
+
+def _sweeps(o, n, rotate, load, values):
+    """The cyclic Jacobi sweeps: `rotate(p, q)` for each pair of each sweep, on matrices whose
+    entries `values()` lists and `load(list)` sets. A 2x2 has one rotation; a 3x3's `SWEEPS`
+    sweeps are a loop of the algebra (`repeat`) over one sweep's code."""
+    if n == 2:
+        rotate(0, 1)
+        return
+
+    def sweep(state):
+        load(state)
+        for p, q in PAIRS3:
+            rotate(p, q)
+        return values()
+
+    load(o.alg.repeat(SWEEPS, values(), sweep))
 
 
 def _sort(o, w, ms, n, descending):
@@ -163,10 +192,6 @@ def eigh(alg, m, n, et):
     return w + _flat(v, n)
 
 
-def _pairs(n):
-    return [(0, 1)] if n == 2 else [(0, 1), (0, 2), (1, 2)] * SWEEPS
-
-
 def _svd(o, m, n):
     """(U, S, V) as dicts and a list: see the module's docstring. One-sided (Hestenes) Jacobi
     orthogonalises the columns of B = F V, each rotation computed from the current columns
@@ -174,15 +199,22 @@ def _svd(o, m, n):
     a Givens QR of B gives U and S."""
     b = _mat(m, n)
     v = {(i, j): o.c(1.0 if i == j else 0.0) for i in range(n) for j in range(n)}
-    for p, q in _pairs(n):
+
+    def rotate(p, q):
         _, s, tau = _rotation(o, _column_dot(o, b, n, p, p), _column_dot(o, b, n, q, q),
                               _column_dot(o, b, n, p, q))
         _rotate_columns(o, b, n, p, q, s, tau)
         _rotate_columns(o, v, n, p, q, s, tau)
+
+    def load(values):
+        b.update(zip(list(b), values))
+        v.update(zip(list(v), values[len(b):]))
+
+    _sweeps(o, n, rotate, load, lambda: list(b.values()) + list(v.values()))
     w = [_column_dot(o, b, n, j, j) for j in range(n)]
     _sort(o, w, [b, v], n, descending=True)
     u = {(i, j): o.c(1.0 if i == j else 0.0) for i in range(n) for j in range(n)}
-    for col, row in ([(0, 1)] if n == 2 else [(0, 1), (0, 2), (1, 2)]):
+    for col, row in ([(0, 1)] if n == 2 else PAIRS3):
         _givens(o, b, u, n, col, row)
     return u, [b[i, i] for i in range(n)], v
 

@@ -76,6 +76,13 @@ class NumpyAlgebra:
         """A many-operation function (`EmitAlgebra.function`): computed in place."""
         return compute(self, inputs)
 
+    def repeat(self, count, state, step):
+        """`step` (a list of values -> the next list) applied `count` times to `state`
+        (`EmitAlgebra.repeat`): a Python loop."""
+        for _ in range(count):
+            state = step(state)
+        return state
+
     def draw(self, name, args):
         """`relsim.philox.<name>`, as plain Python (compiled code calls the same function)."""
         return np.float64(philox.DRAWS[name](*(int(a) for a in args)))

@@ -70,6 +70,10 @@ def _int_constant(x) -> bool:
     return isinstance(x, ast.Constant) and type(x.value) is int
 
 
+def _atom(x) -> bool:
+    return isinstance(x, (ast.Name, ast.Constant))
+
+
 def _is_true(x) -> bool:
     return isinstance(x, ast.Constant) and x.value is True
 
@@ -134,6 +138,8 @@ class EmitAlgebra:
         return self.bind(call(CAST_FN[dst], a))
 
     def select(self, c, a, b, t):
+        if self.pick_call is not None and _atom(a) and _atom(b):  # computed already: one
+            return self.pick(c, a, b)  # select instruction, no branch (`pick`)
         return self.bind(ast.IfExp(c, a, b))
 
     def function(self, what, key, compute, inputs):
@@ -155,6 +161,32 @@ class EmitAlgebra:
         tup = self.bind(call(fname, *inputs))
         return [self.bind(ast.Subscript(tup, ast.Constant(k), ast.Load()))
                 for k in range(n_results)]
+
+    def repeat(self, count, state, step):
+        """`step` (atoms -> the next atoms: the operations it emits) applied `count` times to
+        `state`, as a loop whose body is one step's code over loop-carried locals: the same
+        operations in the same order as `count` copies, 1/count of the code to compile (a 3x3
+        SVD's Jacobi sweeps). Returns the final state's atoms."""
+        carried = [self.fresh("_r") for _ in state]
+        self.out.extend(ast.Assign([store(v)], value) for v, value in zip(carried, state))
+        saved, self.out = self.out, []
+        nxt = step([name(v) for v in carried])
+        if len(nxt) != len(carried):
+            raise AssertionError("a repeated step must return as many values as it takes")
+        # a value that is itself a carried local (passed on to another's place) is read into
+        # a temporary first: the carried locals are assigned after all of them are read
+        held = {}
+        for v in nxt:
+            if isinstance(v, ast.Name) and v.id in carried and v.id not in held:
+                held[v.id] = self.fresh()
+                self.out.append(ast.Assign([store(held[v.id])], name(v.id)))
+        body = self.out + [
+            ast.Assign([store(c)], name(held[v.id]) if isinstance(v, ast.Name) and
+                       v.id in held else v) for c, v in zip(carried, nxt)]
+        self.out = saved
+        self.out.append(ast.For(store(self.fresh("_k")), call("range", ast.Constant(count)),
+                                body, []))
+        return [name(v) for v in carried]
 
     def math(self, fname, args, t):
         """A call of math.<fname> (Numba lowers it to the C library or an LLVM intrinsic) or
