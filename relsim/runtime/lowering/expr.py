@@ -157,8 +157,13 @@ class ExprLowerer:
 
         def on_result(site, r, operands):
             fin = lambda x: call("math.isfinite", x)  # noqa: E731
-            test = ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), fin(r))] +
-                              [fin(x) for x in operands if not isinstance(x, ast.Constant)])
+            # the tests joined by `&`, not `and`: no branch per operand (Numba's passes cost
+            # far more than linearly in the blocks of a function; a decomposition's results
+            # are each tested against its 9 inputs)
+            test = ast.UnaryOp(ast.Not(), fin(r))
+            for x in operands:
+                if not isinstance(x, ast.Constant):
+                    test = ast.BinOp(test, ast.BitAnd(), fin(x))
             self.alg.out.append(ast.If(test, self.record(site, _float_code(r),
                                                          operands[:site.operands]), []))
 
