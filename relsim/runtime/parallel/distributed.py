@@ -113,15 +113,16 @@ class DistributedLaunch(Launch):
         """The first launch of a plan compiles (or loads) the code it needs: rank 0 first, then
         the others, which find its machine code in the shared disk cache. Numba extends a
         function's cache index by reading and rewriting it, so ranks compiling the same function
-        at once could otherwise interleave their index and data files."""
+        at once could otherwise interleave their index and data files. The others wait asleep
+        (`World.waiting_barrier`), leaving the cores to rank 0's compiler."""
         self.launched.add(p)
         if self.world.rank == 0:
             try:
                 self.inner.launch(relation, p.subset)
             finally:  # (a failure then ends every rank: world's excepthook)
-                self.world.comm.Barrier()
+                self.world.waiting_barrier()
         else:
-            self.world.comm.Barrier()
+            self.world.waiting_barrier()
             self.inner.launch(relation, p.subset)
 
     def describe_halo(self, relation, subset=None) -> str:

@@ -448,6 +448,20 @@ def checkpoint_read(outdir):
             "row": globs["hottest"].row}
 
 
+def waiting(outdir):
+    """`World.waiting_barrier`, where the other ranks wait while rank 0 compiles a first
+    launch: rank 0 sleeps 1.5 s (as if compiling); the CPU time each rank spends waiting."""
+    import time
+
+    from relsim.runtime.parallel import world
+    w = world.current()
+    if w.rank == 0:
+        time.sleep(1.5)
+    start = time.process_time()
+    w.waiting_barrier()
+    return {"cpu": time.process_time() - start}
+
+
 def tiered(outdir):
     """Tiered start-up (`rs.precompile(..., background=True)`) on every rank, with a cache of
     its own: each rank runs the serial variants until its background worker has the parallel
@@ -671,7 +685,7 @@ PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing, "captured": captured,
-            "whole": whole}
+            "whole": whole, "waiting": waiting}
 
 
 def main(argv) -> None:
