@@ -58,8 +58,10 @@ def test_ordered_dots_print_the_serial_references_lines(capsys):
     """With --dots ordered (row-order sums, as the reference's dot), every line the reference
     prints is printed digit for digit; the iteration count is the reference's 110 less the
     update the reference makes after its last residual was already below the tolerance."""
+    # (--wait-compile: the element kernel's parallel variant compiled here, not by a worker
+    # left running at low priority, whose lock the other tests of that kernel would wait on)
     status, out = _run(capsys, "-nx", "30", "-ny", "20", "-nz", "10", "--dots", "ordered",
-                       "--threads", "2")
+                       "--threads", "2", "--wait-compile")
     assert status == 0, out
     lines = {line.strip() for line in out.splitlines()}
     for line in ORDERED_30_20_10:
