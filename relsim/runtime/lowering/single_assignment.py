@@ -9,7 +9,9 @@ fresh name and the reads after it follow: the same values, one definition each.
 
 Only locals that are plainly per row are renamed: assigned at the body's top level (not in a
 branch or an inner loop, not by ``+=``), never read before their first assignment in the body,
-and not named anywhere else in the function.
+and not among the names the caller says are used outside it (`elsewhere`; the cpu's row loops
+pass none: a row's locals are its own, the loop's index and what precedes the loop are read
+before any assignment in the body, so they keep their names).
 """
 from __future__ import annotations
 
