@@ -16,6 +16,7 @@ before any assignment in the body, so they keep their names).
 from __future__ import annotations
 
 import ast
+import copy
 from collections import Counter
 
 
@@ -28,11 +29,11 @@ def rename(body: list, elsewhere: frozenset = frozenset()) -> list:
         return body
     current: dict = {}
     counts: Counter = Counter()
+    reads = _Reads(current)  # (reads the mapping as it grows)
     out = []
     for stmt in body:
-        reads = _Reads(current)
         if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
-            value = reads.visit(_copy(stmt.value))
+            value = reads.visit(copy.deepcopy(stmt.value))
             targets = []
             for t in stmt.targets:
                 if t.id in candidates:
@@ -42,11 +43,11 @@ def rename(body: list, elsewhere: frozenset = frozenset()) -> list:
                     targets.append(ast.Name(new, ast.Store()))
                 else:
                     targets.append(t)
-            copy = ast.Assign(targets, value)
-            copy.lineno = getattr(stmt, "lineno", 1)
-            out.append(copy)
+            renamed = ast.Assign(targets, value)
+            renamed.lineno = getattr(stmt, "lineno", 1)
+            out.append(renamed)
         elif current:
-            out.append(reads.visit(_copy(stmt)))
+            out.append(reads.visit(copy.deepcopy(stmt)))
         else:
             out.append(stmt)
     return out
@@ -81,29 +82,8 @@ def _stores(node) -> bool:
         (isinstance(node, (ast.AugAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name))
 
 
-def _copy(node):
-    """A copy of `node` deep enough that renaming its reads leaves the original alone."""
-    return _Copy().visit(node)
-
-
-class _Copy(ast.NodeTransformer):
-    def generic_visit(self, node):
-        fields = {}
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                fields[name] = [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
-            elif isinstance(value, ast.AST):
-                fields[name] = self.visit(value)
-            else:
-                fields[name] = value
-        new = type(node)(**fields)
-        if hasattr(node, "lineno"):
-            new.lineno = node.lineno
-        return new
-
-
 class _Reads(ast.NodeTransformer):
-    """Reads of renamed locals -> their current names (in a copy)."""
+    """Reads of renamed locals -> their current names (in a copy: the body is shared)."""
 
     def __init__(self, current):
         self.current = current
