@@ -8,6 +8,7 @@ from .. import config as _config
 from ..errors import entry_point
 from . import ir, parallel
 from .execute import executable
+from .lowering import params as _params
 
 
 @entry_point
@@ -50,7 +51,9 @@ def explain(kernel, relation, config=None, file=None, full: bool = False) -> str
         parts += [f"  {n}: {site.check}, line {site.loc.line}"
                   for n, site in enumerate(sites.items, 1)] or ["  none"]
     if full and exe.source:
-        parts += [f"-- generated Python ({exe.path})", exe.source]
+        parts += ["-- parameters of the generated functions",
+                  *(_params.legend(getattr(exe, "params", ())) or ["  none"]),
+                  f"-- generated Python ({exe.path})", exe.source]
     elif exe.source:
         parts.append(f"(rs.explain(..., full=True) adds the typed IR, the locals and the "
                      f"{len(exe.source.splitlines())} lines of generated Python)")

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..lowering import params as _params
 from . import damaged, fingerprint, modules
 
-FORMAT = "1"
+FORMAT = "2"  # 2: parameters named by kind and position only
 _PARAM_CLASSES = {c.__name__: c for c in vars(_params).values()
                   if isinstance(c, type) and issubclass(c, _params.Param)}
 

@@ -22,19 +22,14 @@ from . import damaged
 CACHE_FORMAT = "1"
 
 
-def stem(kernel_name: str) -> str:
-    """The part of a generated module's file name that names its kernel (safe in file
-    names)."""
-    return "".join(c if c.isalnum() else "_" for c in kernel_name)[:40]
-
-
-def module_for(source: str, cache_dir: Path, stem: str):
-    """Import (writing first if needed) the module whose text is `source`. A file under its
+def module_for(source: str, cache_dir: Path, kind: str):
+    """Import (writing first if needed) the module whose text is `source`, in a file named by
+    `kind` (what generated it: "kernel", "segment", ...) and its hash. A file under its
     name with other text is damaged: dropped (a warning) and written again; a cache directory
     that cannot be written makes the module live in memory (a warning; its functions are then
     not cached on disk either: `on_disk`)."""
     digest = hashlib.sha256((CACHE_FORMAT + "\0" + source).encode()).hexdigest()[:24]
-    modname = f"relsim_gen_{stem}_{digest}"
+    modname = f"relsim_gen_{kind}_{digest}"
     if modname in sys.modules:
         return sys.modules[modname]
     path = cache_dir / f"{modname}.py"

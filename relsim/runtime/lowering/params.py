@@ -118,57 +118,76 @@ class Params:
         self.items: list[Param] = []
         self._index: dict = {}
 
-    def _get(self, cls, tag: str, obj, hint: str, **binds) -> Param:
+    def _get(self, cls, tag: str, obj, **binds) -> Param:
         key = (tag, id(obj))
         p = self._index.get(key)
         if p is None:
-            p = cls(f"_{tag}{len(self.items)}_{hint}", **binds)
+            # (named by kind and position only: kernels alike but for their fields' names
+            # lower to one module, compiled once per machine; `legend` names what binds each)
+            p = cls(f"_{tag}{len(self.items)}", **binds)
             self._index[key] = p
             self.items.append(p)
         return p
 
     def field(self, field) -> FieldStorage:
-        return self._get(FieldStorage, "field", field, field.name, field=field)
+        return self._get(FieldStorage, "field", field, field=field)
 
     def glob(self, glob) -> GlobalStorage:
-        return self._get(GlobalStorage, "global", glob, "g", glob=glob)
+        return self._get(GlobalStorage, "global", glob, glob=glob)
 
     def group_offsets(self, grouping) -> GroupOffsets:
-        return self._get(GroupOffsets, "goff", grouping, grouping.name, grouping=grouping)
+        return self._get(GroupOffsets, "goff", grouping, grouping=grouping)
 
     def group_rows(self, grouping) -> GroupRows:
-        return self._get(GroupRows, "grows", grouping, grouping.name, grouping=grouping)
+        return self._get(GroupRows, "grows", grouping, grouping=grouping)
 
     def slots(self, k: int, layout) -> ReductionSlots:
-        return self._get(ReductionSlots, "slots", layout, f"{k}", index=k, layout=layout)
+        return self._get(ReductionSlots, "slots", layout, index=k, layout=layout)
 
     def slot_places(self, k: int, layout) -> SlotPlaces:
-        return self._get(SlotPlaces, "spos", layout, f"{k}", index=k, layout=layout)
+        return self._get(SlotPlaces, "spos", layout, index=k, layout=layout)
 
     def delete_flags(self, relation) -> DeleteFlags:
-        return self._get(DeleteFlags, "delete", relation, "del", relation=relation)
+        return self._get(DeleteFlags, "delete", relation, relation=relation)
 
     def insert_flags(self, k: int, layout) -> InsertFlags:
-        return self._get(InsertFlags, f"ins{k}flag", layout, "flags", index=k, layout=layout)
+        return self._get(InsertFlags, f"ins{k}flag", layout, index=k, layout=layout)
 
     def insert_values(self, k: int, layout, field) -> InsertValues:
-        return self._get(InsertValues, f"ins{k}val", field, field.name, index=k, layout=layout,
+        return self._get(InsertValues, f"ins{k}val", field, index=k, layout=layout,
                          field=field)
 
     def relation_size(self, relation) -> RelationSize:
-        return self._get(RelationSize, "size", relation, relation.name, relation=relation)
+        return self._get(RelationSize, "size", relation, relation=relation)
 
     def grid_shape(self, relation) -> GridShape:
-        return self._get(GridShape, "grid", relation, relation.name, relation=relation)
+        return self._get(GridShape, "grid", relation, relation=relation)
 
     def print_flags(self, site: int) -> PrintFlags:
-        return self._get(PrintFlags, f"pflag{site}_", None, "row", site=site)
+        return self._get(PrintFlags, f"pflag{site}_", None, site=site)
 
     def print_values(self, site: int, kind: str) -> PrintValues:
-        return self._get(PrintValues, f"pval{site}{kind}_", None, "row", site=site, kind=kind)
+        return self._get(PrintValues, f"pval{site}{kind}_", None, site=site, kind=kind)
 
     def debug_first(self) -> DebugFirst:
-        return self._get(DebugFirst, "dbgsite", None, "row")
+        return self._get(DebugFirst, "dbgsite", None)
 
     def debug_values(self) -> DebugValues:
-        return self._get(DebugValues, "dbgvalue", None, "row")
+        return self._get(DebugValues, "dbgvalue", None)
+
+
+def legend(items) -> list[str]:
+    """One line per parameter of `items`: its name and what binds it (the field, Global,
+    grouping or relation; a reduction's target), for readers of the generated code, whose
+    names say only the kind."""
+    def named(v):
+        v = getattr(v, "target", v)  # (a reduction's layout: its field or Global)
+        return getattr(v, "qualname", None) or f"{type(v).__name__} {v.name}"
+
+    lines = []
+    for p in items:
+        bound = [named(v) for k, v in vars(p).items()
+                 if k != "name" and hasattr(getattr(v, "target", v), "name")]
+        lines.append(f"  {p.name}: {type(p).__name__}" + (f" of {', '.join(bound)}"
+                                                           if bound else ""))
+    return lines

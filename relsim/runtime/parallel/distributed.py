@@ -39,6 +39,7 @@ class DistributedLaunch(Launch):
         self.inner, self.world = inner, world
         self.analysed = a = inner.analysed
         self.source, self.path, self.sites = inner.source, inner.path, inner.sites
+        self.params = getattr(inner, "params", ())
         self.rows = None
         if a.inserts or a.deletes:
             self.rows = inner.row_sink = RowChanges(world, a.relation,

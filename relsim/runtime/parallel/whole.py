@@ -17,6 +17,7 @@ class WholeLaunch(Launch):
         self.inner = inner
         self.analysed = a = inner.analysed
         self.source, self.path, self.sites = inner.source, inner.path, inner.sites
+        self.params = getattr(inner, "params", ())
         self.touched = tuple(t for t in a.summary.targets()
                              if isinstance(t, Field) and not t.is_key)
 

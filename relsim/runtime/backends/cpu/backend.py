@@ -116,12 +116,14 @@ class CpuBackend(Backend):
         def lower():
             lowerer = CpuLowerer(analysed, debug=sites, fused=fma)
             module_ast = lowerer.module()
-            return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}" + \
-                note + "\n" + unparse(module_ast) + "\n", lowerer.params.items
+            # (the text names no kernel, relation or field: kernels alike but for their names
+            # share one module, compiled once; `rs.explain` gives the names)
+            return "# relsim generated kernel" + note + "\n" + unparse(module_ast) + "\n", \
+                lowerer.params.items
 
         source, params = lowered.lowered(analysed, options, "cpu" + note + " fma" * fma, lower,
                                                debug=sites is not None)
-        mod = modules.module_for(source, options.cache_path(), modules.stem(analysed.kernel_name))
+        mod = modules.module_for(source, options.cache_path(), "kernel")
         return CpuExecutable(analysed, params, mod, source, options, self.serial, sites)
 
 
@@ -372,13 +374,11 @@ class CpuExecutable(Launch):
         fn = self.absorbing_fns.get(key)
         if fn is None:
             lowerer = CpuLowerer(self.analysed, absorb=folds, debug=self.sites)
-            source = f"# relsim kernel {self.analysed.kernel_name!r} over " \
-                f"{self.analysed.relation.name}, folding pending reductions first" + \
+            source = "# relsim generated kernel, folding pending reductions first" + \
                 variant_note(self.options, False) + "\n" + unparse(lowerer.module()) + "\n"
             if [p.name for p in lowerer.params.items] != [p.name for p in self.params]:
                 raise AssertionError("absorbing variant lowered with different parameters")
-            mod = modules.module_for(source, self.options.cache_path(),
-                                   modules.stem(self.analysed.kernel_name) + "_absorb")
+            mod = modules.module_for(source, self.options.cache_path(), "kernel_absorb")
             jit_callees(mod, **self.flags)
             fn = njit(parallel=parallel, **self.flags)(
                 mod.kernel_parallel if parallel else mod.kernel_serial)

@@ -125,14 +125,12 @@ class CudaBackend(Backend):
 
         def lower():
             lowerer = CudaLowerer(analysed, debug=sites, fast_math=options.fast_math)
-            return f"# relsim kernel {analysed.kernel_name!r} over {analysed.relation.name}, " \
-                f"for numba.cuda" + note + "\n" + unparse(lowerer.module()) + "\n", \
-                lowerer.params.items
+            return "# relsim generated kernel, for numba.cuda" + note + "\n" + \
+                unparse(lowerer.module()) + "\n", lowerer.params.items
 
         source, params = lowered.lowered(analysed, options, "cuda" + note, lower,
                                                debug=sites is not None)
-        mod = modules.module_for(source, options.cache_path(),
-                               modules.stem(analysed.kernel_name) + "_cuda")
+        mod = modules.module_for(source, options.cache_path(), "kernel_cuda")
         return CudaExecutable(analysed, params, mod, source, sites)
 
 
