@@ -176,3 +176,34 @@ def test_relsims_own_helpers_are_cached_in_its_cache_folder(tmp_path, numba_dir)
     assert len(out.stdout.split()) == 5, out.stdout
     for line in out.stdout.split():
         assert os.path.commonpath([str(root), line]) == str(root), line
+
+
+def test_kernels_alike_but_for_their_names_share_one_generated_module(tmp_path):
+    """Two kernels with other names, over other relations and fields, the same code: one
+    module file (compiled once per machine), and rs.explain names each one's own fields."""
+    import numpy as np
+
+    from relsim.runtime.execute import executable
+
+    cfg = rs.Config(target="cpu", cache_dir=str(tmp_path))
+    A, B = rs.Relation("A", 5), rs.Relation("B", 9)
+    A.new_field("u", rs.f64).load(np.arange(5.0))
+    A.new_field("w", rs.f64)
+    B.new_field("p", rs.f64).load(np.arange(9.0))
+    B.new_field("q", rs.f64)
+
+    @rs.kernel
+    def double_u(a):
+        a.w = 2.0 * a.u
+
+    @rs.kernel
+    def double_p(b):
+        b.q = 2.0 * b.p
+
+    A.foreach(double_u, cfg)
+    B.foreach(double_p, cfg)
+    assert B.q.numpy().tolist() == [2.0 * i for i in range(9)]
+    one, two = executable(double_u, A, cfg), executable(double_p, B, cfg)
+    assert one.path == two.path and len(list(tmp_path.glob("relsim_gen_*.py"))) == 1
+    assert "_field0: FieldStorage of A.u" in rs.explain(double_u, A, cfg, full=True)
+    assert "_field0: FieldStorage of B.p" in rs.explain(double_p, B, cfg, full=True)
