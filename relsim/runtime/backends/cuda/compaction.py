@@ -23,6 +23,7 @@ CHUNK = 64  # rows a thread counts and numbers
 SCAN_THREADS = 8 if config.ENABLE_CUDASIM else 256  # the one block scanning the counts
 THREADS = 8 if config.ENABLE_CUDASIM else 256  # per block, row-parallel kernels
 MAX_BLOCKS = 1 << 16
+SIM_BLOCKS = 4  # grid-stride kernels' blocks in the simulator
 _JIT = {} if config.ENABLE_CUDASIM else {"cache": True}
 
 
@@ -109,6 +110,13 @@ def _shape(n: int):
     return max(1, min(-(-n // THREADS), MAX_BLOCKS)), THREADS
 
 
+def _stride_shape(n: int):
+    """The launch shape of a grid-stride kernel over n rows: in the simulator a few blocks
+    (each of its threads is a Python thread started per launch; see `backend.SIM_BLOCKS`)."""
+    blocks, threads = _shape(n)
+    return (min(blocks, SIM_BLOCKS) if config.ENABLE_CUDASIM else blocks), threads
+
+
 def _rows2d(a):
     """The (rows, components) view of a device array (C-contiguous)."""
     return a.reshape(a.shape[0], -1) if a.ndim != 2 else a
@@ -133,7 +141,7 @@ def compact(dev, pos, count: int, start: int = 0, out=None):
     if out is None:
         out = empty((start + count,) + dev.shape[1:], dev.dtype, "compacted rows")
     if dev.shape[0]:
-        _compact[_shape(dev.shape[0])](_rows2d(dev), pos, _rows2d(out), start)
+        _compact[_stride_shape(dev.shape[0])](_rows2d(dev), pos, _rows2d(out), start)
     return out
 
 
@@ -144,11 +152,11 @@ def resized(dev, size: int):
     if size > keep:
         zero(out)
     if keep:
-        _copy_rows[_shape(keep)](_rows2d(dev), _rows2d(out), keep)
+        _copy_rows[_stride_shape(keep)](_rows2d(dev), _rows2d(out), keep)
     return out
 
 
 def zero(dev) -> None:
     """Clear a device array (no copy from the host)."""
     if dev.shape[0]:
-        _zero[_shape(dev.shape[0])](_rows2d(dev))
+        _zero[_stride_shape(dev.shape[0])](_rows2d(dev))
