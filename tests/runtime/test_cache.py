@@ -204,6 +204,7 @@ def test_kernels_alike_but_for_their_names_share_one_generated_module(tmp_path):
     B.foreach(double_p, cfg)
     assert B.q.numpy().tolist() == [2.0 * i for i in range(9)]
     one, two = executable(double_u, A, cfg), executable(double_p, B, cfg)
-    assert one.path == two.path and len(list(tmp_path.glob("relsim_gen_*.py"))) == 1
+    # (the module may be another test's already: this process imports each one once)
+    assert one.path == two.path and one.path.rsplit("/", 1)[1].startswith("relsim_gen_kernel_")
     assert "_field0: FieldStorage of A.u" in rs.explain(double_u, A, cfg, full=True)
     assert "_field0: FieldStorage of B.p" in rs.explain(double_p, B, cfg, full=True)
