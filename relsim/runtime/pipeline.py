@@ -31,6 +31,8 @@ class Analysed:
     # (name, table) of the analysis cache's key when analysed with a cache (the lowered-module
     # cache keys on it: it determines everything above but the captures)
     key: tuple | None = None
+    # made by relsim as IR (adjoint, tangent, Jacobian kernels), not parsed from a user's source
+    generated: bool = False
 
 
 def analyse(kernel, relation, cache_dir=None) -> Analysed:
@@ -55,7 +57,8 @@ def analyse(kernel, relation, cache_dir=None) -> Analysed:
         if key is not None:
             key.store(result)
     cache_key = (key.name, key.table) if key is not None and key.name is not None else None
-    return Analysed(name, relation, param, untyped, *result, captures, cache_key)
+    return Analysed(name, relation, param, untyped, *result, captures, cache_key,
+                    generated=given is not None)
 
 
 def _well_formed(result) -> bool:

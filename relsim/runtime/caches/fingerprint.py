@@ -54,7 +54,7 @@ class Walk:
         """What lowering reads of an analysed kernel."""
         self.value(a.relation)
         for part in (a.kernel_name, a.param, a.body, tuple(a.locals.items()), a.layouts,
-                     a.inserts, a.deletes, a.stencil):
+                     a.inserts, a.deletes, a.stencil, a.generated):
             self.value(part)
 
     def schema(self, *relations) -> None:

@@ -57,8 +57,9 @@ MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
 # slower (kinematics, q_limiter) and Airfoil's split and lanes loops ~18% (the same bits)
 OUTLINED_LOOPS = frozenset({"kernel_grid"})
 # every other parallel function is outlined too where its body is huge (`outline.HUGE`
-# statements: generated adjoint and tangent kernels, none of the user kernels measured), where
-# Numba's parallel passes take minutes and a call a block of rows costs nothing
+# statements: generated adjoint and tangent kernels, none of the user kernels measured; a
+# kernel relsim generates from `outline.HUGE_GENERATED`), where Numba's parallel passes take
+# minutes and a call a block of rows costs nothing
 LANE = "_j"  # lanes variants: the row's lane
 CHUNK_LANES = "_ln"  # lanes variants: the chunk's lanes, (components, STATE, LANES)
 ONE = "_one"  # lanes variants: 1.0 the optimiser cannot see (`fused.one`)
@@ -295,7 +296,8 @@ class CpuLowerer(BodyLowerer):
         for i, fn in enumerate(funcs):
             if isinstance(fn, ast.FunctionDef):
                 body, funcs[i] = outline.outlined(
-                    fn, outline.OUTLINE_STATEMENTS if fn.name in OUTLINED_LOOPS else outline.HUGE)
+                    fn, outline.OUTLINE_STATEMENTS if fn.name in OUTLINED_LOOPS else
+                    outline.HUGE_GENERATED if self.a.generated else outline.HUGE)
                 if body is not None:
                     bodies.append(body)
         header = ast.parse(_HEADER).body
