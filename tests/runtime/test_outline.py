@@ -142,3 +142,33 @@ def test_a_huge_row_loop_is_outlined_and_a_large_one_is_not():
     C = _grid(8)
     funcs = _functions(execute.executable(heavy, C, cfg).source)
     assert "kernel_parallel_body" not in funcs
+
+
+@rs.kernel
+def _mid(r):
+    x = r.u
+    for _ in rs.static(range(150)):  # (~1,650 statements: between HUGE_GENERATED and HUGE)
+        x = x * 0.5 + r.u * 0.25
+        if x > 1.0:
+            x = x - 0.125
+        x = x + 0.0625
+    r.v = x
+
+
+def test_a_kernel_relsim_generates_is_outlined_from_fewer_statements():
+    """The same ~1,650-statement body: inline as a user's kernel (LULESH's stay inline, faster
+    there), outlined as one relsim generates (`Analysed.generated`: adjoints, tangents)."""
+    from relsim.runtime.adjoint import GivenKernel
+    from relsim.runtime.analysis.frontend import Frontend
+
+    R = rs.Relation("R", 10)
+    R.new_field("u", rs.f64)
+    R.new_field("v", rs.f64)
+    cfg = rs.Config(target="cpu", parallel_threshold=1)
+    user = _functions(execute.executable(_mid, R, cfg).source)
+    assert "kernel_parallel_body" not in user
+    param, body = Frontend(_mid.name).kernel(_mid)
+    generated = GivenKernel(_mid, "_mid_generated", param, body)
+    funcs = _functions(execute.executable(generated, R, cfg).source)
+    n = outline._statements(funcs["kernel_parallel_body"].body)
+    assert outline.HUGE_GENERATED <= n < outline.HUGE
