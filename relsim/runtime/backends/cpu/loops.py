@@ -43,7 +43,7 @@ from ....relations.field import Field
 from ....types import elem_of, f64
 from ... import ir, semantics
 from ...folds import lane_sums
-from ...lowering import single_assignment
+from ...lowering import copy_propagation, single_assignment
 from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store
 from ...lowering.expr import ERR, POS, ROW
@@ -421,7 +421,8 @@ class CpuLowerer(BodyLowerer):
             name("_has_rows"), ast.Subscript(name("_rows"), name(POS), ast.Load()),
             name(POS))))
         make_body()
-        body = single_assignment.rename(self.alg.out)  # (per row: nothing outside reads it)
+        # (per row: nothing outside reads its locals)
+        body = copy_propagation.propagate(single_assignment.rename(self.alg.out))
         self.alg.out = saved
         return [ast.For(store("_i"), call("range", name("_n")), body, [])]
 
