@@ -172,3 +172,30 @@ def test_a_kernel_relsim_generates_is_outlined_from_fewer_statements():
     funcs = _functions(execute.executable(generated, R, cfg).source)
     n = outline._statements(funcs["kernel_parallel_body"].body)
     assert outline.HUGE_GENERATED <= n < outline.HUGE
+
+
+@rs.kernel
+def _checked(r):
+    x = r.u
+    for _ in rs.static(range(20)):  # (~220 statements; checked, a few hundred more)
+        x = x * 0.5 + r.u * 0.25
+        if x > 1.0:
+            x = x - 0.125
+        x = x + 0.0625
+    r.v = x
+
+
+def test_a_debug_variant_is_outlined_from_outline_statements():
+    """A debug run is for finding errors: its parallel row loops are outlined from
+    `outline.OUTLINE_STATEMENTS` (inline, a checked random kernel's took 7-10 s to compile);
+    the same kernel without checks keeps its loops."""
+    R = rs.Relation("R", 10)
+    R.new_field("u", rs.f64)
+    R.new_field("v", rs.f64)
+    plain = _functions(execute.executable(_checked, R, rs.Config(
+        target="cpu", parallel_threshold=1)).source)
+    assert "kernel_parallel_body" not in plain
+    cfg = rs.Config(target="cpu", parallel_threshold=1, debug=True)
+    funcs = _functions(execute.executable(_checked, R, cfg).source)
+    assert {"kernel_parallel_body", "kernel_parallel_rows_body"} <= set(funcs)
+    assert outline._statements(funcs["kernel_parallel_body"].body) < outline.HUGE_GENERATED

@@ -295,15 +295,23 @@ class CpuLowerer(BodyLowerer):
         bodies = []  # the large parallel loops' bodies, as callees (`outline`)
         for i, fn in enumerate(funcs):
             if isinstance(fn, ast.FunctionDef):
-                body, funcs[i] = outline.outlined(
-                    fn, outline.OUTLINE_STATEMENTS if fn.name in OUTLINED_LOOPS else
-                    outline.HUGE_GENERATED if self.a.generated else outline.HUGE)
+                body, funcs[i] = outline.outlined(fn, self.outline_from(fn.name))
                 if body is not None:
                     bodies.append(body)
         header = ast.parse(_HEADER).body
         mod = ast.Module(header + functions_block(self.alg, bodies) + funcs, [])
         _number_statements(mod.body)
         return mod
+
+    def outline_from(self, fname) -> int:
+        """How many statements a parallel loop's body of function `fname` needs to be
+        outlined (`outline.py`): the grid loops' and a debug variant's from
+        `outline.OUTLINE_STATEMENTS` (a debug run is for finding errors: its parallel variants
+        compiled in 7-10 s inline, the checks' branches in every row), a generated kernel's
+        from `outline.HUGE_GENERATED`, any other's from `outline.HUGE`."""
+        if fname in OUTLINED_LOOPS or self.debug is not None:
+            return outline.OUTLINE_STATEMENTS
+        return outline.HUGE_GENERATED if self.a.generated else outline.HUGE
 
     def function(self, fname, loop_stmts, range_fn, extra=(), rows=None):
         fixed = ["_n", "_rows", "_has_rows", ERR]
