@@ -113,24 +113,37 @@ def test_the_blocks_cover_every_iteration_once_in_order(n, first):
     assert got == [i * 2 for i in range(first, first + n) if i % 7 != 3]
 
 
-@rs.kernel
-def _huge(r):
-    x = r.u
-    for _ in rs.static(range(300)):  # (unrolled: ~3,300 statements, as generated adjoints reach)
-        x = x * 0.5 + r.u * 0.25
-        if x > 1.0:
-            x = x - 0.125
-        x = x + 0.0625
-    r.v = x
+def _unrolled(n):
+    """A row kernel of about 11 n statements (a static loop of n, unrolled)."""
+    @rs.kernel
+    def unrolled(r):
+        x = r.u
+        for _ in rs.static(range(n)):
+            x = x * 0.5 + r.u * 0.25
+            if x > 1.0:
+                x = x - 0.125
+            x = x + 0.0625
+        r.v = x
+    return unrolled
+
+
+_huge = _unrolled(300)  # ~3,300 statements, as generated adjoints reach
+_mid = _unrolled(150)  # ~1,650: between HUGE_GENERATED and HUGE
+_checked = _unrolled(20)  # ~220; with debug checks a few hundred more
+
+
+def _uv(n=10):
+    R = rs.Relation("R", n)
+    R.new_field("u", rs.f64)
+    R.new_field("v", rs.f64)
+    return R
 
 
 def test_a_huge_row_loop_is_outlined_and_a_large_one_is_not():
     """Row loops are outlined from `outline.HUGE` statements (generated adjoint and tangent
     kernels: the parallel passes took minutes on them inline); LULESH-sized ones stay inline.
     (The source only: nothing is compiled here.)"""
-    R = rs.Relation("R", 10)
-    R.new_field("u", rs.f64)
-    R.new_field("v", rs.f64)
+    R = _uv()
     cfg = rs.Config(target="cpu", parallel_threshold=1)
     funcs = _functions(execute.executable(_huge, R, cfg).source)
     assert {"kernel_parallel_body", "kernel_parallel_rows_body"} <= set(funcs)
@@ -144,26 +157,13 @@ def test_a_huge_row_loop_is_outlined_and_a_large_one_is_not():
     assert "kernel_parallel_body" not in funcs
 
 
-@rs.kernel
-def _mid(r):
-    x = r.u
-    for _ in rs.static(range(150)):  # (~1,650 statements: between HUGE_GENERATED and HUGE)
-        x = x * 0.5 + r.u * 0.25
-        if x > 1.0:
-            x = x - 0.125
-        x = x + 0.0625
-    r.v = x
-
-
 def test_a_kernel_relsim_generates_is_outlined_from_fewer_statements():
     """The same ~1,650-statement body: inline as a user's kernel (LULESH's stay inline, faster
     there), outlined as one relsim generates (`Analysed.generated`: adjoints, tangents)."""
     from relsim.runtime.adjoint import GivenKernel
     from relsim.runtime.analysis.frontend import Frontend
 
-    R = rs.Relation("R", 10)
-    R.new_field("u", rs.f64)
-    R.new_field("v", rs.f64)
+    R = _uv()
     cfg = rs.Config(target="cpu", parallel_threshold=1)
     user = _functions(execute.executable(_mid, R, cfg).source)
     assert "kernel_parallel_body" not in user
@@ -174,24 +174,11 @@ def test_a_kernel_relsim_generates_is_outlined_from_fewer_statements():
     assert outline.HUGE_GENERATED <= n < outline.HUGE
 
 
-@rs.kernel
-def _checked(r):
-    x = r.u
-    for _ in rs.static(range(20)):  # (~220 statements; checked, a few hundred more)
-        x = x * 0.5 + r.u * 0.25
-        if x > 1.0:
-            x = x - 0.125
-        x = x + 0.0625
-    r.v = x
-
-
 def test_a_debug_variant_is_outlined_from_outline_statements():
     """A debug run is for finding errors: its parallel row loops are outlined from
     `outline.OUTLINE_STATEMENTS` (inline, a checked random kernel's took 7-10 s to compile);
     the same kernel without checks keeps its loops."""
-    R = rs.Relation("R", 10)
-    R.new_field("u", rs.f64)
-    R.new_field("v", rs.f64)
+    R = _uv()
     plain = _functions(execute.executable(_checked, R, rs.Config(
         target="cpu", parallel_threshold=1)).source)
     assert "kernel_parallel_body" not in plain
