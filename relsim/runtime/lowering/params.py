@@ -178,16 +178,14 @@ class Params:
 
 def legend(items) -> list[str]:
     """One line per parameter of `items`: its name and what binds it (the field, Global,
-    grouping or relation; a reduction's target), for readers of the generated code, whose
-    names say only the kind."""
+    grouping or relation; a reduction's or insertion's target), for readers of the generated
+    code, whose names say only the kind."""
     def named(v):
-        v = getattr(v, "target", v)  # (a reduction's layout: its field or Global)
         return getattr(v, "qualname", None) or f"{type(v).__name__} {v.name}"
 
     lines = []
     for p in items:
-        bound = [named(v) for k, v in vars(p).items()
-                 if k != "name" and hasattr(getattr(v, "target", v), "name")]
-        lines.append(f"  {p.name}: {type(p).__name__}" + (f" of {', '.join(bound)}"
-                                                           if bound else ""))
+        bound = [v.target if k == "layout" else v for k, v in vars(p).items() if k != "name"]
+        what = ", ".join(named(v) for v in bound if hasattr(v, "name"))
+        lines.append(f"  {p.name}: {type(p).__name__}" + (f" of {what}" if what else ""))
     return lines
