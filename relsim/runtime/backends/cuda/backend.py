@@ -83,7 +83,7 @@ SIM_THREADS = 8
 MAX_BLOCKS = 1 << 16  # the grid-stride loop covers any row count
 # the simulator starts a Python thread per thread of each block, which costs far more than a
 # row's work: a few blocks whose threads stride over every row (a 2,000-row launch 593 ms at
-# one row a thread, 86 ms at 8 blocks), and the grid-stride loops are exercised
+# one row a thread, 130 ms at 4 blocks), and the grid-stride loops are exercised
 SIM_BLOCKS = 4
 
 
