@@ -208,32 +208,3 @@ def test_kernels_alike_but_for_their_names_share_one_generated_module(tmp_path):
     assert one.path == two.path and one.path.rsplit("/", 1)[1].startswith("relsim_gen_kernel_")
     assert "_field0: FieldStorage of A.u" in rs.explain(double_u, A, cfg, full=True)
     assert "_field0: FieldStorage of B.p" in rs.explain(double_p, B, cfg, full=True)
-
-
-def test_explain_names_what_binds_each_parameter_of_the_generated_functions():
-    """The generated code names parameters by kind and position only; rs.explain's legend
-    names each one's field (a key field as itself), reduction target or Global."""
-    import numpy as np
-
-    V, E = rs.Relation("V", 5), rs.Relation("E", 4)
-    E.new_key_field("tail", V, values=np.arange(4))
-    E.new_key_field("head", V, values=np.arange(1, 5))
-    V.new_field("T", rs.f64).load(np.arange(5.0))
-    V.new_field("flux", rs.f64)
-    total = rs.Global(rs.f64, 0.0)
-
-    @rs.kernel
-    def conduct(e):
-        d = e.head.T - e.tail.T
-        e.tail.flux += d
-        total += d
-
-    cfg = rs.Config(target="cpu")
-    E.foreach(conduct, cfg)
-    text = rs.explain(conduct, E, cfg, full=True)
-    legend = text[text.index("-- parameters"):text.index("-- generated Python")].splitlines()
-    assert "  _field0: FieldStorage of E.head" in legend
-    assert "  _field2: FieldStorage of E.tail" in legend
-    assert any(line.startswith("  _slots") and line.endswith("ReductionSlots of V.flux")
-               for line in legend)
-    assert any(line.endswith("ReductionSlots of Global total") for line in legend)

@@ -38,3 +38,26 @@ def test_explain_is_short_unless_asked_for_everything():
     assert short.endswith(f"adds the typed IR, the locals and the {lines} lines of generated "
                           f"Python)")
     assert "def kernel_serial" in full and "def kernel_serial" not in short
+
+
+def test_explain_names_what_binds_each_parameter_of_the_generated_functions():
+    """The generated code names parameters by kind and position only; rs.explain's legend
+    names each one's field (a key field as itself), reduction target or Global."""
+    V, E = heat_graph.chain(5)
+    total = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def conduct(e):
+        d = e.head.T - e.tail.T
+        e.tail.flux += d
+        total += d
+
+    cfg = rs.Config(target="cpu")
+    E.foreach(conduct, cfg)
+    text = rs.explain(conduct, E, cfg, full=True)
+    legend = text[text.index("-- parameters"):text.index("-- generated Python")].splitlines()
+    assert "  _field0: FieldStorage of E.head" in legend
+    assert "  _field2: FieldStorage of E.tail" in legend
+    assert any(line.startswith("  _slots") and line.endswith("ReductionSlots of V.flux")
+               for line in legend)
+    assert any(line.endswith("ReductionSlots of Global total") for line in legend)

@@ -17,12 +17,13 @@ import ast
 import copy
 from collections import Counter
 
+from .single_assignment import is_store
+
 
 def propagate(body: list, keep: frozenset = frozenset()) -> list:
     """`body` (a loop's statements, not changed) without the top-level copies and constants
     described above; names in `keep` (read outside the body) are never dropped."""
-    stores, read_first = _stores_and_early_reads(body)
-    later = _stores_after(body)  # position -> names stored in statements after it
+    stores, read_first, last = _stores_and_early_reads(body)
     known: dict = {}  # dropped local -> the expression its reads become
     reads = _Reads(known)
     out = []
@@ -32,7 +33,7 @@ def propagate(body: list, keep: frozenset = frozenset()) -> list:
                 target not in read_first:
             value = stmt.value
             if isinstance(value, ast.Name) and value.id != target and \
-                    value.id not in later[at]:
+                    last.get(value.id, -1) <= at:  # (nothing stores it afterwards)
                 known[target] = known.get(value.id, value)
                 continue
             if isinstance(value, ast.Constant) and type(value.value) in (float, bool):
@@ -50,36 +51,24 @@ def _single_target(stmt):
 
 
 def _stored_names(node) -> list:
-    names = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            names.append(n.id)
-        elif isinstance(n, (ast.AugAssign, ast.NamedExpr)) and isinstance(n.target, ast.Name):
-            names.append(n.target.id)
-    return names
+    return [n.id if isinstance(n, ast.Name) else n.target.id
+            for n in ast.walk(node) if is_store(n)]
 
 
 def _stores_and_early_reads(body):
-    """(stores: name -> how many times the body stores it, anywhere; names read before the
-    body's first store to them)."""
+    """(stores: name -> how many times the body stores it, anywhere; the names read before
+    the body's first store to them; name -> the position of the last statement storing it)."""
     stores: Counter = Counter()
     read_first: set = set()
-    for stmt in body:
+    last: dict = {}
+    for at, stmt in enumerate(body):
         for n in ast.walk(stmt):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in stores:
                 read_first.add(n.id)
         for name in _stored_names(stmt):
             stores[name] += 1
-    return stores, read_first
-
-
-def _stores_after(body) -> list:
-    """For each position, the names the statements after it store."""
-    after, seen = [None] * len(body), set()
-    for at in range(len(body) - 1, -1, -1):
-        after[at] = frozenset(seen)
-        seen.update(_stored_names(body[at]))
-    return after
+            last[name] = at
+    return stores, read_first, last
 
 
 class _Reads(ast.NodeTransformer):

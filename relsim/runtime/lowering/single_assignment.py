@@ -69,15 +69,16 @@ def _candidates(body: list) -> set:
             for t in stmt.targets:
                 top[t.id] += 1
                 seen.add(t.id)
-            stores = [n for n in ast.walk(stmt.value) if _stores(n)]
+            stores = [n for n in ast.walk(stmt.value) if is_store(n)]
         else:
-            stores = [n for n in ast.walk(stmt) if _stores(n)]
+            stores = [n for n in ast.walk(stmt) if is_store(n)]
         for node in stores:
             deeper.add(node.id if isinstance(node, ast.Name) else node.target.id)
     return {v for v, k in top.items() if k > 1} - deeper - read_first
 
 
-def _stores(node) -> bool:
+def is_store(node) -> bool:
+    """Whether `node` stores a plain name (an assignment's target, ``+=``, ``:=``)."""
     return (isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)) or \
         (isinstance(node, (ast.AugAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name))
 

@@ -81,10 +81,6 @@ from .rows import CudaLowerer
 THREADS_PER_BLOCK = 256  # on a GPU; the simulator runs each thread as a Python thread
 SIM_THREADS = 8
 MAX_BLOCKS = 1 << 16  # the grid-stride loop covers any row count
-# the simulator starts a Python thread per thread of each block, which costs far more than a
-# row's work: a few blocks whose threads stride over every row (a 2,000-row launch 593 ms at
-# one row a thread, 130 ms at 4 blocks), and the grid-stride loops are exercised
-SIM_BLOCKS = 4
 
 
 def unavailable_reason() -> str | None:
@@ -169,7 +165,7 @@ def _mirrored(field) -> bool:
 def _shape(n: int):
     """(blocks, threads per block) of a launch over n positions."""
     if device.simulated():
-        return max(1, min(-(-n // SIM_THREADS), SIM_BLOCKS)), SIM_THREADS
+        return max(1, min(-(-n // SIM_THREADS), device.SIM_BLOCKS)), SIM_THREADS
     return max(1, min(-(-n // THREADS_PER_BLOCK), MAX_BLOCKS)), THREADS_PER_BLOCK
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import numpy as np
 from numba import config, cuda
 
+from . import device
 from .allocate import empty
 
 CHUNK = 64  # rows a thread counts and numbers
 SCAN_THREADS = 8 if config.ENABLE_CUDASIM else 256  # the one block scanning the counts
 THREADS = 8 if config.ENABLE_CUDASIM else 256  # per block, row-parallel kernels
 MAX_BLOCKS = 1 << 16
-SIM_BLOCKS = 4  # grid-stride kernels' blocks in the simulator
 _JIT = {} if config.ENABLE_CUDASIM else {"cache": True}
 
 
@@ -112,9 +112,9 @@ def _shape(n: int):
 
 def _stride_shape(n: int):
     """The launch shape of a grid-stride kernel over n rows: in the simulator a few blocks
-    (each of its threads is a Python thread started per launch; see `backend.SIM_BLOCKS`)."""
+    (each of its threads is a Python thread started per launch: `device.SIM_BLOCKS`)."""
     blocks, threads = _shape(n)
-    return (min(blocks, SIM_BLOCKS) if config.ENABLE_CUDASIM else blocks), threads
+    return (min(blocks, device.SIM_BLOCKS) if config.ENABLE_CUDASIM else blocks), threads
 
 
 def _rows2d(a):
