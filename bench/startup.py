@@ -274,6 +274,9 @@ def main(argv=None) -> None:
     env0["PYTHONPATH"] = os.pathsep.join([str(C.ROOT)] + ([env0["PYTHONPATH"]]
                                                            if env0.get("PYTHONPATH") else []))
     env0.pop("RELSIM_TARGET", None)
+    env0.pop("RELSIM_STARTUP", None)  # (set by `_common` for the benchmarks)
+    if C.USER_STARTUP is not None:  # start-up as the user has it
+        env0["RELSIM_STARTUP"] = C.USER_STARTUP
     env0.pop("PYTHONDONTWRITEBYTECODE", None)
     env0["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pyc")
     prime = dict(env0, RELSIM_CACHE_DIR=os.path.join(work, "prime", "relsim"),

@@ -7,9 +7,9 @@ failed ``import relsim``). Targets come from the registry (`relsim.target_regist
 
 Building a Config imports nothing: the target's name is checked against the registered targets
 and the names of installed plugins (their entry points, not loaded until the target is first
-used); options a backend owns (the cpu's `threads`, `parallel_threshold`, `scatter`, `segments`) are
-validated by that backend (`Backend.check_options`), and only its own launches are keyed by them
-(`Backend.key`)."""
+used); options a backend owns (the cpu's `threads`, `parallel_threshold`, `scatter`,
+`segments`, `startup`) are validated by that backend (`Backend.check_options`), and only its own
+launches are keyed by them (`Backend.key`)."""
 from __future__ import annotations
 
 import os
@@ -37,6 +37,10 @@ class Config:
     # compiled call, compiled by a background process while the first replays run them one by
     # one ("background"), at the first replay ("now"), or never ("off": launch by launch)
     segments: str = "background"
+    # owned by the cpu targets: a launch whose parallel variant is not compiled yet runs the
+    # serial one (same bits) while a background process compiles it ("tiered"), or waits for
+    # it ("wait"); None: $RELSIM_STARTUP, else "tiered" (`backends/cpu/tiers.py`)
+    startup: str | None = None
     # run-time checks in kernels (NaN/inf produced, integer division by zero, keys and indices
     # out of range), each a KernelCheckError naming the row and the source line; a separately
     # compiled variant: with False the generated code has none of them

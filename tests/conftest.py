@@ -8,6 +8,10 @@ import pytest
 os.environ.setdefault("RELSIM_CACHE_DIR", os.path.join(tempfile.gettempdir(), "relsim-test-cache"))
 # the cuda target runs in numba's CUDA simulator unless NUMBA_ENABLE_CUDASIM=0 (a GPU machine)
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# a parallel variant compiles at the first launch that needs it ("tiered" start-up would run
+# the serial one meanwhile: a test of 2 threads would not run parallel code on a fresh clone);
+# tests of tiers set `Config(startup="tiered")`
+os.environ.setdefault("RELSIM_STARTUP", "wait")
 
 import relsim as rs  # noqa: E402
 from tests import heat_graph, proxy_backend  # noqa: E402

@@ -208,14 +208,16 @@ def test_threads_are_set_through_the_cpu_backend():
 
 
 def test_options_a_backend_owns_are_validated_by_it_and_key_only_its_launches(tmp_path):
-    """`scatter`, `parallel_threshold`, `threads` and `segments` are the cpu's
+    """`scatter`, `parallel_threshold`, `threads`, `segments` and `startup` are the cpu's
     (`CpuBackend.options`): its `check_options` refuses bad values whatever the target, and
     only cpu launches are keyed by them; an interp (or cuda) launch is reused when they
     change."""
     cpu = rs.Config(target="cpu").backend
-    assert set(cpu.options) == {"scatter", "parallel_threshold", "threads", "segments"}
+    assert set(cpu.options) == {"scatter", "parallel_threshold", "threads", "segments",
+                                "startup"}
     for bad, match in ((dict(scatter="fast"), "scatter must be one of auto, direct"),
                        (dict(segments="later"), "segments must be one of background, now, off"),
+                       (dict(startup="soon"), "startup must be one of tiered, wait"),
                        (dict(parallel_threshold=-1), "parallel_threshold must be an int >= 0"),
                        (dict(threads=0), "threads must be a positive int")):
         with pytest.raises(rs.ConfigError, match=match):

@@ -128,10 +128,11 @@ def test_a_worker_compiles_relsim_folds_into_the_disk_cache(tmp_path, monkeypatc
     signature = (f32_2d, i64_1d, i64_1d, types.none, f32_2d, types.int64)
     job = compile_jobs.CompileJob(fn.py_func.__module__, fn.py_func.__name__,
                                   tuple(sorted(fn.targetoptions.items())), signature, 1)
-    for background in (False, True):
-        proc = compile_jobs.start([job], background=background)
-        proc.wait(timeout=300)
-        compile_jobs.running[:] = [p for p in compile_jobs.running if p is not proc]
+    proc = compile_jobs.start([job])
+    proc.wait(timeout=300)
+    compile_jobs.running[:] = [p for p in compile_jobs.running if p is not proc]
+    done = compile_jobs.background([job, job])  # the background worker: the second loads it
+    _wait(done({0, 1}))
     _another_process_loads_the_rows_fold("types.float32[:, :], types.int64[:]")
 
 
@@ -151,11 +152,16 @@ def test_a_helper_is_compiled_in_the_background_once(tmp_path, monkeypatch):
     fn = host_folds.gather_num_rows_serial
     here, done = compile_jobs.helper_in_background(fn, signature)
     assert not here and compile_jobs.helper_in_background(fn, signature) == (False, done)
+    _wait(done)
+    _another_process_loads_the_rows_fold("types.float32[:, ::1], types.int64[::1]")
+
+
+def _wait(done) -> None:
+    """Wait (at most 300 s) until `done()` says the background worker did its jobs."""
     deadline = time.monotonic() + 300
     while not done():
         assert time.monotonic() < deadline, "the background worker did not finish"
         time.sleep(0.2)
-    _another_process_loads_the_rows_fold("types.float32[:, ::1], types.int64[::1]")
 
 
 def _another_process_loads_the_rows_fold(types_2d_1d: str) -> None:

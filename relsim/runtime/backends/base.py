@@ -71,6 +71,9 @@ class Launch(ABC):
     # called at each launch when not None; once it returns True, the launch binds its
     # preferred (parallel) variants again (see `set_tier0`)
     tier_done = None
+    # whether a launch may tier itself when it binds (`Config.startup`: the cpu's
+    # `backends/cpu/tiers.py`); the MPI layer turns it off (its ranks compile a function once)
+    self_tiering = False
 
     @abstractmethod
     def launch(self, relation, subset) -> None:

@@ -5,8 +5,9 @@ entry point `rs.precompile` is `runtime/precompile.py`, above `execute`).
 Workers are plain subprocesses (``python -m relsim.runtime.host.compile_jobs``), not a
 multiprocessing pool: a spawned pool would import the user's main script again and run the
 simulation in every worker. A job a worker fails on is left to its launch, which compiles it as
-if nothing had been compiled ahead and reports any error at the user's line. A background
-worker (tiered start-up) runs niced and reports each finished job on a pipe (`Progress`).
+if nothing had been compiled ahead and reports any error at the user's line. One background
+worker per process (`background`: tiered start-up, captured segments, helpers) runs niced,
+takes jobs as the program finds them and reports each finished one on a pipe (`Background`).
 """
 from __future__ import annotations
 
@@ -78,16 +79,16 @@ def cores() -> int:
 
 
 def in_background(later: dict, tiered: list) -> None:
-    """Start the background worker for the jobs `later` (smallest first, so that a short run
+    """Give the jobs `later` to the background worker (smallest first, so that a short run
     still leaves some in the cache), and tell each tiered launch how to learn that its own
     are done."""
     if not later:
         return
     order = sorted(later, key=lambda key: later[key].cost)
-    progress = Progress(start([later[key] for key in order], background=True))
+    done = background([later[key] for key in order])
     index = {key: i for i, key in enumerate(order)}
     for exe, keys in tiered:
-        exe.tier_done = progress.test({index[key] for key in keys})
+        exe.tier_done = done({index[key] for key in keys})
 
 
 _helpers: dict = {}  # (module, function, signature) -> its background worker's `done` test
@@ -96,25 +97,43 @@ _helpers: dict = {}  # (module, function, signature) -> its background worker's 
 def helper_in_background(fn, signature):
     """One of relsim's compiled helpers `fn` (a cached njit dispatcher) for `signature`:
     (True, None) when its machine code is here or in Numba's disk cache (now loaded), else
-    (False, done) after starting, once per process, a background worker compiling it into the
-    cache; ``done()`` tells, cheaply, when `load_cached` may find it. For a helper whose first
-    compilation would stall a launch for seconds while a slower way to the same bits exists."""
+    (False, done) after giving it, once per process, to the background worker; ``done()``
+    tells, cheaply, when `load_cached` may find it. For a helper whose first compilation
+    would stall a launch for seconds while a slower way to the same bits exists."""
     if load_cached(fn, signature):
         return True, None
     key = (fn.py_func.__module__, fn.py_func.__name__, tuple(signature))
     if key not in _helpers:
         job = CompileJob(key[0], key[1], (), key[2], 1)
         try:
-            _helpers[key] = Progress(start([job], background=True)).test({0})
+            _helpers[key] = background([job])({0})
         except OSError:  # no process to start: the slower way it is
             _helpers[key] = lambda: False
     return False, _helpers[key]
 
 
+_background: dict = {}  # NUMBA_CACHE_DIR -> this process's background worker (`Background`)
+
+
+def background(jobs):
+    """Give `jobs` to this process's background worker (started at the first call, again if
+    it ended): one niced process compiles, in the order given, everything the program
+    compiles ahead in the background (tiered launches' parallel variants, captured segments,
+    helpers) while the program runs what it has. Returns ``test(wanted)``: a cheap test of
+    whether the jobs at positions `wanted` of `jobs` are done. Raises OSError when no process
+    can be started."""
+    where = os.environ.get("NUMBA_CACHE_DIR", "")  # (a worker writes where it started)
+    worker = _background.get(where)
+    if worker is None or worker.ended:
+        worker = _background[where] = Background()
+    return worker.submit(jobs)
+
+
 def start(jobs, background: bool = False):
     """A worker process compiling `jobs` into Numba's disk cache, stopped at exit if still
-    running; a background one runs at a lower priority than the program and is left to finish
-    after it (so that the next run finds every parallel variant; Ctrl-C stops it too)."""
+    running; a background one (`Background`) runs at a lower priority than the program, takes
+    more jobs on its stdin while it runs, and is left to finish after the program (so that the
+    next run finds every parallel variant; Ctrl-C stops it too)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3])] +
                                         [p for p in sys.path if p])
@@ -123,24 +142,42 @@ def start(jobs, background: bool = False):
     proc = subprocess.Popen(args, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE if background else subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
-    proc.stdin.write(pickle.dumps(jobs))
-    proc.stdin.close()
     if not background:
+        proc.stdin.write(pickle.dumps(jobs))
+        proc.stdin.close()
         running.append(proc)
     return proc
 
 
-class Progress:
-    """What a background worker has finished: it writes the index of each job once that job's
-    machine code is in the cache (or its compilation failed: its launch then compiles it)."""
+class Background:
+    """The background worker: jobs are pickled lists written to its stdin, each job's index
+    (counted over all lists) written back on its stdout once its machine code is in the cache
+    (or its compilation failed: its launch then compiles it). Its stdin closes when the program
+    ends: it then finishes what it was given and exits."""
 
-    def __init__(self, proc):
-        self.proc, self.done, self.ended, self.buf = proc, set(), False, b""
+    def __init__(self):
+        self.proc = start([], background=True)
+        self.given, self.done, self.ended, self.buf = 0, set(), False, b""
         try:
-            os.set_blocking(proc.stdout.fileno(), False)
+            os.set_blocking(self.proc.stdout.fileno(), False)
             self.piped = True
         except (OSError, AttributeError):  # no non-blocking pipes: learn only that it ended
             self.piped = False
+
+    def submit(self, jobs):
+        first = self.given
+        self.proc.stdin.write(pickle.dumps(list(jobs)))
+        self.proc.stdin.flush()
+        self.given += len(jobs)
+        return lambda wanted: self.test({first + i for i in wanted})
+
+    def close(self) -> None:
+        """No more jobs: the worker finishes those it has (unread reports are dropped)."""
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:  # (it ended early: nothing to tell it)
+                pass
 
     def poll(self) -> None:
         if not self.piped:
@@ -175,6 +212,19 @@ def _stop_workers() -> None:
             proc.kill()
             proc.wait()
     running.clear()
+    for worker in _background.values():  # told that no more jobs come: it finishes its own
+        worker.close()
+    _background.clear()
+
+
+def _jobs(stream):
+    """The jobs written to `stream`: pickled lists, until it closes."""
+    while True:
+        try:
+            batch = pickle.load(stream)
+        except EOFError:
+            return
+        yield from batch
 
 
 def _worker() -> None:
@@ -184,7 +234,7 @@ def _worker() -> None:
     background = report = "--background" in sys.argv[1:]
     if background and hasattr(os, "nice"):
         os.nice(10)  # the program's serial launches run meanwhile: they come first
-    for i, job in enumerate(pickle.loads(sys.stdin.buffer.read())):
+    for i, job in enumerate(_jobs(sys.stdin.buffer)):
         try:
             if job.path.endswith(".py"):  # a generated module, its callees compiled first
                 module = modules.module_at(Path(job.path))

@@ -40,6 +40,9 @@ class DistributedLaunch(Launch):
         self.analysed = a = inner.analysed
         self.source, self.path, self.sites = inner.source, inner.path, inner.sites
         self.params = getattr(inner, "params", ())
+        # rank 0 compiles what a first launch needs, the others load it (`first_launch`): no
+        # rank runs serial variants while a background process of its own compiles
+        inner.self_tiering = False
         self.rows = None
         if a.inserts or a.deletes:
             self.rows = inner.row_sink = RowChanges(world, a.relation,

@@ -56,7 +56,7 @@ from ...lowering import (
 from ...lowering.emit import unparse
 from .. import base
 from ..base import Backend, Launch, variant_note
-from . import fused, lanes, pending, row_work, segment, threading_layer
+from . import fused, lanes, pending, row_work, segment, threading_layer, tiers
 from . import scatter as cpu_scatter
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
@@ -72,7 +72,7 @@ class CpuBackend(Backend):
         self.name = "cpu-serial" if serial else "cpu"
         threading_layer.prepare()  # before Numba starts its threading layer
 
-    options = ("threads", "parallel_threshold", "scatter", "segments")
+    options = ("threads", "parallel_threshold", "scatter", "segments", "startup")
 
     def compile_segment(self, calls, fallback):
         return segment.compile_segment(calls, fallback)
@@ -90,6 +90,7 @@ class CpuBackend(Backend):
         if config.segments not in segment.MODES:
             raise ConfigError(f"segments must be one of {', '.join(segment.MODES)}, got "
                               f"{config.segments!r}")
+        tiers.check(config)
 
     def share_cores(self, cores: int) -> None:
         """Ranks on one node share its cores: this one takes `cores` Numba threads (at least
@@ -239,10 +240,13 @@ class CpuExecutable(Launch):
         self.array_fields = tuple({id(f): f for f in (*self.host_fields,
                                                       *self.gather_fields)}.values())
         self.print_stmts = prints.sites(analysed.body)  # the kernel's print sites, in order
-        # tier 0 (`rs.precompile(..., background=True)`): launches run the serial variants
-        # (same bits) until `tier_done()` says the parallel ones are in Numba's disk cache
+        # tier 0 (`tiers.py`; `rs.precompile(..., background=True)`): launches run the serial
+        # variants (same bits) until `tier_done()` says the parallel ones are in Numba's disk
+        # cache; (path, function, signature) of the jobs given to the background worker
         self.tier0 = False
         self.tier_done = None
+        self.self_tiering = not serial and tiers.mode(options) == "tiered"
+        self.tiered_jobs: set = set()
         self.err = np.zeros(1, dtype=np.int64)  # a failed check's line (-line: see flag_error)
         self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
 
@@ -391,7 +395,10 @@ class CpuExecutable(Launch):
         runs after it (a scatter's shared slots, parked slots), each for its arguments' types
         and not compiled (or loaded) yet (binding now, as that launch would; the launch then
         reuses the binding)."""
-        b = self.current(relation, subset)
+        return self.jobs_of(self.current(relation, subset))
+
+    def jobs_of(self, b) -> list:
+        """The compilations binding `b`'s launch needs (see `compile_jobs`)."""
         calls = [(b.fn, b.call_args)] + [(fn, args) for fn, args in b.post
                                          if hasattr(fn, "typeof_pyval")] + \
             [(pf.fn, pf.args) for pf in b.deferred]
@@ -456,6 +463,8 @@ class CpuExecutable(Launch):
                 break
         else:
             new = self.bind(relation, subset, versions)
+            if self.self_tiering and tiers.start(self, new):
+                new = self.bind(relation, subset, versions)  # its serial variants meanwhile
             new.structure, new.arrays = structure, arrays
         for old in (b, kept):
             if old is not None and old is not new and old.structure == structure:
@@ -701,8 +710,8 @@ class CpuExecutable(Launch):
             # the others keep their value, as a fold of no slots would leave it
             # (serial unless large: a parallel region costs more than folding a few thousand
             # rows, up to milliseconds when other processes hold the cores)
-            fn = host_folds.gather_num_rows_parallel if not self.force_serial and len(touched) \
-                >= max(self.threshold, host_folds.SPARSE_PARALLEL_ROWS) \
+            fn = host_folds.gather_num_rows_parallel if not (self.force_serial or self.tier0) \
+                and len(touched) >= max(self.threshold, host_folds.SPARSE_PARALLEL_ROWS) \
                 else host_folds.gather_num_rows_serial
             return fn, (F, touched, off, ids, vals, op)
         if F.shape[1] == 1 and F.flags.c_contiguous and vals.flags.c_contiguous:

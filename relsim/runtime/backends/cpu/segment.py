@@ -196,8 +196,7 @@ class _Runner:
                 self.fn.py_func.__globals__["__file__"], "captured_segment",
                 tuple(sorted(dict(FLAGS, cache=True).items())), self.signature, 1)
             try:
-                self.done = compile_jobs.Progress(
-                    compile_jobs.start([job], background=True)).test({0})
+                self.done = compile_jobs.background([job])({0})
             except OSError:  # no process to start: compiled here
                 self.compile()
                 return False

@@ -1,0 +1,60 @@
+"""Tiered start-up: a launch whose parallel variant Numba has neither compiled nor cached runs
+its serial one (the same bits, compiled in about a third of the time) while this process's
+background worker (`host/compile_jobs.background`, one niced process) compiles the parallel
+one into Numba's disk cache; the launch binds it once the worker says it is there
+(`CpuExecutable.launch` asks cheaply at each launch). A program's first run thus starts
+computing after the serial compilations, a run at a size past the parallel threshold after a
+small one does not stall, and the next run loads every variant.
+
+`Config.startup` says whether launches do this ("tiered") or compile the parallel variant at
+the first launch that needs it ("wait"); None takes $RELSIM_STARTUP, else "tiered".
+`rs.precompile(..., background=True)` tiers the launches it is given in the same way, ahead of
+their first launch. On several MPI ranks the distributed layer turns it off (`first_launch`:
+rank 0 compiles each function once, the others load it)."""
+from __future__ import annotations
+
+import os
+
+from ....errors import ConfigError
+from ...host import compile_jobs
+
+MODES = ("tiered", "wait")
+
+
+def check(config) -> None:
+    """A ConfigError for a `Config.startup` not in MODES (None is checked at its use)."""
+    if config.startup is not None and config.startup not in MODES:
+        raise ConfigError(f"startup must be one of {', '.join(MODES)} (or None: "
+                          f"$RELSIM_STARTUP, else tiered), got {config.startup!r}")
+
+
+def mode(config) -> str:
+    """`config`'s start-up mode: `Config.startup`, else $RELSIM_STARTUP, else "tiered"."""
+    if config.startup is not None:
+        return config.startup
+    text = os.environ.get("RELSIM_STARTUP", "").strip().lower() or "tiered"
+    if text not in MODES:
+        raise ConfigError(f"RELSIM_STARTUP must be one of {', '.join(MODES)}, got "
+                          f"{os.environ['RELSIM_STARTUP']!r}")
+    return text
+
+
+def start(exe, b) -> bool:
+    """When the new binding `b` of `exe` calls parallel code neither compiled nor in the disk
+    cache: give what it needs to the background worker and set `exe` on its serial variants
+    until the worker is done (`exe.tier_done`); whether it did. A job is given once per
+    launch: one the worker failed on is compiled by the launch itself, as without tiers."""
+    if not b.parallel or exe.tier0 or exe.tier_done is not None:
+        return False
+    jobs = [job for job in exe.jobs_of(b) if (job.path, job.function, job.signature)
+            not in exe.tiered_jobs and not job.cached()]  # (cached ones are loaded here)
+    if not any(job.parallel for job in jobs):
+        return False
+    try:
+        done = compile_jobs.background(jobs)(set(range(len(jobs))))
+    except OSError:  # no process to start: the launch compiles them
+        return False
+    exe.tiered_jobs.update((job.path, job.function, job.signature) for job in jobs)
+    exe.set_tier0(True)
+    exe.tier_done = done
+    return True

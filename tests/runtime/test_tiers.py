@@ -1,0 +1,70 @@
+"""Tiered start-up by default (`Config.startup`, `backends/cpu/tiers.py`): a launch whose
+parallel variant is neither compiled nor cached runs its serial one while the background worker
+compiles it, then binds it from the disk cache; the bits never change."""
+import time
+
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim.runtime import execute
+from tests import heat_graph
+
+
+def _interp(times):
+    V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
+    conduct, update = heat_graph.kernels(0.0875)
+    heat_graph.step(V, E, conduct, update, rs.Config(target="interp"), times=times)
+    return V.T.numpy().tobytes()
+
+
+def test_a_launch_runs_serial_code_until_its_parallel_variant_is_compiled(tmp_path):
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path),
+                    startup="tiered")
+    V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
+    # (a rate no other test uses: modules of their own, in a cold cache)
+    conduct, update = heat_graph.kernels(0.0875)
+    heat_graph.step(V, E, conduct, update, cfg)
+    exe = execute.executable(update, V, cfg)
+    assert exe.tier0 and not exe.bindings[None].parallel  # the serial variant, meanwhile
+    assert V.T.numpy().tobytes() == _interp(1)
+    deadline = time.monotonic() + 300
+    while not exe.tier_done():
+        assert time.monotonic() < deadline, "the background worker did not finish"
+        time.sleep(0.2)
+    heat_graph.step(V, E, conduct, update, cfg, times=2)
+    b = exe.bindings[None]
+    assert not exe.tier0 and b.parallel  # loaded from the disk cache the worker wrote
+    assert sum(b.fn.stats.cache_hits.values()) == 1
+    assert V.T.numpy().tobytes() == _interp(3)
+    # kernels with the same code, later (the next run): the cache has both variants, no tiers
+    conduct2, update2 = heat_graph.kernels(0.0875)
+    V2, E2 = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
+    heat_graph.step(V2, E2, conduct2, update2, cfg, times=3)
+    exe2 = execute.executable(update2, V2, cfg)
+    assert exe2.tier_done is None and exe2.bindings[None].parallel
+    assert V2.T.numpy().tobytes() == _interp(3)
+
+
+def test_wait_compiles_the_parallel_variant_at_the_first_launch(tmp_path):
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path),
+                    startup="wait")
+    V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
+    conduct, update = heat_graph.kernels(0.0875)
+    heat_graph.step(V, E, conduct, update, cfg)
+    exe = execute.executable(update, V, cfg)
+    assert exe.tier_done is None and not exe.tier0 and exe.bindings[None].parallel
+    assert V.T.numpy().tobytes() == _interp(1)
+
+
+def test_bad_startup_values_name_the_option_or_the_variable(tmp_path, monkeypatch):
+    with pytest.raises(rs.ConfigError, match="startup must be one of tiered, wait"):
+        rs.Config(target="cpu", startup="soon")
+    monkeypatch.setenv("RELSIM_STARTUP", "soon")
+    V, E = heat_graph.chain(20)
+    conduct, update = heat_graph.kernels(0.0875)
+    with pytest.raises(rs.ConfigError, match="RELSIM_STARTUP must be one of tiered, wait, "
+                                             "got 'soon'"):
+        V.foreach(update, rs.Config(target="cpu", cache_dir=str(tmp_path)))
+    monkeypatch.setenv("RELSIM_STARTUP", "Tiered ")  # (as RELSIM_DEBUG: case and spaces)
+    V.foreach(update, rs.Config(target="cpu", cache_dir=str(tmp_path), parallel_threshold=7))
