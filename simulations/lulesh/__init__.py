@@ -22,7 +22,7 @@ def bench(argv=None) -> int:
         print("relsim bench lulesh --model: the scaling model is a tool of the repository now: "
               "python -m bench.scaling lulesh [options]", file=sys.stderr)
         return 2
-    from .bench import main as _main
+    from .benchmark import main as _main
     return _main(argv)
 
 

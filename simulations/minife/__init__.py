@@ -6,7 +6,7 @@ matrices and source vectors, Dirichlet faces) into a `relsim.linalg.SparseMatrix
 kernel and solves it with `relsim.linalg.cg` as the reference does (200 iterations at most,
 tolerance machine epsilon), printing the reference's progress lines and its YAML summary.
 relsim's options: ``--target``, ``--threads``, ``--yaml PATH`` (also write the summary there).
-`relsim bench minife --reference PATH` runs the reference side by side (see `bench.py`).
+`relsim bench minife --reference PATH` runs the reference side by side (see `benchmark.py`).
 
 CG's dot products are exact sums here (the reference sums in row order): the iterates are the
 same on every target, thread count and rank count, and they differ from the reference's in the
@@ -22,7 +22,7 @@ def main(argv=None) -> int:
 
 
 def bench(argv=None) -> int:
-    from .bench import main as _main
+    from .benchmark import main as _main
     return _main(argv)
 
 

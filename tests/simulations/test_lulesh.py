@@ -241,7 +241,7 @@ def test_output_writes_vtu_and_xdmf_series(tmp_path, capsys):
 # -- relsim bench lulesh --ranks (no reference binary, no mpiexec needed) ---------------------
 
 def test_bench_reference_size_is_s_over_cbrt_ranks():
-    from relsim_simulations.lulesh.bench import reference_size
+    from relsim_simulations.lulesh.benchmark import reference_size
     assert [reference_size(20, n) for n in (1, 8)] == [20, 10]
     assert reference_size(30, 27) == 10 and reference_size(7, 1) == 7
     with pytest.raises(ValueError, match="cube number of ranks .* not 2"):
@@ -259,14 +259,14 @@ def test_bench_reference_size_is_s_over_cbrt_ranks():
     (["--ranks", "1,8", "--reference-mpi", "/nonexistent/lulesh2.0"], "not an executable"),
 ])
 def test_bench_ranks_options_are_refused_before_anything_runs(capsys, argv, message):
-    from relsim_simulations.lulesh import bench
+    from relsim_simulations.lulesh import benchmark as bench
     with pytest.raises(SystemExit) as exc:
         bench.main(argv)
     assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_bench_ranks_without_mpiexec_is_skipped(capsys, monkeypatch):
-    from relsim_simulations.lulesh import bench
+    from relsim_simulations.lulesh import benchmark as bench
     monkeypatch.setattr(bench, "find_mpiexec", lambda: None)
     monkeypatch.setattr(bench, "run_relsim", lambda *a, **k: pytest.fail("ran without mpiexec"))
     assert bench.main(["-s", "4", "--ranks", "1,8"]) == 0
@@ -274,7 +274,7 @@ def test_bench_ranks_without_mpiexec_is_skipped(capsys, monkeypatch):
 
 
 def test_bench_ranks_checks():
-    from relsim_simulations.lulesh.bench import verify_ranks
+    from relsim_simulations.lulesh.benchmark import verify_ranks
     end = dict(iterations=231, time=S10["time"], dt=S10["dt"], e0=S10["e0"], sums=S10["sums"],
                symmetry={"MaxAbsDiff": 2e-12, "TotalAbsDiff": 1e-11, "MaxRelDiff": 4e-14})
     runs = [dict(end, ranks=1), dict(end, ranks=8)]
@@ -323,7 +323,7 @@ e0 2.72053116847034435e+04
 
 
 def test_bench_reads_the_reference_report(tmp_path):
-    from relsim_simulations.lulesh.bench import run_reference, verify_ranks
+    from relsim_simulations.lulesh.benchmark import run_reference, verify_ranks
     fake = tmp_path / "lulesh2.0"  # prints the report of `mpiexec -n 8 lulesh2.0 -s 5`
     (tmp_path / "report.txt").write_text(REPORT)
     fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'report.txt'}\n")

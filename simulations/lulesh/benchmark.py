@@ -181,7 +181,7 @@ def c_loc(path) -> int:
 def lines_of_code(reference_src) -> list:
     port = {p.name: python_loc(p) for p in sorted(HERE.glob("*.py"))}
     kernels = sum(port[n] for n in ("constants.py", "geometry.py", "nodal.py", "elements.py"))
-    sim = sum(v for n, v in port.items() if n not in ("bench.py", "command.py", "__init__.py"))
+    sim = sum(v for n, v in port.items() if n not in ("benchmark.py", "command.py", "__init__.py"))
     rows = [("relsim kernels (constants, geometry, nodal, elements)", kernels),
             ("relsim simulation (+ regions, problem: setup and time loop)", sim),
             ("relsim with its command line (+ command.py, __init__.py)",
