@@ -56,8 +56,10 @@ def points(vertices, *, coords, cells, cell_type: str) -> None:
     if isinstance(cells, Field) or (isinstance(cells, tuple | list) and cells
                                     and all(isinstance(f, Field) for f in cells)):
         keys = _keys(where, cells, None, vertices)
+        # a key vector's own array (read-only, and replaced, never changed, by a load: the
+        # connectivity as it is now, without a copy); scalar keys side by side
         cols = [f.numpy().reshape(f.relation.size, -1) for f in keys]
-        arr = np.column_stack(cols).astype(np.int64)
+        arr = cols[0] if len(cols) == 1 else np.column_stack(cols)
         source = f"key field(s) {', '.join(f.qualname for f in keys)}"
     else:
         try:
@@ -80,7 +82,8 @@ def points(vertices, *, coords, cells, cell_type: str) -> None:
     if arr.shape[1] != nverts:
         raise DomainError(f"{where}: a {cell_type!r} cell has {nverts} vertices, but {source} "
                           f"give {arr.shape[1]}")
-    arr.flags.writeable = False
+    if arr.flags.writeable:  # (a copy of the caller's array: kept as given)
+        arr.flags.writeable = False
     output.record(vertices, vertices, coords, arr, cell_type, "point")
 
 

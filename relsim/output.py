@@ -104,7 +104,7 @@ def geometry(relation):
     else:
         kf = [relation.field(k).numpy().reshape(relation.size, -1) for k in _as_tuple(g.cells)]
         cells = np.column_stack(kf)
-    return pts, cells, g.cell_type, g.centring
+    return pts, cells.astype(np.int64, copy=False), g.cell_type, g.centring
 
 
 def _field_arrays(relation, fields) -> dict:

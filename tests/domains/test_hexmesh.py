@@ -91,6 +91,15 @@ def test_box_matches_reference_topology(n):
     assert (elems.corners.numpy().ravel() == np.arange(8 * n ** 3)).all()
 
 
+def test_box_without_corners():
+    """`corners=False` (LULESH reduces through nodelist): no corners relation, the rest as
+    with it."""
+    m, full = hexmesh.box(3, corners=False), hexmesh.box(3)
+    assert list(m.relations) == ["nodes", "elems"] and not m.elems.has_field("corners")
+    assert (m.elems.nodelist.numpy() == full.elems.nodelist.numpy()).all()
+    assert sorted(m.elems.fields) == sorted(set(full.elems.fields) - {"corners"})
+
+
 def test_box_geometry_positive_and_constants():
     n = 3
     m = hexmesh.box(n)

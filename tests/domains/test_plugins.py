@@ -128,6 +128,13 @@ def test_geometry_declarations_of_every_kind(tmp_path):
     back = meshio.read(tmp_path / "v1.vtu")
     assert np.array_equal(back.points[:, 1], np.zeros(4))
     assert np.array_equal(back.point_data["y"], V.y.numpy())
+    # the key vector's own array is kept, not a copy; keys loaded later (a new array) leave
+    # the connectivity as it was declared
+    from relsim import output
+    assert np.shares_memory(output._GEOMETRY[V].cells, T.v.numpy())
+    T.v.load([[3, 2, 1], [3, 1, 0]])
+    assert output.geometry(V)[1].tolist() == [[0, 1, 2], [0, 2, 3]]
+    assert output.geometry(V)[1].dtype == np.int64
 
     P = rs.Relation("drops", 2, elastic=True)
     P.new_field("pos", rs.vec(2, rs.f64)).load([[0.1, 0.2], [0.3, 0.4]])

@@ -336,3 +336,19 @@ def test_bench_reads_the_reference_report(tmp_path):
                symmetry={"MaxAbsDiff": 2e-12, "TotalAbsDiff": 1e-11, "MaxRelDiff": 4e-14}, ranks=1)
     bad, notes = verify_ranks(10, [end], [dict(x, ranks=8)], (231, "2.720531e+04"), S10["e0"])
     assert bad == [] and "ulp" in notes[0]
+
+
+def test_warm_up_snapshots_keep_one_row_of_a_field_whose_rows_hold_the_same_bits():
+    from relsim_simulations.lulesh.problem import _snapshot
+    R = rs.Relation("rows", 5)
+    zero, signed, vec = (R.new_field("zero", rs.f64), R.new_field("signed", rs.f64),
+                         R.new_field("vec", rs.vec(3, rs.f64), init=(1.0, 2.0, 3.0)))
+    signed.load([0.0, 0.0, -0.0, 0.0, 0.0])  # equal values, not the same bits
+    snaps = {f.name: _snapshot(f) for f in (zero, signed, vec)}
+    assert snaps["zero"].strides == (0,) and snaps["vec"].strides[0] == 0
+    assert snaps["signed"].strides == (8,)
+    for f in (zero, signed, vec):
+        before = f.numpy(copy=True)
+        f.fill(7.0)
+        f.load(snaps[f.name])
+        assert f.numpy().tobytes() == before.tobytes()
