@@ -154,12 +154,27 @@ def test_split_owned_and_shared_targets():
     own = ownership.owners(tgt, 2, bounds, 7)
     assert own.tolist() == [0, 0, -1, 1, 1, 1, ownership.UNTOUCHED]
     sp = ownership.split(tgt, 2, bounds, 7)
-    assert sp.shared_rows.tolist() == [2]
+    assert sp.rows.tolist() == [2]
     assert sp.nshared == 2 and sp.nslots == 12
-    # target 2's slots (3 and 10) are parked in slot order; the others are applied directly
-    assert sp.place.tolist() == [-1, -1, -1, 0, -1, -1, -1, -1, -1, -1, 1, -1]
-    assert sp.off.tolist() == [0, 0, 0, 2, 2, 2, 2, 2]
-    assert sp.mixed.tolist() == [False, True, False, False, False, True]
+    # target 2's slots (3 and 10) are parked in slot order; the others are applied directly;
+    # places are kept for the two mixed rows only (rows 1 and 5: indices 0 and 1)
+    assert sp.mixed.tolist() == [-1, 0, -1, -1, -1, 1]
+    assert sp.places.tolist() == [-1, 0, 1, -1]
+    assert sp.off.tolist() == [0, 2]
+
+
+def test_splits_of_several_reductions_share_one_index_of_mixed_rows():
+    """The kernel tests one `_mixed[pos]` per row: each reduction's places are re-indexed by
+    the rows mixed in any of them (-1 where only another is mixed)."""
+    bounds = ownership.block_bounds(6, 2)
+    a = ownership.split(np.array([0, 1, 1, 2, 0, -1, 3, 4, 4, 5, 2, 5]), 2, bounds, 7)
+    b = ownership.split(np.array([0, 0, 0, 0, 1, 1]), 1, bounds, 2)  # target 0 shared
+    assert a.mixed.tolist() == [-1, 0, -1, -1, -1, 1]
+    assert b.mixed.tolist() == [0, 1, 2, 3, -1, -1] and b.places.tolist() == [0, 1, 2, 3]
+    mixed, (pa, pb) = ownership.combined([a, b])
+    assert mixed.tolist() == [0, 1, 2, 3, -1, 4]
+    assert pa.tolist() == [-1, -1, -1, 0, -1, -1, -1, -1, 1, -1]
+    assert pb.tolist() == [0, 1, 2, 3, -1]
 
 
 def test_block_bounds_cover_every_row_once():

@@ -120,6 +120,16 @@ def _gather_num_rows(F, rows, off, ids, vals, op):
         _fold_row(F, rows[i], off, ids, vals, op)
 
 
+def _gather_num_listed(F, rows, off, vals, op):
+    """Fold vals[off[i]:off[i + 1]] into target row rows[i], slot by slot in order, for each
+    i: a split's shared targets (`backends/cpu/ownership.Split`), their slots in fold order."""
+    for i in prange(rows.shape[0]):
+        t = rows[i]
+        for j in range(off[i], off[i + 1]):
+            for c in range(F.shape[1]):
+                F[t, c] = _combine(op, F[t, c], vals[j, c])
+
+
 def _gather_bool(F, off, ids, vals, op):
     for t in prange(F.shape[0]):
         for c in range(F.shape[1]):
@@ -147,6 +157,9 @@ gather_num_scalar_parallel = njit(cache=True, parallel=True)(
     _named(_gather_num_scalar, "_parallel"))
 gather_num_rows_serial = njit(cache=True)(_named(_gather_num_rows, "_serial"))
 gather_num_rows_parallel = njit(cache=True, parallel=True)(_named(_gather_num_rows, "_parallel"))
+gather_num_listed_serial = njit(cache=True)(_named(_gather_num_listed, "_serial"))
+gather_num_listed_parallel = njit(cache=True, parallel=True)(
+    _named(_gather_num_listed, "_parallel"))
 gather_bool_serial = njit(cache=True)(_named(_gather_bool, "_serial"))
 gather_bool_parallel = njit(cache=True, parallel=True)(_named(_gather_bool, "_parallel"))
 

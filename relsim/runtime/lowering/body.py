@@ -90,8 +90,11 @@ class BodyLowerer(ExprLowerer):
     def slot_base(lay):
         return ast.BinOp(name(POS), ast.Mult(), ast.Constant(lay.per_row))
 
-    def slot_index(self, lay, site):
-        e = ast.BinOp(self.slot_base(lay), ast.Add(), ast.Constant(site.offset))
+    def slot_index(self, lay, site, base=None):
+        """Slot number of `site` of layout `lay` in this row (from `base`, default the row's
+        first slot)."""
+        e = ast.BinOp(self.slot_base(lay) if base is None else base, ast.Add(),
+                      ast.Constant(site.offset))
         for loop, _trip, stride in site.loops:
             term = ast.BinOp(name(self.loop_counters[id(loop)]), ast.Mult(), ast.Constant(stride))
             e = ast.BinOp(e, ast.Add(), term)

@@ -56,7 +56,7 @@ from ...lowering import (
 from ...lowering.emit import unparse
 from .. import base
 from ..base import Backend, Launch, variant_note
-from . import fused, lanes, pending, row_work, segment, threading_layer, tiers
+from . import fused, lanes, ownership, pending, row_work, segment, threading_layer, tiers
 from . import scatter as cpu_scatter
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
@@ -551,7 +551,7 @@ class CpuExecutable(Launch):
                         args[slot_places[id(lay)]] = np.empty(
                             nslots, dtype=np.int32 if nslots < 2 ** 31 else np.int64)
             b.args = tuple(args)
-        gathers, b.folds, split_args, global_vals = [], [], [], {}
+        gathers, b.folds, split_shv, global_vals = [], [], {}, {}
         for k, lay in enumerate(self.analysed.layouts):
             vals = slot_arrays.get(id(lay), (None, None))[1]
             if vals is None:  # the kernel never reaches this reduction: nothing to fold
@@ -567,9 +567,8 @@ class CpuExecutable(Launch):
                 continue
             if scheme == "split":  # only the shared targets' slots, folded after the kernel
                 sp = splits[k]
-                shv = binding.slot_array(lay, sp.nshared, per_row=1)
-                split_args += [sp.place, shv]
-                gathers.append((f, F, sp.off, None, shv, op, False, lay))
+                shv = split_shv[k] = binding.slot_array(lay, sp.nshared, per_row=1)
+                gathers.append((f, F, sp, None, shv, op, False, lay))
                 continue
             tgt = self.slot_targets(b, k, lay)
             off, ids = host_folds.build_inverse(tgt, f.relation.size)
@@ -606,10 +605,10 @@ class CpuExecutable(Launch):
             b.fn = self.grid_loops[parallel]
             b.call_args += box
         if scheme == "split":  # one partition of the rows for all fields
-            sps = list(splits.values())
-            mixed = np.logical_or.reduce([sp.mixed for sp in sps]) if len(sps) > 1 \
-                else sps[0].mixed
-            b.call_args += (sps[0].bounds, mixed) + tuple(split_args)
+            ks = sorted(splits)  # (the kernel's `_own<k>`, `_shv<k>`, ascending k)
+            mixed, places = ownership.combined([splits[k] for k in ks])
+            b.call_args += (splits[ks[0]].bounds, mixed) + \
+                tuple(a for k, pl in zip(ks, places) for a in (pl, split_shv[k]))
         b.parallel = parallel
         b.lanes = None
         if lanes_ok and box is None:  # (a stencil's nested loops, measured, save more)
@@ -625,13 +624,17 @@ class CpuExecutable(Launch):
                 fn = host_folds.gather_bool_parallel if parallel else host_folds.gather_bool_serial
                 b.post.append((fn, (F, off, ids, vals, op)))
                 continue
-            fn, args = self.gather_call(F, off, ids, vals, op, parallel)
-            if split_lay is not None:
-                b.post.append((fn, args))
+            if split_lay is not None:  # `off`: the Split; its shared rows only
+                many = not self.force_serial and len(off.rows) >= max(
+                    self.threshold, host_folds.SPARSE_PARALLEL_ROWS)
+                fn = host_folds.gather_num_listed_parallel if many else \
+                    host_folds.gather_num_listed_serial
+                b.post.append((fn, (F, off.rows, off.off, vals, op)))
                 if split_lay.conditional:  # slots a row may skip: back to the identity
                     b.post.append((vals.fill, (identity(split_lay.op,
                                                         elem_of(split_lay.target.type)),)))
                 continue
+            fn, args = self.gather_call(F, off, ids, vals, op, parallel)
             pf = host_folds.PendingFold(f, fn, args, op, (off, ids, vals), b)
             if moves_rows:  # rows move after this launch: fold now
                 b.post.append((pf.fold, ()))

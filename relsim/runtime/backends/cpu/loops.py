@@ -11,10 +11,11 @@ holds:
   (`scatter`; Globals keep their slots): `kernel_direct[_rows]` (serial) adds each contribution
   straight to the field, in row order; `kernel_split[_rows]` runs contiguous blocks of rows in
   parallel (`prange` over `_bounds`), each adding its contributions to the targets it owns
-  directly and parking those to shared targets in `_shv<k>` at `_own<k>[slot]`
-  (`ownership.py`), folded afterwards in slot order (in a row with no shared target,
-  `_mixed[pos]` false, every site adds directly; the body is emitted once, each site tests
-  the row's flag). All three give the same bits;
+  directly and parking those to shared targets in `_shv<k>` at `_own<k>[m * per_row + site]`
+  (`ownership.py`; m = `_mixed[pos]`, the row's index among the rows reaching a shared target),
+  folded afterwards in slot order (in a row with no shared target, `_mixed[pos]` -1, every
+  site adds directly; the body is emitted once, each site tests the row's index). All three
+  give the same bits;
 * over a grid relation of two or more axes (and no reductions into fields through keys):
   `kernel_grid` / `kernel_grid_serial`, nested loops over a box of cells (`grid_loops.py`);
 * when the kernel sums into float64 Globals (and reduces into no field through keys):
@@ -51,7 +52,7 @@ from ...lowering.pending_folds import fold_pending_row
 from . import choice, fused, libm, outline, row_work, stack
 from .grid_loops import GridPlan
 
-MIXED_ROW = "_mixed_row"  # split: does this row reach a shared target?
+MIXED_ROW = "_mixed_row"  # split: this row's index among those reaching a shared target, or -1
 # the parallel functions a large body of which is outlined (`outline`): the grid loops (one
 # line of cells per call). Not the others: outlined, LULESH's large row kernels ran 6-28%
 # slower (kinematics, q_limiter) and Airfoil's split and lanes loops ~18% (the same bits)
@@ -224,13 +225,16 @@ class CpuLowerer(BodyLowerer):
         self.alg.out = []
         self.reduce_in_place(s, key, vals)
         direct, self.alg.out = self.alg.out, []
-        place = self.alg.bind(ast.Subscript(name(f"_own{k}"),
-                                            self.slot_index(self.a.layouts[k], site), ast.Load()))
+        lay = self.a.layouts[k]  # (a mixed row's places: at its index among the mixed rows)
+        at = ast.BinOp(name(MIXED_ROW), ast.Mult(), ast.Constant(lay.per_row))
+        place = self.alg.bind(ast.Subscript(name(f"_own{k}"), self.slot_index(lay, site, at),
+                                            ast.Load()))
         mixed, self.alg.out = self.alg.out, []
         self.slot_write(s, vals, f"_shv{k}", place)
         parked, self.alg.out = self.alg.out, saved
         mixed.append(ast.If(ast.Compare(place, [ast.Lt()], [ast.Constant(0)]), direct, parked))
-        self.alg.out.append(ast.If(name(MIXED_ROW), mixed, direct))
+        self.alg.out.append(ast.If(ast.Compare(name(MIXED_ROW), [ast.GtE()], [ast.Constant(0)]),
+                                   mixed, direct))
 
     # -- functions and row loops ----------------------------------------------------------
     def module(self) -> ast.Module:
@@ -322,8 +326,9 @@ class CpuLowerer(BodyLowerer):
 
     def split_function(self, fname, split_loop, rows):
         """The row loop split into the contiguous blocks `_bounds`, the blocks in parallel. In
-        a row none of whose targets is shared (`_mixed[pos]` false: most rows) every site adds
-        directly; in the others each site looks up its slot's place (`_own<k>`)."""
+        a row none of whose targets is shared (`_mixed[pos]` -1: most rows) every site adds
+        directly; in the others (`_mixed[pos]`: the row's index among them) each site looks up
+        its slot's place (`_own<k>`, kept for those rows only)."""
         extra = ["_bounds", "_mixed"] + [f"_{part}{k}" for k in self.field_layouts
                                          for part in ("own", "shv")]
         (split,) = split_loop

@@ -83,7 +83,7 @@ def choose(want: str, field_layouts: dict, n: int, serial: bool, threads: int, t
               for k, lay in field_layouts.items()}
     if want == "split":
         return "split", splits
-    mixed = np.logical_or.reduce([sp.mixed for sp in splits.values()]).mean() if n else 0.0
+    mixed = np.logical_or.reduce([sp.mixed >= 0 for sp in splits.values()]).mean() if n else 0.0
     costs = {"direct": 1.0, "split": 1.0 / threads + SPLIT_MIXED_COST * share * mixed,
              "slots": (1.0 + (SLOTS_COST - 1.0) * share) / threads}
     best = min(costs, key=lambda k: (costs[k], k != "direct"))
