@@ -56,12 +56,25 @@ def _row_columns(conn, starts, elements, marker, row, cols, at):
     return at
 
 
-@njit(cache=True)
-def element_pattern(conn, n):
+def element_pattern(conn, n, key_type=lambda size: np.int64):
     """(offsets, rows, cols, index) for elements `conn` (ne, k) over n vertices: row i's
     columns are cols[offsets[i]:offsets[i + 1]], ascending, the diagonal among them (rows: each
-    entry's row); index[e, k * a + b] is the entry (row conn[e, a], column conn[e, b])."""
-    ne, k = conn.shape
+    entry's row); index[e, k * a + b] is the entry (row conn[e, a], column conn[e, b]). `rows`
+    and `cols` are of type ``key_type(n)``, `index` of ``key_type(nnz)`` (the key fields' own
+    types: the arrays can become their storage as they are)."""
+    starts, elements, offsets = _row_offsets(conn, n)
+    rows = np.empty(offsets[n], dtype=key_type(n))
+    cols = np.empty(offsets[n], dtype=key_type(n))
+    index = np.empty((conn.shape[0], conn.shape[1] ** 2), dtype=key_type(int(offsets[n])))
+    _fill(conn, starts, elements, offsets, rows, cols, index)
+    return offsets, rows, cols, index
+
+
+@njit(cache=True)
+def _row_offsets(conn, n):
+    """(starts, elements, offsets): the elements of each vertex (`_elements_of_vertices`) and
+    the CSR offsets of the rows' distinct columns."""
+    k = conn.shape[1]
     starts, elements = _elements_of_vertices(conn, n)
     # (plain loops throughout: NumPy's methods here, max, sort, searchsorted, made this
     # function 7 s to compile; the same arrays)
@@ -74,8 +87,15 @@ def element_pattern(conn, n):
     offsets = np.zeros(n + 1, dtype=np.int64)
     for i in range(n):  # how many columns each row has
         offsets[i + 1] = offsets[i] + _row_columns(conn, starts, elements, marker, i, scratch, 0)
-    rows = np.empty(offsets[n], dtype=np.int64)
-    cols = np.empty(offsets[n], dtype=np.int64)
+    return starts, elements, offsets
+
+
+@njit(cache=True)
+def _fill(conn, starts, elements, offsets, rows, cols, index):
+    """Write each row's columns (ascending), each entry's row, and each element pair's entry."""
+    ne, k = conn.shape
+    n = offsets.shape[0] - 1
+    marker = np.empty(n, dtype=np.int64)
     for i in range(n):
         marker[i] = -1
     for i in range(n):  # the columns, ascending
@@ -83,13 +103,11 @@ def element_pattern(conn, n):
         _insertion_sort(cols, offsets[i], end)
         for p in range(offsets[i], end):
             rows[p] = i
-    index = np.empty((ne, k * k), dtype=np.int64)
     for e in range(ne):
         for a in range(k):
             lo, hi = offsets[conn[e, a]], offsets[conn[e, a] + 1]
             for b in range(k):
                 index[e, k * a + b] = _find(cols, lo, hi, conn[e, b])
-    return offsets, rows, cols, index
 
 
 @njit(cache=True)

@@ -351,10 +351,12 @@ class KeyField(Field):
         when used, once the keys are loaded again.)"""
         return self.data.copy() if copy else self._handed_out(self.data)
 
-    def load(self, values) -> KeyField:
+    def load(self, values, copy: bool = True) -> KeyField:
         """Replace every key. Bad values change nothing; if the field never held loaded keys
         (``R.new_key_field(name, target).load(bad)``) it is removed from its relation again,
-        so that nothing half-built stays behind."""
+        so that nothing half-built stays behind. With ``copy=False`` a C-contiguous array of
+        the keys' storage type (`key_dtype`) becomes the field's storage, read-only, without a
+        copy (for set-up code handing over an array it built: it must not change it after)."""
         _launch.refuse_while_recording(f"loading keys into {self.qualname}")
         arr = np.asarray(values)
         try:
@@ -364,7 +366,11 @@ class KeyField(Field):
                 raise DataError(f"{exc}; {self.qualname} never held keys, so it was removed "
                                 f"again (add it with new_key_field(..., values=...))") from None
             raise
-        data = np.array(arr, dtype=key_dtype(self.target.size))
+        dtype = key_dtype(self.target.size)
+        if not copy and arr.dtype == dtype and arr.flags.c_contiguous:
+            data = arr.view()  # (a view: the flag below is the field's, not the caller's)
+        else:
+            data = np.array(arr, dtype=dtype)
         data.flags.writeable = False
         self._unset = None  # every key given
         self.data = data

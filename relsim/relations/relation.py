@@ -69,11 +69,11 @@ class Relation:
         return f
 
     def new_key_field(self, name: str, target: Relation, arity: int | None = None,
-                      values=None) -> KeyField:
+                      values=None, copy: bool = True) -> KeyField:
         """Add a field whose values are rows of `target` (`arity` keys per row if given),
-        loaded with `values` if given (else every key is row 0). Bad `values` raise before the
-        field is added: the relation is then unchanged (as after ``new_key_field(...).load(bad)``,
-        which removes the field again)."""
+        loaded with `values` if given (else every key is row 0; ``copy=False``: see
+        `KeyField.load`). Bad `values` raise before the field is added: the relation is then
+        unchanged (as after ``new_key_field(...).load(bad)``, which removes the field again)."""
         self._check_new_name(name)
         if not isinstance(target, Relation):
             raise SchemaError(f"{self.name}.{name}: key target must be a Relation, "
@@ -82,7 +82,7 @@ class Relation:
             raise SchemaError(f"{self.name}.{name}: arity must be a positive int")
         f = KeyField(self, name, target, arity)
         if values is not None:
-            f.load(values)
+            f.load(values, copy=copy)
         target._keys_in.append(weakref.ref(f))
         self._fields[name] = f
         self._schema_changed()

@@ -32,6 +32,10 @@ def test_the_pattern_is_the_definitions(n, k, ne, seed):
     assert rows.tolist() == np.repeat(np.arange(n), np.diff(offsets)).tolist()
     assert (rows * n + cols).tolist() == distinct.tolist()
     assert index.tolist() == want_index.tolist()
+    # in the keys' own types (int32 here): the same pattern
+    got = pattern.element_pattern(conn, n, lambda size: np.int32)
+    assert [a.dtype for a in got[1:]] == [np.int32] * 3
+    assert all(np.array_equal(a, b) for a, b in zip(got, (offsets, rows, cols, index)))
 
 
 @pytest.mark.parametrize("dims", [(2, 3, 1), (4, 3, 2)])

@@ -6,7 +6,7 @@ import relsim as rs
 
 def test_fields_subsets_and_built_groupings_are_counted():
     V, E = rs.Relation("V", 40), rs.Relation("E", 30)
-    E.new_key_field("head", V, values=np.arange(30) % 40)
+    E.new_key_field("head", V, values=(7 * np.arange(30)) % 40)  # (not sorted by head)
     V.new_field("T", rs.f64)
     E.new_field("w", rs.f32, init=1.0)
     V.new_field("x", rs.vec(3))
@@ -27,3 +27,8 @@ def test_fields_subsets_and_built_groupings_are_counted():
     offsets, rows = V.grouping("edges").arrays()
     assert V.memory()["grouping edges"] == offsets.nbytes + rows.nbytes > 0
     assert V.nbytes == 40 * 8 + 40 * 24 + 24 + offsets.nbytes + rows.nbytes
+    # keys sorted (a matrix's entries by row): the rows are 0, 1, 2, ..., not kept
+    E.head.load(np.arange(30) // 2)
+    assert V.grouping("edges").in_order
+    assert V.memory()["grouping edges"] == V.grouping("edges").offsets().nbytes
+    assert V.grouping("edges").rows().tolist() == list(range(30))

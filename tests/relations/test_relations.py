@@ -58,6 +58,25 @@ def test_key_fields_are_validated_and_read_only():
     tri.load([[0, 1, 2], [2, 1, 0]])
 
 
+def test_keys_loaded_without_a_copy_take_the_array_as_storage():
+    V, E = rs.Relation("V", 3), rs.Relation("E", 4)
+    given = np.array([2, 0, 1, 1], dtype=np.int32)  # the keys' storage type (int32 here)
+    head = E.new_key_field("head", V, values=given, copy=False)
+    assert np.shares_memory(head.numpy(), given) and given.flags.writeable
+    with pytest.raises(ValueError):
+        head.numpy()[0] = 0
+    with pytest.raises(rs.DataError, match=r"E\.tail: row 3 holds 3, outside V"):
+        E.new_key_field("tail", V, values=np.array([0, 1, 2, 3], dtype=np.int32), copy=False)
+    # another type, or not contiguous: copied as by default
+    for other in (given.astype(np.int64), np.array([2, 9, 0, 9, 1, 9, 1, 9],
+                                                   dtype=np.int32)[::2]):
+        head.load(other, copy=False)
+        assert head.numpy().tolist() == [2, 0, 1, 1] and not np.shares_memory(head.numpy(),
+                                                                               other)
+    head.load(given)  # (the default copies)
+    assert not np.shares_memory(head.numpy(), given)
+
+
 def test_subsets_and_groupings():
     V, E = rs.Relation("V", 4), rs.Relation("E", 5)
     E.new_key_field("head", V).load([3, 1, 3, 0, 1])

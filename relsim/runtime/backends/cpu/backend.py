@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ....errors import ConfigError
-from ....relations.field import Field
+from ....relations.field import Field, key_dtype
 from ....relations.globals import Global
 from ....types import elem_of
 from ... import epoch, semantics
@@ -500,7 +500,7 @@ class CpuExecutable(Launch):
                 case GlobalStorage(glob=g):
                     args.append(g.data)
                 case GroupOffsets(grouping=g):
-                    args.append(g.arrays()[0])
+                    args.append(g.offsets())
                 case GroupRows(grouping=g):  # rows in order: their positions (body.py)
                     args.append(_EMPTY_ROWS if g.in_order else g.arrays()[1])
                 case ReductionSlots(layout=lay):  # a field's: allocated once the scheme is known
@@ -687,8 +687,9 @@ class CpuExecutable(Launch):
         return affine.launch_box(g, None if subset is None else b.rows)
 
     def slot_targets(self, b, k, lay) -> np.ndarray:
-        """The target row of each slot of field layout k (-1: none), for binding `b`."""
-        tgt = np.full(b.n * lay.per_row, -1, dtype=np.int64)
+        """The target row of each slot of field layout k (-1: none), for binding `b` (int32
+        where the rows fit: at miniFE 80^3, 33M slots, 131 MB less while binding)."""
+        tgt = np.full(b.n * lay.per_row, -1, dtype=key_dtype(lay.target.relation.size))
         self.targets[k](b.n, b.rows, b.has_rows, self.err, *b.args, tgt)
         return tgt
 
