@@ -180,3 +180,21 @@ def _another_process_loads_the_rows_fold(types_2d_1d: str) -> None:
     out = subprocess.run([sys.executable, "-c", check], env=dict(os.environ),
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_worker_takes_the_cheapest_job_given_so_far_first():
+    """The background worker reads every list of jobs written so far and compiles the
+    cheapest first (a helper or a captured segment before a parallel kernel), reporting each
+    by its position in the order given."""
+    import os
+
+    from relsim.runtime.host import compile_jobs
+    read, write = os.pipe()
+    jobs = [compile_jobs.CompileJob("m", f"f{cost}", (), (), cost) for cost in (5, 1, 3)]
+    os.write(write, compile_jobs._frame(jobs[:2]) + compile_jobs._frame(jobs[2:]))
+    os.close(write)
+    try:
+        order = [(i, job.function) for i, job in compile_jobs._jobs(read)]
+    finally:
+        os.close(read)
+    assert order == [(1, "f1"), (2, "f3"), (0, "f5")]

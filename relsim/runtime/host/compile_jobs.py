@@ -143,7 +143,7 @@ def start(jobs, background: bool = False):
                             stdout=subprocess.PIPE if background else subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
     if not background:
-        proc.stdin.write(pickle.dumps(jobs))
+        proc.stdin.write(_frame(jobs))
         proc.stdin.close()
         running.append(proc)
     return proc
@@ -166,7 +166,7 @@ class Background:
 
     def submit(self, jobs):
         first = self.given
-        self.proc.stdin.write(pickle.dumps(list(jobs)))
+        self.proc.stdin.write(_frame(list(jobs)))
         self.proc.stdin.flush()
         self.given += len(jobs)
         return lambda wanted: self.test({first + i for i in wanted})
@@ -217,14 +217,46 @@ def _stop_workers() -> None:
     _background.clear()
 
 
-def _jobs(stream):
-    """The jobs written to `stream`: pickled lists, until it closes."""
-    while True:
-        try:
-            batch = pickle.load(stream)
-        except EOFError:
-            return
-        yield from batch
+def _frame(jobs) -> bytes:
+    """A list of jobs as the workers read it: its pickle's length (8 bytes), then the pickle."""
+    data = pickle.dumps(jobs)
+    return len(data).to_bytes(8, "little") + data
+
+
+def _jobs(fd: int):
+    """(index, job) of each job written to file descriptor `fd` (`_frame`s, numbered in the
+    order given), cheapest first among those given so far (a captured segment or a helper
+    before a parallel kernel: the launches waiting on them run slowest meanwhile), until it
+    closes and none is left."""
+    buf, pending, given, closed = b"", [], 0, False
+    while pending or not closed:
+        # take what has been written (waiting only when there is nothing to do)
+        while not closed and (not pending or _readable(fd)):
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                closed = True
+                break
+            buf += chunk
+            while len(buf) >= 8 and len(buf) >= 8 + int.from_bytes(buf[:8], "little"):
+                size = int.from_bytes(buf[:8], "little")
+                for job in pickle.loads(buf[8:8 + size]):
+                    pending.append((job.cost, given, job))
+                    given += 1
+                buf = buf[8 + size:]
+        if pending:
+            pending.sort(key=lambda p: p[:2])
+            _, i, job = pending.pop(0)
+            yield i, job
+
+
+def _readable(fd: int) -> bool:
+    """Whether reading `fd` would not block (where the OS cannot tell for a pipe: False, and
+    jobs written meanwhile are taken once those at hand are done)."""
+    import select
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
 
 
 def _worker() -> None:
@@ -234,7 +266,7 @@ def _worker() -> None:
     background = report = "--background" in sys.argv[1:]
     if background and hasattr(os, "nice"):
         os.nice(10)  # the program's serial launches run meanwhile: they come first
-    for i, job in enumerate(_jobs(sys.stdin.buffer)):
+    for i, job in _jobs(sys.stdin.fileno()):
         try:
             if job.path.endswith(".py"):  # a generated module, its callees compiled first
                 module = modules.module_at(Path(job.path))
