@@ -11,20 +11,27 @@ from relsim.runtime import execute
 from tests import heat_graph
 
 
-def _interp(times):
+def _heat(cfg, times=1):
+    """A heat chain of 200 vertices run `times` steps under `cfg`: (V, E, conduct, update),
+    with kernels whose rate no other test uses (modules of their own, in a cold cache)."""
     V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
     conduct, update = heat_graph.kernels(0.0875)
-    heat_graph.step(V, E, conduct, update, rs.Config(target="interp"), times=times)
-    return V.T.numpy().tobytes()
+    heat_graph.step(V, E, conduct, update, cfg, times=times)
+    return V, E, conduct, update
+
+
+def _interp(times):
+    return _heat(rs.Config(target="interp"), times)[0].T.numpy().tobytes()
+
+
+def _cpu(tmp_path, startup):
+    return rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path),
+                     startup=startup)
 
 
 def test_a_launch_runs_serial_code_until_its_parallel_variant_is_compiled(tmp_path):
-    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path),
-                    startup="tiered")
-    V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
-    # (a rate no other test uses: modules of their own, in a cold cache)
-    conduct, update = heat_graph.kernels(0.0875)
-    heat_graph.step(V, E, conduct, update, cfg)
+    cfg = _cpu(tmp_path, "tiered")
+    V, E, conduct, update = _heat(cfg)
     exe = execute.executable(update, V, cfg)
     assert exe.tier0 and not exe.bindings[None].parallel  # the serial variant, meanwhile
     assert V.T.numpy().tobytes() == _interp(1)
@@ -38,20 +45,15 @@ def test_a_launch_runs_serial_code_until_its_parallel_variant_is_compiled(tmp_pa
     assert sum(b.fn.stats.cache_hits.values()) == 1
     assert V.T.numpy().tobytes() == _interp(3)
     # kernels with the same code, later (the next run): the cache has both variants, no tiers
-    conduct2, update2 = heat_graph.kernels(0.0875)
-    V2, E2 = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
-    heat_graph.step(V2, E2, conduct2, update2, cfg, times=3)
+    V2, _, _, update2 = _heat(cfg, times=3)
     exe2 = execute.executable(update2, V2, cfg)
     assert exe2.tier_done is None and exe2.bindings[None].parallel
     assert V2.T.numpy().tobytes() == _interp(3)
 
 
 def test_wait_compiles_the_parallel_variant_at_the_first_launch(tmp_path):
-    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path),
-                    startup="wait")
-    V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
-    conduct, update = heat_graph.kernels(0.0875)
-    heat_graph.step(V, E, conduct, update, cfg)
+    cfg = _cpu(tmp_path, "wait")
+    V, _, _, update = _heat(cfg)
     exe = execute.executable(update, V, cfg)
     assert exe.tier_done is None and not exe.tier0 and exe.bindings[None].parallel
     assert V.T.numpy().tobytes() == _interp(1)
