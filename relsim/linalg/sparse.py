@@ -14,7 +14,6 @@ import numpy as np
 
 import relsim as rs
 
-from ..relations.field import key_dtype
 from . import dirichlet as _dirichlet
 from . import kernels as _kernels
 from . import pattern
@@ -104,7 +103,8 @@ class SparseMatrix:
         _check_name(name)
         # the pattern in the keys' own types (int32 below 2^31 rows), each array then the
         # storage of its key field: no int64 temporaries, no copies (miniFE 80^3: 14M entries)
-        _offsets, rows, cols, index = pattern.element_pattern(conn, n, key_dtype)
+        _offsets, rows, cols, index = pattern.element_pattern(
+            conn, n, rs.KeyField.storage_dtype)
         m = cls.__new__(cls)
         m._build(connectivity.target, rows, cols, name)
         connectivity.relation.new_key_field(name, m.entries, k * k, values=index, copy=False)

@@ -248,6 +248,12 @@ class KeyField(Field):
     the key field has a rule (`derive`): then their keys are computed by it when the keys are
     next read (by a kernel, a grouping over the key field, or the host)."""
 
+    @staticmethod
+    def storage_dtype(target_size: int):
+        """The NumPy type keys into a relation of `target_size` rows are stored in (int32 below
+        2^31 - 1 rows, else int64): an array built in it can be loaded with ``copy=False``."""
+        return key_dtype(target_size)
+
     is_key = True
     _derive = None  # fn(rows) -> keys of rows inserted without one (see derive)
     _unset = None  # bool mask of the rows whose keys `_derive` has yet to compute

@@ -60,6 +60,8 @@ def test_key_fields_are_validated_and_read_only():
 
 def test_keys_loaded_without_a_copy_take_the_array_as_storage():
     V, E = rs.Relation("V", 3), rs.Relation("E", 4)
+    assert rs.KeyField.storage_dtype(3) == np.int32
+    assert rs.KeyField.storage_dtype(2 ** 31) == np.int64
     given = np.array([2, 0, 1, 1], dtype=np.int32)  # the keys' storage type (int32 here)
     head = E.new_key_field("head", V, values=given, copy=False)
     assert np.shares_memory(head.numpy(), given) and given.flags.writeable
