@@ -117,14 +117,14 @@ _background: dict = {}  # NUMBA_CACHE_DIR -> this process's background worker (`
 
 def background(jobs):
     """Give `jobs` to this process's background worker (started at the first call, again if
-    it ended): one niced process compiles, in the order given, everything the program
-    compiles ahead in the background (tiered launches' parallel variants, captured segments,
-    helpers) while the program runs what it has. Returns ``test(wanted)``: a cheap test of
-    whether the jobs at positions `wanted` of `jobs` are done. Raises OSError when no process
-    can be started."""
+    it ended): one niced process compiles everything the program compiles ahead in the
+    background (tiered launches' parallel variants, captured segments, helpers), the cheapest
+    job given so far first, while the program runs what it has. Returns ``test(wanted)``: a
+    cheap test of whether the jobs at positions `wanted` of `jobs` are done. Raises OSError
+    when no process can be started."""
     where = os.environ.get("NUMBA_CACHE_DIR", "")  # (a worker writes where it started)
     worker = _background.get(where)
-    if worker is None or worker.ended:
+    if worker is None or worker.ended or worker.proc.poll() is not None:
         worker = _background[where] = Background()
     return worker.submit(jobs)
 
@@ -150,10 +150,10 @@ def start(jobs, background: bool = False):
 
 
 class Background:
-    """The background worker: jobs are pickled lists written to its stdin, each job's index
-    (counted over all lists) written back on its stdout once its machine code is in the cache
-    (or its compilation failed: its launch then compiles it). Its stdin closes when the program
-    ends: it then finishes what it was given and exits."""
+    """The background worker: lists of jobs written to its stdin as they come (`_frame`), each
+    job's index (counted over all lists) written back on its stdout once its machine code is in
+    the cache (or its compilation failed: its launch then compiles it). Its stdin closes when
+    the program ends: it then finishes what it was given and exits."""
 
     def __init__(self):
         self.proc = start([], background=True)
