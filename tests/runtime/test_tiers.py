@@ -70,3 +70,27 @@ def test_bad_startup_values_name_the_option_or_the_variable(tmp_path, monkeypatc
         V.foreach(update, rs.Config(target="cpu", cache_dir=str(tmp_path)))
     monkeypatch.setenv("RELSIM_STARTUP", "Tiered ")  # (as RELSIM_DEBUG: case and spaces)
     V.foreach(update, rs.Config(target="cpu", cache_dir=str(tmp_path), parallel_threshold=7))
+
+
+def test_a_small_launch_has_its_split_scatter_planned_ahead(tmp_path, monkeypatch):
+    """Below the threshold a key reduction scatters directly; the background worker compiles
+    meanwhile what a parallel launch plans its split with, so that the first launch past the
+    threshold loads its slot targets from the disk cache instead of compiling them."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    cfg = rs.Config(target="cpu", cache_dir=str(tmp_path), startup="tiered",
+                    parallel_threshold=1000, scatter="auto", threads=2)
+    small = heat_graph.chain(100, T=np.sin(np.arange(100.0)))[1]
+    conduct = heat_graph.kernels(0.0875)[0]
+    small.foreach(conduct, cfg)
+    exe = execute.executable(conduct, small, cfg)
+    assert exe.bindings[None].scheme == "direct" and exe.planned_ahead is not None
+    deadline = time.monotonic() + 300
+    while not exe.planned_ahead():
+        assert time.monotonic() < deadline, "the background worker did not finish"
+        time.sleep(0.2)
+    before = sum(exe.targets[0].stats.cache_misses.values())
+    V, E = heat_graph.chain(20000, T=np.sin(np.arange(20000.0)))
+    E.foreach(conduct, cfg)  # past the threshold: plans its split (in tier 0 or not)
+    exe = execute.executable(conduct, E, cfg)
+    assert sum(exe.targets[0].stats.cache_misses.values()) == before
+    assert sum(exe.targets[0].stats.cache_hits.values()) >= 1

@@ -247,6 +247,7 @@ class CpuExecutable(Launch):
         self.tier_done = None
         self.self_tiering = not serial and tiers.mode(options) == "tiered"
         self.tiered_jobs: set = set()
+        self.planned_ahead = None  # (`tiers.plan_ahead`)
         self.err = np.zeros(1, dtype=np.int64)  # a failed check's line (-line: see flag_error)
         self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
 
@@ -540,6 +541,9 @@ class CpuExecutable(Launch):
         b.args = tuple(args)
         scheme, splits = self.scheme(b)
         b.scheme = scheme
+        if scheme == "direct" and self.self_tiering and self.planned_ahead is None and \
+                b.n < b.threshold and self.scatter == "auto":
+            tiers.plan_ahead(self, b)  # (in the background, for a run past the threshold)
         if scheme == "slots":  # the key reductions' slots, for every row
             for lay in self.analysed.layouts:
                 if isinstance(lay.target, Field) and id(lay) in slot_arrays:

@@ -15,8 +15,13 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+from numba import typeof
+
 from ....errors import ConfigError
+from ....relations.field import key_dtype
 from ...host import compile_jobs
+from . import ownership
 
 MODES = ("tiered", "wait")
 
@@ -58,3 +63,38 @@ def start(exe, b) -> bool:
     exe.set_tier0(True)
     exe.tier_done = done
     return True
+
+
+def plan_ahead(exe, b) -> None:
+    """`b`, a launch run serially because it is below the parallel threshold, reduces into
+    fields through keys (the direct scatter): give the background worker, once per launch,
+    what a parallel launch of it would first compile on the host to plan its split scatter
+    (its slot targets, `ownership.owners` and `_shared_places`), so that a run past the
+    threshold after small ones does not stall on them (1-3 s on a 2-core machine). Sets
+    `exe.planned_ahead` to a cheap test of whether the worker is done with them."""
+    ints = typeof(0)
+    jobs, tests = [], []
+    for k, lay in enumerate(exe.analysed.layouts):
+        if not getattr(lay, "on_field", False):
+            continue
+        tgt = np.empty(0, dtype=key_dtype(lay.target.relation.size))
+        targets = exe.targets[k]
+        signature = tuple(typeof(a) for a in (b.n, b.rows, b.has_rows, exe.err, *b.args, tgt))
+        if not compile_jobs.load_cached(targets, signature):
+            jobs.append(compile_jobs.CompileJob(
+                exe.path, f"targets_{k}", tuple(sorted(dict(exe.flags, parallel=False).items())),
+                signature, len(exe.source) // 4))
+        mixed = np.empty(0, dtype=np.int32)
+        for fn, sig in ((ownership.owners, (typeof(tgt), ints, typeof(np.empty(0, np.int64)),
+                                            ints)),
+                        (ownership._shared_places, (typeof(tgt), typeof(mixed), ints,
+                                                    typeof(mixed)))):
+            here, done = compile_jobs.helper_in_background(fn, sig)
+            if not here:
+                tests.append(done)
+    if jobs:
+        try:
+            tests.append(compile_jobs.background(jobs)(set(range(len(jobs)))))
+        except OSError:  # no process to start: planned when a parallel launch needs it
+            pass
+    exe.planned_ahead = lambda: all(done() for done in tests)
