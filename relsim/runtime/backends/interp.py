@@ -293,9 +293,11 @@ class InterpExecutable(Launch):
 
     def s_ForGroup(self, s, env):
         key = self.expr(s.group.key, env)
-        offsets, rows = s.group.grouping.arrays()
+        g = s.group.grouping
+        # (rows sorted by their key: the grouping keeps no rows, `arrays()` would make them)
+        offsets, rows = g.offsets(), None if g.in_order else g.rows()
         for j in range(offsets[key], offsets[key + 1]):
-            env[s.var] = int(rows[j])
+            env[s.var] = j if rows is None else int(rows[j])
             if not self.loop_body(s.body, env):
                 break
 
