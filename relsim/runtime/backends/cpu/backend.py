@@ -403,23 +403,27 @@ class CpuExecutable(Launch):
         calls = [(b.fn, b.call_args)] + [(fn, args) for fn, args in b.post
                                          if hasattr(fn, "typeof_pyval")] + \
             [(pf.fn, pf.args) for pf in b.deferred]
-        jobs = []
-        for fn, args in calls:
-            signature = tuple(fn.typeof_pyval(a) for a in args)
-            if signature in fn.overloads:
-                continue
-            parallel = bool(fn.targetoptions.get("parallel", False))
-            if fn is b.fn:  # the generated kernel: the module's size estimates the time (a
-                # parallel function costs ~2.5 serial ones)
-                options = tuple(sorted(dict(self.flags, parallel=parallel).items()))
-                where, cost = self.path, len(self.source) * (5 if parallel else 2) // 2
-            else:  # one of relsim's folds, found by its module's name (small: compiled first)
-                options = tuple(sorted(fn.targetoptions.items()))
-                where, cost = fn.py_func.__module__, 5000
-            jobs.append(CompileJob(where, fn.py_func.__name__, options, signature, cost,
-                                   functools.partial(fn.compile, signature),
-                                   functools.partial(load_cached, fn, signature)))
-        return jobs
+        jobs = (self.job(fn, args, fn is b.fn) for fn, args in calls)
+        return [job for job in jobs if job is not None]
+
+    def job(self, fn, args, generated: bool):
+        """The `CompileJob` of dispatcher `fn` for `args` (None when compiled here already):
+        a function of the generated module (`generated`: its size estimates the time, a
+        parallel one ~2.5 serial ones) or one of relsim's folds, found by its module's name
+        (small: compiled first)."""
+        signature = tuple(fn.typeof_pyval(a) for a in args)
+        if signature in fn.overloads:
+            return None
+        parallel = bool(fn.targetoptions.get("parallel", False))
+        if generated:
+            options = tuple(sorted(dict(self.flags, parallel=parallel).items()))
+            where, cost = self.path, len(self.source) * (5 if parallel else 2) // 2
+        else:
+            options = tuple(sorted(fn.targetoptions.items()))
+            where, cost = fn.py_func.__module__, 5000
+        return CompileJob(where, fn.py_func.__name__, options, signature, cost,
+                          functools.partial(fn.compile, signature),
+                          functools.partial(load_cached, fn, signature))
 
     def launch_with_threads(self, relation, subset) -> None:
         """A launch under a Config with its own thread count (restored afterwards)."""

@@ -78,12 +78,9 @@ def plan_ahead(exe, b) -> None:
         if not getattr(lay, "on_field", False):
             continue
         tgt = np.empty(0, dtype=key_dtype(lay.target.relation.size))
-        targets = exe.targets[k]
-        signature = tuple(typeof(a) for a in (b.n, b.rows, b.has_rows, exe.err, *b.args, tgt))
-        if not compile_jobs.load_cached(targets, signature):
-            jobs.append(compile_jobs.CompileJob(
-                exe.path, f"targets_{k}", tuple(sorted(dict(exe.flags, parallel=False).items())),
-                signature, len(exe.source) // 4))
+        job = exe.job(exe.targets[k], (b.n, b.rows, b.has_rows, exe.err, *b.args, tgt), True)
+        if job is not None and not job.cached():
+            jobs.append(job)
         mixed = np.empty(0, dtype=np.int32)
         for fn, sig in ((ownership.owners, (typeof(tgt), ints, typeof(np.empty(0, np.int64)),
                                             ints)),
