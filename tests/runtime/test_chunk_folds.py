@@ -106,8 +106,8 @@ def _function_source(source, fname):
     start = source.index(f"def {fname}(")
     end = source.find("\ndef ", start + 1)
     text = source[start:end if end > 0 else None]
-    if f"def {fname}_body(" in source:
-        text += _function_source(source, f"{fname}_body").split("\n", 1)[1]
+    for callee in sorted(set(re.findall(r"\b(\w+_body)\(", text))):
+        text += _function_source(source, callee).split("\n", 1)[1]
     return text
 
 

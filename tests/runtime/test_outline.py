@@ -75,8 +75,7 @@ def test_outlined_bodies_give_the_bits_of_interp(subset):
     assert ast.unparse(loop.body[-1]).startswith("kernel_grid_body(")
     # row loops stay as they are (LULESH's large row kernels ran slower outlined), and so do
     # serial loops
-    assert not {"kernel_parallel_body", "kernel_parallel_rows_body", "kernel_serial_body"} & \
-        set(funcs)
+    assert "kernel_body" not in funcs
     # a large body runs the wrapping (peeled) form along the whole line: one copy, not three
     lines = [s for s in ast.walk(funcs["kernel_grid_body"])
              if isinstance(s, ast.For) and ast.unparse(s.target) == "_g0"]
@@ -146,15 +145,23 @@ def test_a_huge_row_loop_is_outlined_and_a_large_one_is_not():
     R = _uv()
     cfg = rs.Config(target="cpu", parallel_threshold=1)
     funcs = _functions(execute.executable(_huge, R, cfg).source)
-    assert {"kernel_parallel_body", "kernel_parallel_rows_body"} <= set(funcs)
-    assert outline._statements(funcs["kernel_parallel_body"].body) >= outline.HUGE
-    assert "kernel_serial_body" not in funcs
-    (loop,) = funcs["kernel_parallel"].body[-1:]
-    assert ast.unparse(loop.iter) == "prange(_onb)"
+    assert outline._statements(funcs["kernel_body"].body) >= outline.HUGE
+    # one body function, which the serial and parallel variants, over a whole relation and
+    # over a subset, all call (it tests _has_rows at run time): compiled once
+    assert [f for f in funcs if f.endswith("_body")] == ["kernel_body"]
+    (row,) = [s for s in funcs["kernel_body"].body[0].body[:2] if "_row" in ast.unparse(s)]
+    assert ast.unparse(row) == "_row = _rows[_p] if _has_rows else _p"
+    for variant in ("kernel_parallel", "kernel_parallel_rows"):
+        (loop,) = funcs[variant].body[-1:]
+        assert ast.unparse(loop.iter) == "prange(_onb)"
+        assert ast.unparse(loop.body[-1]).startswith("kernel_body(")
+    for variant in ("kernel_serial", "kernel_serial_rows"):
+        (call,) = funcs[variant].body
+        assert ast.unparse(call).startswith("kernel_body(_i64(0), _n, ")
     heavy = _advect_like()  # ~400 statements a row: inline in its row loops
     C = _grid(8)
     funcs = _functions(execute.executable(heavy, C, cfg).source)
-    assert "kernel_parallel_body" not in funcs
+    assert "kernel_body" not in funcs
 
 
 def test_a_kernel_relsim_generates_is_outlined_from_fewer_statements():
@@ -166,11 +173,11 @@ def test_a_kernel_relsim_generates_is_outlined_from_fewer_statements():
     R = _uv()
     cfg = rs.Config(target="cpu", parallel_threshold=1)
     user = _functions(execute.executable(_mid, R, cfg).source)
-    assert "kernel_parallel_body" not in user
+    assert "kernel_body" not in user
     param, body = Frontend(_mid.name).kernel(_mid)
     generated = GivenKernel(_mid, "_mid_generated", param, body)
     funcs = _functions(execute.executable(generated, R, cfg).source)
-    n = outline._statements(funcs["kernel_parallel_body"].body)
+    n = outline._statements(funcs["kernel_body"].body)
     assert outline.HUGE_GENERATED <= n < outline.HUGE
 
 
@@ -181,8 +188,34 @@ def test_a_debug_variant_is_outlined_from_outline_statements():
     R = _uv()
     plain = _functions(execute.executable(_checked, R, rs.Config(
         target="cpu", parallel_threshold=1)).source)
-    assert "kernel_parallel_body" not in plain
+    assert "kernel_body" not in plain
     cfg = rs.Config(target="cpu", parallel_threshold=1, debug=True)
     funcs = _functions(execute.executable(_checked, R, cfg).source)
-    assert {"kernel_parallel_body", "kernel_parallel_rows_body"} <= set(funcs)
-    assert outline._statements(funcs["kernel_parallel_body"].body) < outline.HUGE_GENERATED
+    assert outline._statements(funcs["kernel_body"].body) < outline.HUGE_GENERATED
+
+
+def test_one_outlined_body_serves_every_variant_with_the_bits_of_interp():
+    """A body outlined once (here a debug variant's) is called by the serial and the parallel
+    functions, over the whole relation and over a subset: each gives interp's bits, and the
+    body is compiled for one signature only (an `mpiexec` run's subsets, after a one-process
+    run over whole relations, compile no second copy of it)."""
+    import sys
+
+    rows = np.array([0, 2, 3, 7, 9])
+    results = {}
+    for target in ("interp", "cpu-serial", "cpu"):
+        for subset in (False, True):
+            R = _uv()
+            R.u.load(np.linspace(-1.0, 3.0, R.size))
+            where = R.subset("some", rows) if subset else R
+            cfg = rs.Config(target=target, parallel_threshold=1, debug=True)
+            where.foreach(_checked, cfg)
+            results[target, subset] = R.v.numpy(copy=True)
+    for key, got in results.items():
+        assert got.tobytes() == results["interp", key[1]].tobytes(), key
+    assert not np.array_equal(results["interp", True], results["interp", False])
+    exe = execute.executable(_checked, R, rs.Config(target="cpu", parallel_threshold=1,
+                                                    debug=True))
+    (mod,) = [m for m in list(sys.modules.values())
+              if getattr(m, "__file__", None) == exe.path]
+    assert len(mod.kernel_body.overloads) == 1

@@ -61,6 +61,10 @@ from . import scatter as cpu_scatter
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
+# a whole launch's `_rows`: read-only as a subset's rows are, so a function both call (an
+# outlined body: `outline`) has one signature for them
+_NO_SUBSET = np.zeros(0, dtype=np.int64)
+_NO_SUBSET.flags.writeable = False
 
 
 class CpuBackend(Backend):
@@ -492,7 +496,7 @@ class CpuExecutable(Launch):
         b.entry = None  # b.fn's compiled entry for b.call_args (False: called once)
         b.versions = versions
         b.n = relation.size if subset is None else len(subset.rows)
-        b.rows = _EMPTY_ROWS if subset is None else subset.rows
+        b.rows = _NO_SUBSET if subset is None else subset.rows
         b.has_rows = subset is not None
         b.threshold = row_work.threshold(self.threshold, self.group_loops, self.row_ops)
         args, slot_arrays, slot_places, inserts, deleted = [], {}, {}, {}, None

@@ -296,10 +296,11 @@ class CpuLowerer(BodyLowerer):
             for fname, fn in (("kernel_grid", "prange"), ("kernel_grid_serial", "range")):
                 funcs.append(plan.function(fname, args, *grid_bodies, fn))
             funcs.append(ast.Assign([store("_GRID_REACH")], ast.Constant(plan.reach)))
-        bodies = []  # the large parallel loops' bodies, as callees (`outline`)
+        bodies = []  # the large loops' bodies, as callees (`outline`)
+        made = {}  # (one function for the same body in several variants)
         for i, fn in enumerate(funcs):
             if isinstance(fn, ast.FunctionDef):
-                body, funcs[i] = outline.outlined(fn, self.outline_from(fn.name))
+                body, funcs[i] = outline.outlined(fn, self.outline_from(fn.name), made)
                 if body is not None:
                     bodies.append(body)
         header = ast.parse(_HEADER).body
@@ -318,6 +319,12 @@ class CpuLowerer(BodyLowerer):
         return outline.HUGE_GENERATED if self.a.generated else outline.HUGE
 
     def function(self, fname, loop_stmts, range_fn, extra=(), rows=None):
+        """`rows` True/False: the row is `_rows[pos]` / pos; None, or a body `outline` will
+        outline: tested at run time (one body function then serves the launches over a whole
+        relation and over a subset, serial and parallel: compiled once)."""
+        if rows is not None and any(outline.large_as(s.body, self.outline_from(fname))
+                                    for s in loop_stmts if isinstance(s, ast.For)):
+            rows = None
         fixed = ["_n", "_rows", "_has_rows", ERR]
         args = fixed + [p.name for p in self.params.items] + list(extra)
         body = [self._rename_range(s, range_fn, rows) for s in loop_stmts]
