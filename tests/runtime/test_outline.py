@@ -146,18 +146,13 @@ def test_a_huge_row_loop_is_outlined_and_a_large_one_is_not():
     cfg = rs.Config(target="cpu", parallel_threshold=1)
     funcs = _functions(execute.executable(_huge, R, cfg).source)
     assert outline._statements(funcs["kernel_body"].body) >= outline.HUGE
-    # one body function, which the serial and parallel variants, over a whole relation and
-    # over a subset, all call (it tests _has_rows at run time): compiled once
+    # one body function, which the serial and the parallel variant both call: compiled once
     assert [f for f in funcs if f.endswith("_body")] == ["kernel_body"]
-    (row,) = [s for s in funcs["kernel_body"].body[0].body[:2] if "_row" in ast.unparse(s)]
-    assert ast.unparse(row) == "_row = _rows[_p] if _has_rows else _p"
-    for variant in ("kernel_parallel", "kernel_parallel_rows"):
-        (loop,) = funcs[variant].body[-1:]
-        assert ast.unparse(loop.iter) == "prange(_onb)"
-        assert ast.unparse(loop.body[-1]).startswith("kernel_body(")
-    for variant in ("kernel_serial", "kernel_serial_rows"):
-        (call,) = funcs[variant].body
-        assert ast.unparse(call).startswith("kernel_body(_i64(0), _n, ")
+    (loop,) = funcs["kernel_parallel"].body[-1:]
+    assert ast.unparse(loop.iter) == "prange(_onb)"
+    assert ast.unparse(loop.body[-1]).startswith("kernel_body(")
+    (call,) = funcs["kernel_serial"].body
+    assert ast.unparse(call).startswith("kernel_body(_i64(0), _n, ")
     heavy = _advect_like()  # ~400 statements a row: inline in its row loops
     C = _grid(8)
     funcs = _functions(execute.executable(heavy, C, cfg).source)
@@ -197,8 +192,7 @@ def test_a_debug_variant_is_outlined_from_outline_statements():
 def test_one_outlined_body_serves_every_variant_with_the_bits_of_interp():
     """A body outlined once (here a debug variant's) is called by the serial and the parallel
     functions, over the whole relation and over a subset: each gives interp's bits, and the
-    body is compiled for one signature only (an `mpiexec` run's subsets, after a one-process
-    run over whole relations, compile no second copy of it)."""
+    body is compiled for one signature only."""
     import sys
 
     rows = np.array([0, 2, 3, 7, 9])

@@ -158,6 +158,18 @@ class _Variants(dict):
         return fn
 
 
+class _Lazy:
+    """A compiled function, its dispatcher made on first use (`get`)."""
+
+    def __init__(self, make):
+        self.make, self.fn = make, None
+
+    def get(self):
+        if self.fn is None:
+            self.fn = self.make()
+        return self.fn
+
+
 class CpuExecutable(Launch):
     distributable = True  # hands Global contributions and row changes to `partials`, `row_sink`
 
@@ -178,17 +190,14 @@ class CpuExecutable(Launch):
 
         jit_callees(mod, **flags)  # shared functions, outlined loop bodies (`outline`)
 
-        # keyed by "is the launch over a subset"; each dispatcher is made when a binding first
-        # picks it (making one costs ~0.7 ms, and a program launches few of the variants)
-        self.serial = _Variants(lambda rows: jit(mod.kernel_serial_rows if rows else
-                                                 mod.kernel_serial))
-        self.parallel = _Variants(lambda rows: jit(mod.kernel_parallel_rows if rows else
-                                                   mod.kernel_parallel, parallel=True))
+        # each dispatcher is made when a binding first picks it (making one costs ~0.7 ms, and
+        # a program launches few of the variants); one serves launches over a whole relation
+        # and over a subset
+        self.serial = _Lazy(lambda: jit(mod.kernel_serial))
+        self.parallel = _Lazy(lambda: jit(mod.kernel_parallel, parallel=True))
         if hasattr(mod, "kernel_direct"):  # it reduces into fields through keys
-            self.direct = _Variants(lambda rows: jit(mod.kernel_direct_rows if rows else
-                                                     mod.kernel_direct))
-            self.split = _Variants(lambda rows: jit(mod.kernel_split_rows if rows else
-                                                    mod.kernel_split, parallel=True))
+            self.direct = _Lazy(lambda: jit(mod.kernel_direct))
+            self.split = _Lazy(lambda: jit(mod.kernel_split, parallel=True))
         self.scatter = options.scatter
         self.scatter_share = cpu_scatter.scatter_share(analysed)
         grid = analysed.relation.grid
@@ -199,15 +208,14 @@ class CpuExecutable(Launch):
             self.grid_reach = mod._GRID_REACH  # the shortest axis 0 the loops can run on
         else:
             self.grid_loops = None
-        # float64 Global sums accumulated in the loop (`lanes.py`), keyed by (parallel, rows)
+        # float64 Global sums accumulated in the loop (`lanes.py`), keyed by parallel
         lanes_variant = hasattr(mod, "kernel_lanes_serial")
         self.lane_offsets = lane_layouts(analysed) if lanes_variant else {}
         # and the Global reductions they fold per chunk of rows (`lanes.Chunks`)
         self.chunk_ops = chunk_layouts(analysed) if lanes_variant else {}
         self.lanes_pure = pure_reduction(analysed)
-        self.lanes_fns = _Variants(lambda key: jit(getattr(
-            mod, f"kernel_lanes_{'parallel' if key[0] else 'serial'}{'_rows' if key[1] else ''}"),
-            parallel=key[0]))
+        self.lanes_fns = _Variants(lambda par: jit(
+            mod.kernel_lanes_parallel if par else mod.kernel_lanes_serial, parallel=par))
         # serial: they run once per binding, and a parallel compilation costs ~2.4x
         self.targets = _Variants(lambda k: jit(getattr(mod, f"targets_{k}")))
         self.force_serial = serial
@@ -599,11 +607,11 @@ class CpuExecutable(Launch):
         # every fold when rows change), and leaves the other folds pending (see `launch`)
         parallel = not (self.force_serial or self.tier0) and b.n >= b.threshold
         if scheme == "direct":
-            b.fn, parallel = self.direct[b.has_rows], False
+            b.fn, parallel = self.direct.get(), False
         elif scheme == "split":
-            b.fn, parallel = self.split[b.has_rows], True
+            b.fn, parallel = self.split.get(), True
         else:
-            b.fn = (self.parallel if parallel else self.serial)[b.has_rows]
+            b.fn = (self.parallel if parallel else self.serial).get()
         b.call_args = b.row_args = (b.n, b.rows, b.has_rows, self.err) + b.args
         # (not under fast_math: LLVM could fuse a product into a TwoSum's addition)
         lanes_ok = bool(self.lane_offsets or self.chunk_ops) and scheme == "plain" \
@@ -683,7 +691,7 @@ class CpuExecutable(Launch):
         least = min(lane_sums.CHUNK_ROWS, 2 * max(1, b.threshold))
         b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun, chunk_folds,
                              least)
-        b.fn, b.entry = self.lanes_fns[(b.parallel, b.has_rows)], None
+        b.fn, b.entry = self.lanes_fns[b.parallel], None
         b.call_args = b.row_args + (b.lanes.lanes,) + \
             tuple(a for c in b.lanes.chunks for a in c.arrays())
         folded = {id(layouts[k]) for k in (*self.lane_offsets, *self.chunk_ops)}

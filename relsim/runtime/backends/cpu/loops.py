@@ -1,15 +1,17 @@
 """The CPU's row-loop drivers around the shared body lowering (`body.py`). The generated module
 holds:
 
-* `kernel_serial` / `kernel_parallel` (`range` / `numba.prange`) over a whole relation (the
-  row is the loop index) and `kernel_serial_rows` / `kernel_parallel_rows` over a subset (the
-  row is `_rows[index]`): separate functions, so Numba compiles only the variants a program
-  launches;
+* `kernel_serial` / `kernel_parallel` (`range` / `numba.prange`) over the launch's positions:
+  the row is the position over a whole relation, `_rows[position]` over a subset (a test of
+  `_has_rows` the row loop makes at run time, which LLVM hoists: measured, no slower than a
+  function for each on 2M-row gathers, axpys, dots and scatters at 1 and 2 threads). One
+  function serves both, so a program launching a kernel over a whole relation and over subsets
+  (every `mpiexec` rank runs its share of the rows) compiles it once;
 * `targets_<k>`: for each key-reduced field, the target row of every reduction slot (used to
   build the inverse index that folds the slots in serial order, and the owned/shared split);
 * when the kernel reduces into fields through keys, two more ways to apply those reductions
-  (`scatter`; Globals keep their slots): `kernel_direct[_rows]` (serial) adds each contribution
-  straight to the field, in row order; `kernel_split[_rows]` runs contiguous blocks of rows in
+  (`scatter`; Globals keep their slots): `kernel_direct` (serial) adds each contribution
+  straight to the field, in row order; `kernel_split` runs contiguous blocks of rows in
   parallel (`prange` over `_bounds`), each adding its contributions to the targets it owns
   directly and parking those to shared targets in `_shv<k>` at `_own<k>[m * per_row + site]`
   (`ownership.py`; m = `_mixed[pos]`, the row's index among the rows reaching a shared target),
@@ -19,7 +21,7 @@ holds:
 * over a grid relation of two or more axes (and no reductions into fields through keys):
   `kernel_grid` / `kernel_grid_serial`, nested loops over a box of cells (`grid_loops.py`);
 * when the kernel sums into float64 Globals (and reduces into no field through keys):
-  `kernel_lanes_{serial,parallel}[_rows]`, which add those contributions into the TwoSum lanes
+  `kernel_lanes_{serial,parallel}`, which add those contributions into the TwoSum lanes
   of `folds.lane_sums` as they go (`_lanes`, one chunk of rows per outer iteration), instead of
   parking them in slots; the launch then rounds the lanes once (`lane_sums.finish`). A kernel
   whose only effects are its Global reductions (`pure_reduction`) writes no Global slots
@@ -274,22 +276,16 @@ class CpuLowerer(BodyLowerer):
             self.lanes = True
             lanes_loop = self.row_loop(self.kernel_row_body)
             self.lanes = False
-        funcs = [self.function(f"kernel_{mode}{suffix}", kernel_body, fn, rows=rows,
-                               extra=self.absorb_params())
-                 for mode, fn in (("serial", "range"), ("parallel", "prange"))
-                 for suffix, rows in (("", False), ("_rows", True))]
-        for suffix, rows in (("", False), ("_rows", True)):
-            if scattered:
-                funcs.append(self.function(f"kernel_direct{suffix}", scattered["direct"],
-                                           "range", rows=rows))
-                funcs.append(self.split_function(f"kernel_split{suffix}", scattered["split"],
-                                                 rows))
+        funcs = [self.function(f"kernel_{mode}", kernel_body, fn, extra=self.absorb_params())
+                 for mode, fn in (("serial", "range"), ("parallel", "prange"))]
+        if scattered:
+            funcs.append(self.function("kernel_direct", scattered["direct"], "range"))
+            funcs.append(self.split_function("kernel_split", scattered["split"]))
         funcs += [self.function(f"targets_{k}", body, "range", extra=["_tgt"])
                   for k, body in targets]
         if lanes_loop is not None:
-            funcs += [self.lanes_function(f"kernel_lanes_{mode}{suffix}", lanes_loop, fn, rows)
-                      for mode, fn in (("serial", "range"), ("parallel", "prange"))
-                      for suffix, rows in (("", False), ("_rows", True))]
+            funcs += [self.lanes_function(f"kernel_lanes_{mode}", lanes_loop, fn)
+                      for mode, fn in (("serial", "range"), ("parallel", "prange"))]
         if grid_bodies is not None:
             args = ["_n", "_rows", "_has_rows", ERR] + [p.name for p in self.params.items] + \
                 ["_lo", "_hi"]
@@ -318,20 +314,14 @@ class CpuLowerer(BodyLowerer):
             return outline.OUTLINE_STATEMENTS
         return outline.HUGE_GENERATED if self.a.generated else outline.HUGE
 
-    def function(self, fname, loop_stmts, range_fn, extra=(), rows=None):
-        """`rows` True/False: the row is `_rows[pos]` / pos; None, or a body `outline` will
-        outline: tested at run time (one body function then serves the launches over a whole
-        relation and over a subset, serial and parallel: compiled once)."""
-        if rows is not None and any(outline.large_as(s.body, self.outline_from(fname))
-                                    for s in loop_stmts if isinstance(s, ast.For)):
-            rows = None
+    def function(self, fname, loop_stmts, range_fn, extra=()):
         fixed = ["_n", "_rows", "_has_rows", ERR]
         args = fixed + [p.name for p in self.params.items] + list(extra)
-        body = [self._rename_range(s, range_fn, rows) for s in loop_stmts]
+        body = [self._rename_range(s, range_fn) for s in loop_stmts]
         return ast.FunctionDef(fname, ast.arguments([], [ast.arg(a) for a in args], None, [],
                                                     [], None, []), body, [], None, None)
 
-    def split_function(self, fname, split_loop, rows):
+    def split_function(self, fname, split_loop):
         """The row loop split into the contiguous blocks `_bounds`, the blocks in parallel. In
         a row none of whose targets is shared (`_mixed[pos]` -1: most rows) every site adds
         directly; in the others (`_mixed[pos]`: the row's index among them) each site looks up
@@ -343,7 +333,7 @@ class CpuLowerer(BodyLowerer):
                            ast.Subscript(name("_mixed"), name(POS), ast.Load()))
         body = split.body[:2] + [mixed] + split.body[2:]
         loop = [ast.For(split.target, split.iter, body, [])]
-        fn = self.function(fname, loop, "range", extra=extra, rows=rows)
+        fn = self.function(fname, loop, "range", extra=extra)
         rows_loop = fn.body[0]
         bound = lambda i: ast.Subscript(name("_bounds"), i, ast.Load())  # noqa: E731
         rows_loop.iter = call("range", bound(name("_b")),
@@ -353,7 +343,7 @@ class CpuLowerer(BodyLowerer):
         fn.body = [ast.For(store("_b"), call("prange", nblocks), [rows_loop], [])]
         return fn
 
-    def lanes_function(self, fname, lanes_loop, range_fn, rows):
+    def lanes_function(self, fname, lanes_loop, range_fn):
         """The row loop cut into `_lanes.shape[0]` chunks (`range_fn` over them), each chunk's
         rows in blocks of LANES, row `_b + _j` into lane `_j`. The chunk's float lanes live on
         the stack (`stack.zeros`: in registers, not stored back each block) and are copied to
@@ -363,7 +353,7 @@ class CpuLowerer(BodyLowerer):
         time)."""
         chunks = [f"_{part}{k}" for k, op in self.chunk_ops.items()
                   for part in (("cv",) if op == "+" else ("cv", "cr"))]
-        fn = self.function(fname, lanes_loop, "range", extra=["_lanes"] + chunks, rows=rows)
+        fn = self.function(fname, lanes_loop, "range", extra=["_lanes"] + chunks)
         (row_loop,) = fn.body
         width = ast.Constant(lane_sums.LANES)
 
@@ -422,15 +412,10 @@ class CpuLowerer(BodyLowerer):
         return fn
 
     @staticmethod
-    def _rename_range(stmt, range_fn, rows=None):
+    def _rename_range(stmt, range_fn):
         """The row loop over `range_fn`; the body is shared between the serial and the parallel
-        function, not copied (the module is only unparsed: no pass mutates it afterwards).
-        `rows` True/False fixes how the row is found (else a run-time test of _has_rows)."""
-        body = stmt.body
-        if rows is not None:
-            row = ast.Subscript(name("_rows"), name(POS), ast.Load()) if rows else name(POS)
-            body = [body[0], ast.Assign([store(ROW)], row)] + body[2:]
-        return ast.For(stmt.target, call(range_fn, *stmt.iter.args), body, stmt.orelse)
+        function, not copied (the module is only unparsed: no pass mutates it afterwards)."""
+        return ast.For(stmt.target, call(range_fn, *stmt.iter.args), stmt.body, stmt.orelse)
 
     def row_loop(self, make_body):
         saved = self.alg.out

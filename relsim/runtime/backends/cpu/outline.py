@@ -27,11 +27,8 @@ body is the same statements (shared with the serial variants, as `emit.unparse` 
 the same arithmetic in the same order: the bits do not change, only which thread runs a block.
 
 A loop outlined this way is outlined in every function that has it: the serial variant calls the
-body function once over all its rows, and the row is found by a test of ``_has_rows`` at run time
-(one branch in a row of hundreds of statements), so the serial and the parallel variants, over a
-whole relation and over a subset, call one body function (`outlined`'s `made`) and Numba compiles
-it once. Measured on the 2-rank tape test's program (adjoint kernels): after the one-process run,
-rank 0's first run compiled 21.5 s of variants, 16.6 s with the body shared.
+body function once over all its rows, so the serial and the parallel variant call one body
+function (`outlined`'s `made`) and Numba compiles it once.
 """
 from __future__ import annotations
 
@@ -60,11 +57,6 @@ def large(stmts) -> bool:
     """Whether a loop body of these statements is large (its compile time matters more than
     a few operations a row)."""
     return _statements(stmts) >= OUTLINE_STATEMENTS
-
-
-def large_as(stmts, threshold: int) -> bool:
-    """Whether a loop of body `stmts` is outlined from `threshold` statements."""
-    return _statements(stmts) >= threshold
 
 
 def outlined(fn: ast.FunctionDef, threshold: int = OUTLINE_STATEMENTS,
@@ -125,10 +117,10 @@ def outlined(fn: ast.FunctionDef, threshold: int = OUTLINE_STATEMENTS,
 
 
 def _body_name(fname: str, taken: set) -> str:
-    """The body function's name: the function's without its variant (`kernel_parallel_rows`
+    """The body function's name: the function's without its variant (`kernel_parallel`
     -> `kernel_body`, `kernel_lanes_serial` -> `kernel_lanes_body`), unless another body
     has it."""
-    base = "_".join(w for w in fname.split("_") if w not in ("serial", "parallel", "rows"))
+    base = "_".join(w for w in fname.split("_") if w not in ("serial", "parallel"))
     for candidate in (f"{base}_body", f"{fname}_body"):
         if candidate not in taken:
             return candidate
