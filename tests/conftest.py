@@ -35,14 +35,6 @@ def pytest_configure(config):
                                        "extra; deselect with -m 'not mpi')")
 
 
-def pytest_collection_modifyitems(config, items):
-    """The `mpi` tests run last: their programs (tests/runtime/parallel/programs.py) launch the
-    kernels of the in-process tests (the tape's graph, the solvers, the gallery, LULESH,
-    miniFE), whose machine code those tests have left in the shared disk cache by then (the
-    2-rank tape test: its one-process run 30 s cold, 3.5 s after tests/test_tape.py)."""
-    items.sort(key=lambda item: item.get_closest_marker("mpi") is not None)  # (stable)
-
-
 def pytest_generate_tests(metafunc):
     """The `target` fixture's targets: every registered one for tests marked device_sized,
     else all but SLOW_TARGETS."""
