@@ -61,8 +61,8 @@ from . import scatter as cpu_scatter
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
 _EMPTY_ROWS = np.zeros(0, dtype=np.int64)
-# a whole launch's `_rows`: read-only as a subset's rows are, so a function both call (an
-# outlined body: `outline`) has one signature for them
+# a whole launch's `_rows`: read-only as a subset's rows are, so the one function of a variant
+# that both launches call (`loops.py`) has one signature for them
 _NO_SUBSET = np.zeros(0, dtype=np.int64)
 _NO_SUBSET.flags.writeable = False
 

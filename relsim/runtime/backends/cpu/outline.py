@@ -65,8 +65,8 @@ def outlined(fn: ast.FunctionDef, threshold: int = OUTLINE_STATEMENTS,
     when the body has at least `threshold` statements, else fn unchanged. A `prange` loop calls
     it block by block, a `range` loop once over all its iterations. `made` (body text and the
     names it takes -> its function's name) lets functions whose loops have the same body call
-    one function (None returned for it after the first): the serial and parallel variants of
-    a huge body, over a whole relation or a subset, compile it once."""
+    one function (None returned for it after the first): the serial and the parallel variant
+    of a huge body compile it once."""
     found = _row_loop(fn)
     if found is None:
         return None, fn
