@@ -127,7 +127,7 @@ def breakdown_variants(R, kernel, cfg):
     from relsim.runtime import execute
     exe = execute.executable(kernel, R, cfg)
     b = exe.bindings[None]
-    ser, err, rows, has_rows, n, args = exe.serial.get(), exe.err, b.rows, b.has_rows, b.n, \
+    ser, err, rows, has_rows, n, args = exe.row_loops[False], exe.err, b.rows, b.has_rows, b.n, \
         b.args
     return {
         "R.foreach(k)": lambda: R.foreach(kernel),

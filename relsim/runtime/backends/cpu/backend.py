@@ -158,18 +158,6 @@ class _Variants(dict):
         return fn
 
 
-class _Lazy:
-    """A compiled function, its dispatcher made on first use (`get`)."""
-
-    def __init__(self, make):
-        self.make, self.fn = make, None
-
-    def get(self):
-        if self.fn is None:
-            self.fn = self.make()
-        return self.fn
-
-
 class CpuExecutable(Launch):
     distributable = True  # hands Global contributions and row changes to `partials`, `row_sink`
 
@@ -192,12 +180,12 @@ class CpuExecutable(Launch):
 
         # each dispatcher is made when a binding first picks it (making one costs ~0.7 ms, and
         # a program launches few of the variants); one serves launches over a whole relation
-        # and over a subset
-        self.serial = _Lazy(lambda: jit(mod.kernel_serial))
-        self.parallel = _Lazy(lambda: jit(mod.kernel_parallel, parallel=True))
+        # and over a subset. The row loops keyed by parallel, the scatters by their scheme
+        self.row_loops = _Variants(lambda par: jit(
+            mod.kernel_parallel if par else mod.kernel_serial, parallel=par))
         if hasattr(mod, "kernel_direct"):  # it reduces into fields through keys
-            self.direct = _Lazy(lambda: jit(mod.kernel_direct))
-            self.split = _Lazy(lambda: jit(mod.kernel_split, parallel=True))
+            self.scatters = _Variants(lambda scheme: jit(
+                getattr(mod, f"kernel_{scheme}"), parallel=scheme == "split"))
         self.scatter = options.scatter
         self.scatter_share = cpu_scatter.scatter_share(analysed)
         grid = analysed.relation.grid
@@ -606,12 +594,10 @@ class CpuExecutable(Launch):
         # what launch calls: the kernel, then `post` (boolean folds, the split's shared folds;
         # every fold when rows change), and leaves the other folds pending (see `launch`)
         parallel = not (self.force_serial or self.tier0) and b.n >= b.threshold
-        if scheme == "direct":
-            b.fn, parallel = self.direct.get(), False
-        elif scheme == "split":
-            b.fn, parallel = self.split.get(), True
+        if scheme in ("direct", "split"):
+            b.fn, parallel = self.scatters[scheme], scheme == "split"
         else:
-            b.fn = (self.parallel if parallel else self.serial).get()
+            b.fn = self.row_loops[parallel]
         b.call_args = b.row_args = (b.n, b.rows, b.has_rows, self.err) + b.args
         # (not under fast_math: LLVM could fuse a product into a TwoSum's addition)
         lanes_ok = bool(self.lane_offsets or self.chunk_ops) and scheme == "plain" \
