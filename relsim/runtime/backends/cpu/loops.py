@@ -423,7 +423,7 @@ class CpuLowerer(BodyLowerer):
         # prange's index is unsigned: make it a signed int64 first (uint64 + int64 -> float64)
         self.alg.out.append(ast.Assign([store(POS)], call("_i64", name("_i"))))
         self.alg.out.append(ast.Assign([store(ROW)], ast.IfExp(
-            name("_has_rows"), ast.Subscript(name("_rows"), name(POS), ast.Load()),
+            name("_has_rows"), ast.Subscript(name("_rows"), call("_u64", name(POS)), ast.Load()),
             name(POS))))
         make_body()
         # (per row: nothing outside reads its locals)

@@ -1,0 +1,70 @@
+"""The cpu lowering indexes with unsigned integers wherever an index cannot be negative: a
+row's position in a subset, a group's offsets and its rows, as it does a field's row. Numba
+wraps a signed index that is negative around (a test and a branch per access), which inside a
+grouping loop cost a sparse product's parallel variant ~10% (bench/cg_iteration.py)."""
+import ast
+
+import numpy as np
+import pytest
+
+import relsim as rs
+from relsim.runtime import execute
+from tests.conftest import CPU_TARGETS
+
+ORDERED = [0, 0, 1, 2, 2, 2, 4, 5, 5]  # the entries' rows: in order (no rows array bound)
+SHUFFLED = [2, 5, 0, 2, 4, 0, 1, 2, 5]  # out of order (the grouping's rows array bound)
+
+
+def _matrix(rows):
+    V = rs.Relation("V", 6)
+    V.new_field("x", rs.f64).load(np.linspace(-1.0, 2.0, 6))
+    V.new_field("y", rs.f64)
+    E = rs.Relation("E", len(rows))
+    E.new_key_field("row", V, values=np.array(rows))
+    E.new_key_field("col", V, values=np.array([3, 1, 4, 1, 5, 0, 2, 0, 3]))
+    E.new_field("a", rs.f64).load(np.arange(1.0, 10.0) / 7.0)
+    E.group_by(E.row, "out")
+    return V, E
+
+
+@rs.kernel
+def matvec(v):
+    s = 0.0
+    for e in v.out:
+        s += e.a * e.col.x
+    v.y = s
+
+
+def _signed_subscripts(source: str) -> list:
+    """The subscripts of a subset's rows, a group's offsets or its rows whose index is not
+    made unsigned (`_u64(...)`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                node.value.id.startswith(("_rows", "_goff", "_grows")):
+            index = node.slice
+            if not (isinstance(index, ast.Call) and isinstance(index.func, ast.Name) and
+                    index.func.id == "_u64"):
+                found.append(ast.unparse(node))
+    return found
+
+
+@pytest.mark.parametrize("rows", [ORDERED, SHUFFLED], ids=["ordered", "shuffled"])
+@pytest.mark.parametrize("target", CPU_TARGETS, indirect=True)
+def test_group_offsets_and_subset_rows_are_indexed_unsigned(target, rows):
+    V, E = _matrix(rows)
+    want = np.zeros(6)
+    np.add.at(want, np.array(rows), E.a.numpy() * V.x.numpy()[E.col.numpy()])
+    V.foreach(matvec, target)
+    source = execute.executable(matvec, V, target).source
+    assert "_goff" in source and "_grows" in source and "_rows" in source
+    assert _signed_subscripts(source) == []
+    got_whole = V.y.numpy(copy=True)
+    V.y.fill(0.0)
+    V.subset("some", np.array([0, 2, 5])).foreach(matvec, target)
+    got_some = V.y.numpy(copy=True)
+    V.foreach(matvec, rs.Config(target="interp"))
+    np.testing.assert_array_equal(got_whole, V.y.numpy())  # interp's bits
+    np.testing.assert_array_equal(got_some, np.where(np.isin(np.arange(6), [0, 2, 5]),
+                                                     got_whole, 0.0))
+    np.testing.assert_allclose(got_whole, want, rtol=1e-15)
