@@ -1,8 +1,11 @@
 """The cpu lowering indexes with unsigned integers wherever an index cannot be negative: a
-row's position in a subset, a group's offsets and its rows, as it does a field's row. Numba
-wraps a signed index that is negative around (a test and a branch per access), which inside a
-grouping loop cost a sparse product's parallel variant ~10% (bench/cg_iteration.py)."""
+row's position in a subset, a group's offsets and its rows, a reduction's slots and their
+places, as it does a field's row. Numba wraps a signed index that is negative around (a test
+and a branch per access): inside a grouping loop it cost a sparse product's parallel variant
+~10%, and in the lanes of a kernel that writes fields and sums a Global (a CG update) it kept
+LLVM from vectorising them, 2.3x the time (bench/cg_iteration.py)."""
 import ast
+import dataclasses
 
 import numpy as np
 import pytest
@@ -35,14 +38,19 @@ def matvec(v):
     v.y = s
 
 
+# a subset's rows, a group's offsets and rows, a reduction's slots, their places (`_spos`), a
+# split scatter's mixed rows, their slots' places (`_own`) and the parked values (`_shv`)
+INDEXED = ("_rows", "_goff", "_grows", "_slots", "_spos", "_mixed", "_own", "_shv")
+
+
 def _signed_subscripts(source: str) -> list:
-    """The subscripts of a subset's rows, a group's offsets or its rows whose index is not
-    made unsigned (`_u64(...)`)."""
+    """The subscripts of the arrays `INDEXED` names whose (first) index is not made unsigned
+    (`_u64(...)`)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
-                node.value.id.startswith(("_rows", "_goff", "_grows")):
-            index = node.slice
+                node.value.id.startswith(INDEXED):
+            index = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
             if not (isinstance(index, ast.Call) and isinstance(index.func, ast.Name) and
                     index.func.id == "_u64"):
                 found.append(ast.unparse(node))
@@ -68,3 +76,41 @@ def test_group_offsets_and_subset_rows_are_indexed_unsigned(target, rows):
     np.testing.assert_array_equal(got_some, np.where(np.isin(np.arange(6), [0, 2, 5]),
                                                      got_whole, 0.0))
     np.testing.assert_allclose(got_whole, want, rtol=1e-15)
+
+
+total = rs.Global(rs.f64, 0.0)
+
+
+@rs.kernel
+def update(v):  # fields written and a float64 Global summed: lanes that also write slots
+    v.x = v.x - 0.25 * v.y
+    total += v.x * v.x
+
+
+@rs.kernel
+def spread(e):  # a reduction into fields through keys, conditional at one site
+    d = e.a * (e.row.x - e.col.x)
+    if d > 0.0:
+        e.col.y += d
+    e.row.y -= d
+
+
+@pytest.mark.parametrize("scatter", ["split", "slots"])
+@pytest.mark.parametrize("target", CPU_TARGETS, indirect=True)
+def test_reduction_slots_and_their_places_are_indexed_unsigned(target, scatter):
+    cfg = dataclasses.replace(target, scatter=scatter)
+    results = {}
+    for run in (cfg, rs.Config(target="interp")):
+        V, E = _matrix(SHUFFLED)
+        total.value = 0.0
+        E.foreach(spread, run)
+        V.foreach(update, run)
+        results[run.target] = (V.x.numpy(copy=True), V.y.numpy(copy=True), total.value)
+        if run is cfg:
+            for kernel, R in ((spread, E), (update, V)):
+                source = execute.executable(kernel, R, cfg).source
+                assert "_slots" in source
+                assert _signed_subscripts(source) == []
+    got, want = results[cfg.target], results["interp"]
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)

@@ -12,7 +12,7 @@ from .. import ir, semantics
 from ..analysis.slots import identity, static_trip
 from ..host import prints
 from ..host.debug_checks import contributed, written
-from .emit import call, const, name, store
+from .emit import call, const, name, store, unsigned
 from .expr import POS, ROW, ExprLowerer
 
 
@@ -72,7 +72,7 @@ class BodyLowerer(ExprLowerer):
         ident = const(identity(lay.op, et), et)
         s = self.alg.fresh("_s")
         base = self.slot_base(lay)
-        place = self.slot_place(k, lay, ast.BinOp(base, ast.Add(), name(s)))
+        place = unsigned(self.slot_place(k, lay, ast.BinOp(base, ast.Add(), name(s))))
         tgt = ast.Subscript(name(arr), ast.Tuple([place, ast.Constant(0)], ast.Load()),
                             ast.Store())
         body = [ast.Assign([_with_comp(tgt, c)], ident) for c in range(ncomp)]
@@ -108,6 +108,7 @@ class BodyLowerer(ExprLowerer):
         if arr is None:
             arr = self.params.slots(k, lay).name
             slot = self.alg.bind(self.stored_slot(k, lay, site))
+        slot = unsigned(slot)
         first = 0
         if isinstance(s, ir.FieldReduce) and s.index:
             # a component of a vector field: the slot holds the whole value, others identity
@@ -303,9 +304,9 @@ class BodyLowerer(ExprLowerer):
         # (indexed as unsigned, as fields are (`field_slots`): a key and a position are never
         # negative, and Numba's negative-index wraparound for a signed index, a branch per
         # access inside the loop, cost a sparse product's parallel variant ~10%)
-        lo = self.alg.bind(ast.Subscript(name(off), call("_u64", key), ast.Load()))
+        lo = self.alg.bind(ast.Subscript(name(off), unsigned(key), ast.Load()))
         hi = self.alg.bind(ast.Subscript(
-            name(off), call("_u64", ast.BinOp(key, ast.Add(), ast.Constant(1))), ast.Load()))
+            name(off), unsigned(ast.BinOp(key, ast.Add(), ast.Constant(1))), ast.Load()))
         var = self.local_names(s.var, KeyType(g.source))[0]
         # a backend may bind an empty rows array for a grouping whose rows are in order
         # (`Grouping.in_order`): the group's rows are then its positions (a load less per row;
@@ -314,7 +315,7 @@ class BodyLowerer(ExprLowerer):
                                              ast.Constant(0), ast.Load()),
                                [ast.Eq()], [ast.Constant(0)])
         bind = ast.Assign([store(var)], ast.IfExp(
-            in_order, name(j), ast.Subscript(name(rows), call("_u64", name(j)), ast.Load())))
+            in_order, name(j), ast.Subscript(name(rows), unsigned(name(j)), ast.Load())))
         self.alg.out.append(ast.For(store(j), call("range", lo, hi),
                                     [bind] + self.sub_block(s.body), []))
 
@@ -370,3 +371,4 @@ def _with_comp(sub: ast.Subscript, c: int) -> ast.Subscript:
     t = sub.slice
     return ast.Subscript(sub.value, ast.Tuple([t.elts[0], ast.Constant(c)], ast.Load()),
                          ast.Store())
+

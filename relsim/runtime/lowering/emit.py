@@ -293,3 +293,13 @@ def _memo_unparser(base):
             return None
 
     return MemoUnparser
+
+
+def unsigned(index: ast.expr) -> ast.expr:
+    """`index` (never negative) as an unsigned integer, for a subscript: Numba then emits no
+    negative-index wraparound (a test and a branch per access, which also stops LLVM
+    vectorising a row loop, as the lanes of a Global sum are)."""
+    if isinstance(index, ast.Call) and isinstance(index.func, ast.Name) and \
+            index.func.id == "_u64":
+        return index
+    return call("_u64", index)

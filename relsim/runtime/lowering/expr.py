@@ -27,7 +27,7 @@ from ...types import (
 )
 from .. import ir, semantics
 from ..host.debug_checks import OriginChecks, Site
-from .emit import ROW, EmitAlgebra, call, name, store
+from .emit import ROW, EmitAlgebra, call, name, store, unsigned
 from .params import Params
 
 # ROW (from emit): the relation row (a centred key's value)
@@ -180,7 +180,7 @@ class ExprLowerer:
         arr = self.params.field(field).name
         # a key is never negative: indexed as unsigned, Numba emits no negative-index
         # wraparound (a branch per access that also stops LLVM vectorising row loops)
-        row = call("_u64", key_atom)
+        row = unsigned(key_atom)
         return [(arr, sl) for sl in self.component_slots(field.type, row, index)]
 
     def component_slots(self, t, lead, index) -> list:

@@ -48,7 +48,7 @@ from ... import ir, semantics
 from ...folds import lane_sums
 from ...lowering import copy_propagation, single_assignment
 from ...lowering.body import BodyLowerer
-from ...lowering.emit import call, functions_block, name, store
+from ...lowering.emit import call, functions_block, name, store, unsigned
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
 from . import choice, fused, libm, outline, row_work, stack
@@ -123,7 +123,7 @@ class CpuLowerer(BodyLowerer):
         if not lay.on_field:  # a Global's: folded serially, in order
             return super().slot_place(k, lay, slot)
         spos = self.params.slot_places(k, lay).name
-        return ast.Subscript(name(spos), slot, ast.Load())
+        return ast.Subscript(name(spos), unsigned(slot), ast.Load())
 
     def next_row(self) -> ast.stmt:
         return ast.Continue()  # the next iteration of the row loop
@@ -229,8 +229,8 @@ class CpuLowerer(BodyLowerer):
         direct, self.alg.out = self.alg.out, []
         lay = self.a.layouts[k]  # (a mixed row's places: at its index among the mixed rows)
         at = ast.BinOp(name(MIXED_ROW), ast.Mult(), ast.Constant(lay.per_row))
-        place = self.alg.bind(ast.Subscript(name(f"_own{k}"), self.slot_index(lay, site, at),
-                                            ast.Load()))
+        place = self.alg.bind(ast.Subscript(name(f"_own{k}"),
+                                            unsigned(self.slot_index(lay, site, at)), ast.Load()))
         mixed, self.alg.out = self.alg.out, []
         self.slot_write(s, vals, f"_shv{k}", place)
         parked, self.alg.out = self.alg.out, saved
@@ -330,7 +330,7 @@ class CpuLowerer(BodyLowerer):
                                          for part in ("own", "shv")]
         (split,) = split_loop
         mixed = ast.Assign([store(MIXED_ROW)],
-                           ast.Subscript(name("_mixed"), name(POS), ast.Load()))
+                           ast.Subscript(name("_mixed"), unsigned(name(POS)), ast.Load()))
         body = split.body[:2] + [mixed] + split.body[2:]
         loop = [ast.For(split.target, split.iter, body, [])]
         fn = self.function(fname, loop, "range", extra=extra)
@@ -423,7 +423,7 @@ class CpuLowerer(BodyLowerer):
         # prange's index is unsigned: make it a signed int64 first (uint64 + int64 -> float64)
         self.alg.out.append(ast.Assign([store(POS)], call("_i64", name("_i"))))
         self.alg.out.append(ast.Assign([store(ROW)], ast.IfExp(
-            name("_has_rows"), ast.Subscript(name("_rows"), call("_u64", name(POS)), ast.Load()),
+            name("_has_rows"), ast.Subscript(name("_rows"), unsigned(name(POS)), ast.Load()),
             name(POS))))
         make_body()
         # (per row: nothing outside reads its locals)
