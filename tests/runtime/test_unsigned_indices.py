@@ -6,6 +6,7 @@ and a branch per access): inside a grouping loop it cost a sparse product's para
 LLVM from vectorising them, 2.3x the time (bench/cg_iteration.py)."""
 import ast
 import dataclasses
+import sys
 
 import numpy as np
 import pytest
@@ -41,6 +42,9 @@ def matvec(v):
 # a subset's rows, a group's offsets and rows, a reduction's slots, their places (`_spos`), a
 # split scatter's mixed rows, their slots' places (`_own`) and the parked values (`_shv`)
 INDEXED = ("_rows", "_goff", "_grows", "_slots", "_spos", "_mixed", "_own", "_shv")
+# and, per row too: debug checks' records, prints' flags and values, deletions' flags, inserted
+# rows' values and flags, the offsets, ids and values of folds a kernel absorbs
+PER_ROW = ("_dbg", "_pflag", "_pval", "_delete", "_ins", "_absorb")
 
 
 def _signed_subscripts(source: str) -> list:
@@ -49,7 +53,7 @@ def _signed_subscripts(source: str) -> list:
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
-                node.value.id.startswith(INDEXED):
+                node.value.id.startswith(INDEXED + PER_ROW):
             index = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
             if not (isinstance(index, ast.Call) and isinstance(index.func, ast.Name) and
                     index.func.id == "_u64"):
@@ -114,3 +118,57 @@ def test_reduction_slots_and_their_places_are_indexed_unsigned(target, scatter):
     got, want = results[cfg.target], results["interp"]
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def _elastic():
+    P = rs.Relation("P", 6, elastic=True)
+    P.new_field("x", rs.f64).load(np.arange(6.0))
+    P.new_field("tag", rs.i32)
+    return P
+
+
+def _grow_and_prune(P):
+    @rs.kernel
+    def step(p):
+        p.x += 1.0
+        if p.x > 5.5:
+            rs.delete(p)
+        if p.x == 3.0:
+            print("row", p.x)
+        for k in range(2):
+            if p.x < 2.5:
+                rs.insert(P, x=p.x * 10 + k, tag=7)
+    return step
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS, indirect=True)
+def test_per_row_records_are_indexed_unsigned(target, capsys):
+    """Debug checks' records, prints, deletions and insertions (a debug launch), and the folds
+    a kernel absorbs from an earlier launch's pending slots."""
+    out = {}
+    for cfg in (dataclasses.replace(target, debug=True), rs.Config(target="interp")):
+        P = _elastic()
+        step = _grow_and_prune(P)
+        P.foreach(step, cfg)
+        out[cfg.target] = (P.x.numpy(copy=True), P.tag.numpy(copy=True), capsys.readouterr().out)
+        if cfg.target != "interp":
+            source = execute.executable(step, P, cfg).source
+            for part in ("_dbg", "_pflag", "_delete", "_ins"):
+                assert part in source
+            assert _signed_subscripts(source) == []
+    for a, b in zip(out[target.target][:2], out["interp"][:2]):
+        np.testing.assert_array_equal(a, b)
+    assert out[target.target][2] == out["interp"][2] != ""
+
+    V, E = _matrix(SHUFFLED)
+    slots = dataclasses.replace(target, scatter="slots")
+    E.foreach(spread, slots)
+    E.foreach(spread, slots)  # its pending slots: absorbed by the next reader at its own key
+    V.foreach(update, slots)
+    absorbing = [fn for fn in execute.executable(update, V, slots).absorbing_fns.values()]
+    if target.target == "cpu":
+        assert absorbing
+    for fn in absorbing:
+        source = open(sys.modules[fn.py_func.__module__].__file__).read()
+        assert "_absorb" in source
+        assert _signed_subscripts(source) == []

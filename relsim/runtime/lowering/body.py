@@ -332,14 +332,14 @@ class BodyLowerer(ExprLowerer):
         """Mark the row's print at this site and store its values (`host/prints.py`)."""
         k = self.print_site[id(s)]
         flags = self.params.print_flags(k).name
-        self.alg.out.append(ast.Assign([ast.Subscript(name(flags), name(POS), ast.Store())],
-                                       ast.Constant(1)))
+        self.alg.out.append(ast.Assign([ast.Subscript(name(flags), unsigned(name(POS)),
+                                                      ast.Store())], ast.Constant(1)))
         for x, kind, col, _n in prints.layout(s)[2]:
             if kind == "s":
                 continue
             arr = self.params.print_values(k, kind).name
             for c, v in enumerate(self.expr(x)):
-                at = ast.Tuple([name(POS), ast.Constant(col + c)], ast.Load())
+                at = ast.Tuple([unsigned(name(POS)), ast.Constant(col + c)], ast.Load())
                 self.alg.out.append(ast.Assign([ast.Subscript(name(arr), at, ast.Store())], v))
 
     def s_Pass(self, s):
@@ -347,8 +347,8 @@ class BodyLowerer(ExprLowerer):
 
     def s_Delete(self, s):
         arr = self.params.delete_flags(self.a.relation).name
-        self.alg.out.append(ast.Assign([ast.Subscript(name(arr), name(ROW), ast.Store())],
-                                       ast.Constant(True)))
+        self.alg.out.append(ast.Assign([ast.Subscript(name(arr), unsigned(name(ROW)),
+                                                      ast.Store())], ast.Constant(True)))
 
     def s_Insert(self, s):
         k, site = self.insert_of[id(s)]
@@ -356,7 +356,7 @@ class BodyLowerer(ExprLowerer):
         vals = [self.expr(v) for v in s.values]
         for f, comps in zip(s.names, vals):
             self.check_finite(comps, f.type, s.loc, written("inserted into", f))
-        slot = self.alg.bind(self.slot_index(lay, site))
+        slot = unsigned(self.alg.bind(self.slot_index(lay, site)))
         flags = self.params.insert_flags(k, lay).name
         for f, comps in zip(s.names, vals):
             arr = self.params.insert_values(k, lay, f).name

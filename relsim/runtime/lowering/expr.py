@@ -114,8 +114,8 @@ class ExprLowerer:
         values = self.params.debug_values().name
 
         def at(arr, ctx, col=None):
-            idx = name(POS) if col is None else ast.Tuple([name(POS), ast.Constant(col)],
-                                                          ast.Load())
+            pos = unsigned(name(POS))
+            idx = pos if col is None else ast.Tuple([pos, ast.Constant(col)], ast.Load())
             return ast.Subscript(name(arr), idx, ctx)
 
         writes = [ast.Assign([at(values, ast.Store(), c)], v)

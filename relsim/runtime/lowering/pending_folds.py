@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 
 from .. import semantics
-from .emit import call, name, store
+from .emit import call, name, store, unsigned
 
 
 def fold_pending_row(alg, i: int, comps, op: str, has_ids: bool, et) -> None:
@@ -21,7 +21,7 @@ def fold_pending_row(alg, i: int, comps, op: str, has_ids: bool, et) -> None:
     for (arr, sl), a in zip(comps, accs):
         alg.out.append(ast.Assign([store(a)], ast.Subscript(name(arr), sl, ast.Load())))
     j, s = alg.fresh("_j"), alg.fresh("_s")
-    body = [ast.Assign([store(s)], ast.Subscript(name(ids), name(j), ast.Load())
+    body = [ast.Assign([store(s)], ast.Subscript(name(ids), unsigned(name(j)), ast.Load())
                        if has_ids else name(j))]
 
     def step(acc, v):  # acc = acc op v, emitted into the loop body
@@ -47,12 +47,13 @@ def fold_pending_row(alg, i: int, comps, op: str, has_ids: bool, et) -> None:
             body.append(ast.Assign([store(v)], _element(vals, name(s), c)))
             step(a, name(v))
     hi = ast.BinOp(name("_row"), ast.Add(), ast.Constant(1))
-    bounds = (ast.Subscript(name(off), name("_row"), ast.Load()),
-              ast.Subscript(name(off), hi, ast.Load()))
+    bounds = (ast.Subscript(name(off), unsigned(name("_row")), ast.Load()),
+              ast.Subscript(name(off), unsigned(hi), ast.Load()))
     alg.out.append(ast.For(store(j), call("range", *bounds), body, []))
     for (arr, sl), a in zip(comps, accs):
         alg.out.append(ast.Assign([ast.Subscript(name(arr), sl, ast.Store())], name(a)))
 
 
-def _element(arr, row, c):
-    return ast.Subscript(name(arr), ast.Tuple([row, ast.Constant(c)], ast.Load()), ast.Load())
+def _element(arr, row, c):  # (`row`: a slot, never negative)
+    return ast.Subscript(name(arr), ast.Tuple([unsigned(row), ast.Constant(c)], ast.Load()),
+                         ast.Load())
