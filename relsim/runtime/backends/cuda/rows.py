@@ -26,7 +26,7 @@ import ast
 from ....types import elem_of, f32
 from ...builtin_table import MATH
 from ...lowering.body import BodyLowerer
-from ...lowering.emit import EmitAlgebra, call, functions_block, name, store
+from ...lowering.emit import EmitAlgebra, call, functions_block, name, store, unsigned
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
 
@@ -99,7 +99,7 @@ class CudaLowerer(BodyLowerer):
         / the position; None: tested at run time (`targets_<k>` serve both)."""
         saved = self.alg.out
         self.alg.out = [ast.Assign([store(POS)], call("_i64", name("_i")))]
-        at = ast.Subscript(name("_rows"), name(POS), ast.Load())
+        at = ast.Subscript(name("_rows"), unsigned(name(POS)), ast.Load())
         row = at if rows else name(POS)
         if rows is None:
             row = ast.IfExp(name("_has_rows"), at, name(POS))
