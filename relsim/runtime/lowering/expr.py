@@ -284,7 +284,11 @@ class ExprLowerer:
                                         ast.Mod(), n))
             moved = ast.BinOp(c, ast.Add(), dd)
             if periodic:
-                c2 = self.alg.bind(ast.BinOp(moved, ast.Mod(), n))
+                # (Python's m % n is m itself for 0 <= m < n, which a neighbour mostly is: the
+                # division, tens of cycles for a size known at run time, only across the edge)
+                m = self.alg.bind(moved)
+                inside = ast.Compare(ast.Constant(0), [ast.LtE(), ast.Lt()], [m, n])
+                c2 = self.alg.bind(ast.IfExp(inside, m, ast.BinOp(m, ast.Mod(), n)))
             else:
                 c2 = self.alg.bind(moved)
                 what = str(tuple(offsets)) if all(isinstance(x, int) for x in offsets) else \
