@@ -24,16 +24,21 @@ class Plan:
         self.rest = None  # the step of the operations after it (`rest(ops)`)
         run = []  # (op, [(launch op, launch)], call) of the segment being gathered
         backend = None  # the run's
+        # assignments before a run's first launch: computed inside the segment that launch
+        # starts (a step that sets a Global, then launches: one call), else replayed
+        lead = []
         undo = []  # swaps made while binding (the plan binds each launch as it will run)
         try:
             for i, op in enumerate(ops):
                 if self.moves:  # (rows inserted, a loop that may swap): the operations after
                     # it are a step of their own, planned when it runs, for the arrays then
+                    self.items += [a.replay for a, _, _ in lead]
                     self.rest = rest(ops[i:])
                     self.items.append(self.rest)
+                    lead = []
                     break
-                if isinstance(op, AssignOp) and run:  # (computed inside the segment)
-                    run.append((op, [], Assign(op.target, op.expr)))
+                if isinstance(op, AssignOp):  # (computed inside the segment)
+                    (run if run else lead).append((op, [], Assign(op.target, op.expr)))
                     continue
                 bound = self._bind(op)
                 if bound is not None and bound[2] is None and not run:
@@ -45,10 +50,14 @@ class Plan:
                         continue
                     if run and its is not backend:
                         self._close(run, backend)
+                    run += lead
+                    lead = []
                     run.append((op, launched, call))
                     backend = its
                     continue
                 self._close(run, backend)
+                self.items += [a.replay for a, _, _ in lead]
+                lead = []
                 self.items.append(op.replay)
                 if isinstance(op, (LoopOp, BranchOp)):  # (its body may swap, insert rows: the
                     # state is found anew)
@@ -58,6 +67,7 @@ class Plan:
                     op.field.swap(op.other)  # (what the next launches bind)
                     undo.append(op)
             self._close(run, backend)
+            self.items += [a.replay for a, _, _ in lead]
         finally:
             for op in reversed(undo):
                 op.field.swap(op.other)

@@ -10,6 +10,7 @@ from meshio.xdmf import TimeSeriesReader
 
 from relsim.domains import cells, tetmesh
 from relsim_simulations import tetheat
+from tests.conftest import configured
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -73,3 +74,18 @@ def test_cli_runs_tetheat():
                          text=True, env=env, cwd=REPO)
     assert res.returncode == 0, res.stderr
     assert "OK: heat conserved" in res.stdout
+
+
+@pytest.mark.parametrize("cfg", [dict(target="cpu", threads=1, parallel_threshold=1),
+                                 dict(target="cpu", threads=2, parallel_threshold=1),
+                                 dict(target="cpu-serial"), dict(target="interp")],
+                         ids=["cpu-1", "cpu-2", "cpu-serial", "interp"])
+def test_the_captured_step_gives_the_launch_by_launch_bits(cfg):
+    """`simulate` replays its step (`rs.capture`) unless capture=False (`--no-capture`)."""
+    out = {}
+    for capture in (True, False):
+        mesh = tetmesh.box(3, 2, 2)
+        with configured(**cfg):
+            initial, history, dt = tetheat.simulate(mesh, 8, capture=capture)
+        out[capture] = (mesh.vertices.T.numpy().tobytes(), [h.hex() for h in history])
+    assert out[True] == out[False]
