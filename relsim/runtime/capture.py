@@ -17,8 +17,9 @@ loading a field from the host, inserting or deleting rows from the host.
 A replay runs a *plan* (`capture_plan.py`): the recorded operations with every launch's
 compiled form found and bound once. Consecutive launches whose backend can run them as one
 call (`Launch.capture_call`, `Backend.compile_segment`: the cpu target, for launches whose work
-after the loop is compiled), with the assignments and loops between them, become one compiled
-*segment*; every other operation replays as it ran. A plan is made
+after the loop is compiled), with the assignments before the first of them and the assignments,
+loops and branches between them, become one compiled *segment*; every other operation replays
+as it ran. A plan is made
 for the arrays the step's fields hold and the relations' structure (sizes, keys, schemas) at
 the replay's start, and kept: a double buffer swapped each step uses two plans, each made once.
 Anything else changed from the host (a relation resized, keys reloaded, a field added) makes a

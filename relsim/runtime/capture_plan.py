@@ -1,6 +1,7 @@
 """A captured step's plan (`runtime/capture.py`): its operations bound for one state of the
-fields' arrays, consecutive launches (with the assignments, loops and branches between them)
-handed to their backend as one compiled segment where it can, the rest replayed as they are."""
+fields' arrays, consecutive launches (with the assignments before them and the assignments,
+loops and branches between them) handed to their backend as one compiled segment where it can,
+the rest replayed as they are."""
 from __future__ import annotations
 
 from . import execute
