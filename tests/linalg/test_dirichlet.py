@@ -198,3 +198,25 @@ def test_a_compacted_copy_drops_the_zeros_and_lifts_new_values_as_the_full_matri
     with pytest.raises(rs.DataError, match=r"K_nz.dirichlet: the entries of K_nz changed since "
                                            r"it was compacted"):
         S.dirichlet(sides, b=V.b2, values=0.0)
+
+
+def test_eliminating_a_few_rows_writes_their_entries_in_place():
+    """The entries of the imposed rows and columns are written where they are: a copy of
+    every entry (112 MB at miniFE 80^3) is not made."""
+    from tests.relations.test_memory import _traced_peak
+    n = 3000
+    V = rs.Relation("V", n)
+    rows = np.repeat(np.arange(n), 41)
+    cols = (rows + np.tile(np.arange(-20, 21), n)) % n
+    A = linalg.SparseMatrix(V, rows, cols, name="band")
+    A.entries.a.load(np.where(A.entries.row.numpy() == A.entries.col.numpy(), 4.0, -0.05))
+    V.new_field("b", rs.f64, init=1.0)
+    before = A.entries.a.numpy(copy=True)
+    r, c = A.entries.row.numpy(), A.entries.col.numpy()
+    peak = _traced_peak(lambda: A.dirichlet([5, 17], b=V.b, values=2.0))
+    a = A.entries.a.numpy()
+    touched = np.isin(r, [5, 17]) | np.isin(c, [5, 17])
+    assert np.array_equal(a[~touched], before[~touched])
+    assert np.array_equal(a[touched], np.where(r[touched] == c[touched], 1.0, 0.0))
+    assert peak < 4 * A.entries.size  # (the entries' own array: 8 bytes each)
+

@@ -30,14 +30,31 @@ def block_bounds(n: int, nblocks: int) -> np.ndarray:
     return (np.arange(nblocks + 1, dtype=np.int64) * n) // nblocks
 
 
-@njit(cache=True)
+# source positions whose slots' targets `split` holds at once: at miniFE 80^3 (64 slots a row,
+# 512,000 rows) 16 MB of int32 where the whole array took 131 MB
+CHUNK_POSITIONS = 1 << 16
+
+
 def owners(tgt, per_row, bounds, ntarget):
     """Per target row: the block all its slots come from, SHARED, or UNTOUCHED. Slot s belongs
     to source position s // per_row; `tgt[s]` is its target row (negative: none)."""
-    own = np.full(ntarget, -2, dtype=np.int32)
-    for b in range(bounds.shape[0] - 1):
-        for s in range(bounds[b] * per_row, bounds[b + 1] * per_row):
-            t = tgt[s]
+    own = np.full(ntarget, UNTOUCHED, dtype=np.int32)
+    _fold_owners(tgt, 0, per_row, bounds, own)
+    return own
+
+
+@njit(cache=True)
+def _fold_owners(tgt, first, per_row, bounds, own):
+    """Fold the slots of source positions first, first + 1, ... (their targets `tgt`) into
+    `own` (see `owners`)."""
+    npos = tgt.shape[0] // per_row if per_row else 0
+    b = 0
+    for i in range(npos):
+        pos = first + i
+        while pos >= bounds[b + 1]:
+            b += 1
+        for j in range(per_row):
+            t = tgt[i * per_row + j]
             if t < 0:
                 continue
             o = own[t]
@@ -45,18 +62,12 @@ def owners(tgt, per_row, bounds, ntarget):
                 own[t] = b
             elif o != b:
                 own[t] = -1
-    return own
 
 
 @njit(cache=True)
-def _shared_places(tgt, own, per_row, mixed):
-    """The shared targets' slots, in fold order (target row ascending, then slot ascending),
-    kept only for the *mixed* source positions (those with a slot to a shared target): fills
-    `mixed` (per position: its index among the mixed positions, or -1) and returns (places:
-    per slot of a mixed position, its position among the shared slots, or -1 when its target
-    is owned; rows: the shared target rows, ascending; off: their slots are positions
-    off[i]:off[i + 1]). `own` (from `owners`) is overwritten: a shared row's entry becomes
-    -3 - its index in `rows`."""
+def _shared_rows(own):
+    """The shared target rows, ascending; a shared row's entry of `own` (from `owners`) becomes
+    -3 - its index among them."""
     nrows = 0
     for t in range(own.shape[0]):
         if own[t] == -1:
@@ -68,31 +79,43 @@ def _shared_places(tgt, own, per_row, mixed):
             own[t] = -3 - i
             rows[i] = t
             i += 1
-    off = np.zeros(nrows + 1, dtype=np.int64)
-    nmixed = 0
-    for pos in range(mixed.shape[0]):
+    return rows
+
+
+@njit(cache=True)
+def _count_shared(tgt, first, own, per_row, mixed, off, nmixed):
+    """For the source positions first, first + 1, ... (their slots' targets `tgt`): number the
+    *mixed* ones (with a slot to a shared target) in `mixed` from `nmixed` (the others -1) and
+    count each shared row's slots in `off` (row i's at off[i + 1]); returns the mixed count."""
+    npos = tgt.shape[0] // per_row if per_row else 0
+    for i in range(npos):
+        pos = first + i
         mixed[pos] = -1
         for j in range(per_row):
-            t = tgt[pos * per_row + j]
+            t = tgt[i * per_row + j]
             if t >= 0 and own[t] <= -3:
                 off[-2 - own[t]] += 1
                 if mixed[pos] < 0:
                     mixed[pos] = nmixed
                     nmixed += 1
-    for i in range(nrows):
-        off[i + 1] += off[i]
-    fill = off[:-1].copy()
-    places = np.full(nmixed * per_row, -1, dtype=np.int64)
-    for pos in range(mixed.shape[0]):
-        m = mixed[pos]
+    return nmixed
+
+
+@njit(cache=True)
+def _place_shared(tgt, first, own, per_row, mixed, places, fill):
+    """For the mixed positions among first, first + 1, ...: each slot's position among the
+    shared slots in fold order (target row ascending, then slot ascending), -1 when its target
+    is owned; `fill[i]`: shared row i's next position."""
+    npos = tgt.shape[0] // per_row if per_row else 0
+    for i in range(npos):
+        m = mixed[first + i]
         if m < 0:
             continue
         for j in range(per_row):
-            t = tgt[pos * per_row + j]
+            t = tgt[i * per_row + j]
             if t >= 0 and own[t] <= -3:
                 places[m * per_row + j] = fill[-3 - own[t]]
                 fill[-3 - own[t]] += 1
-    return places, rows, off
 
 
 @dataclass(frozen=True)
@@ -122,13 +145,38 @@ class Split:
 def split(tgt: np.ndarray, per_row: int, bounds: np.ndarray, ntarget: int) -> Split:
     """The owned/shared split of the slots `tgt` (target row per slot, `per_row` slots per
     source position) for the blocks `bounds`."""
-    own = owners(tgt, per_row, bounds, ntarget)
     npos = len(tgt) // per_row if per_row else 0
-    mixed = np.empty(npos, dtype=np.int32 if npos < 2 ** 31 else np.int64)
-    places, rows, off = _shared_places(tgt, own, per_row, mixed)
-    small = len(tgt) < 2 ** 31
+    return split_chunks(lambda lo, hi: tgt[lo * per_row:hi * per_row], npos, per_row, bounds,
+                        ntarget)
+
+
+def split_chunks(targets, npos: int, per_row: int, bounds: np.ndarray, ntarget: int,
+                 chunk: int | None = None) -> Split:
+    """The split of `npos` source positions' slots, whose targets `targets(lo, hi)` gives for
+    positions lo..hi - 1 ((hi - lo) * per_row of them, in slot order), asked for `chunk`
+    positions at a time in three passes (the owners, the mixed positions and the shared rows'
+    counts, the places): no more than a chunk of the targets is held at once (default
+    `CHUNK_POSITIONS`)."""
+    chunk = chunk or CHUNK_POSITIONS
+    ranges = [(lo, min(lo + chunk, npos)) for lo in range(0, npos, chunk)] if per_row else []
+    own = np.full(ntarget, UNTOUCHED, dtype=np.int32)
+    for lo, hi in ranges:
+        _fold_owners(targets(lo, hi), lo, per_row, bounds, own)
+    rows = _shared_rows(own)
+    mixed = np.full(npos, -1, dtype=np.int32 if npos < 2 ** 31 else np.int64)
+    off = np.zeros(len(rows) + 1, dtype=np.int64)
+    nmixed = 0
+    for lo, hi in ranges:
+        nmixed = _count_shared(targets(lo, hi), lo, own, per_row, mixed, off, nmixed)
+    np.cumsum(off, out=off)
+    places = np.full(nmixed * per_row, -1, dtype=np.int64)
+    fill = off[:-1].copy()
+    for lo, hi in ranges:
+        _place_shared(targets(lo, hi), lo, own, per_row, mixed, places, fill)
+    nslots = npos * per_row
+    small = nslots < 2 ** 31
     return Split(bounds, mixed, places.astype(np.int32) if small else places, rows,
-                 off.astype(np.int32) if small else off, len(tgt), per_row)
+                 off.astype(np.int32) if small else off, nslots, per_row)
 
 
 def combined(splits: list) -> tuple:

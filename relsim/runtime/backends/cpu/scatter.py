@@ -20,6 +20,8 @@ folds there cost more than their share suggests: hence SLOTS_COST 6 rather than 
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ....types import elem_of
@@ -63,9 +65,10 @@ def choose(want: str, field_layouts: dict, n: int, serial: bool, threads: int, t
            share: float = 1.0):
     """(scheme, splits) for a launch of `n` rows whose field layouts are `field_layouts`
     ({index: layout}; empty: "plain"): `want` is `Config.scatter`, `serial` whether the launch
-    runs serially anyway (cpu-serial, below the parallel threshold), `targets(k, layout)` the
-    target row of each slot of layout k, `share` the kernel's `scatter_share`. `splits`
-    ({index: ownership.Split}) for "split"."""
+    runs serially anyway (cpu-serial, below the parallel threshold), `targets(k, layout, lo,
+    hi)` the target row of each slot of layout k's source positions lo..hi - 1 (asked for a
+    chunk of positions at a time: `ownership.split_chunks`), `share` the kernel's
+    `scatter_share`. `splits` ({index: ownership.Split}) for "split"."""
     if not field_layouts:
         return "plain", None
     numeric = not any(elem_of(lay.target.type).is_bool for lay in field_layouts.values())
@@ -79,7 +82,8 @@ def choose(want: str, field_layouts: dict, n: int, serial: bool, threads: int, t
     elif serial or not numeric:  # a forced split runs serially, or parks all
         return ("direct" if serial else "slots"), None
     bounds = ownership.block_bounds(n, threads)
-    splits = {k: ownership.split(targets(k, lay), lay.per_row, bounds, lay.target.relation.size)
+    splits = {k: ownership.split_chunks(functools.partial(targets, k, lay), n, lay.per_row,
+                                        bounds, lay.target.relation.size)
               for k, lay in field_layouts.items()}
     if want == "split":
         return "split", splits

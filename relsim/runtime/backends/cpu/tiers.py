@@ -24,6 +24,10 @@ from ...host import compile_jobs
 from . import ownership
 
 MODES = ("tiered", "wait")
+# the rows a split's slot targets are computed for, a chunk at a time (read-only, as a
+# subset's: `CpuExecutable.slot_targets`); only its type matters here
+_READ_ONLY_ROWS = np.zeros(0, dtype=np.int64)
+_READ_ONLY_ROWS.flags.writeable = False
 
 
 def check(config) -> None:
@@ -69,7 +73,7 @@ def plan_ahead(exe, b) -> None:
     """`b`, a launch run serially because it is below the parallel threshold, reduces into
     fields through keys (the direct scatter): give the background worker, once per launch,
     what a parallel launch of it would first compile on the host to plan its split scatter
-    (its slot targets, `ownership.owners` and `_shared_places`), so that a run past the
+    (its slot targets and `ownership.split_chunks`'s folds), so that a run past the
     threshold after small ones does not stall on them (1-3 s on a 2-core machine). Sets
     `exe.planned_ahead` to a cheap test of whether the worker is done with them."""
     ints = typeof(0)
@@ -78,14 +82,16 @@ def plan_ahead(exe, b) -> None:
         if not getattr(lay, "on_field", False):
             continue
         tgt = np.empty(0, dtype=key_dtype(lay.target.relation.size))
-        job = exe.job(exe.targets[k], (b.n, b.rows, b.has_rows, exe.err, *b.args, tgt), True)
+        job = exe.job(exe.targets[k], (b.n, _READ_ONLY_ROWS, True, exe.err, *b.args, tgt), True)
         if job is not None and not job.cached():
             jobs.append(job)
-        mixed = np.empty(0, dtype=np.int32)
-        for fn, sig in ((ownership.owners, (typeof(tgt), ints, typeof(np.empty(0, np.int64)),
-                                            ints)),
-                        (ownership._shared_places, (typeof(tgt), typeof(mixed), ints,
-                                                    typeof(mixed)))):
+        tgt_t, i64 = typeof(tgt), typeof(np.empty(0, np.int64))
+        own_t = mixed_t = typeof(np.empty(0, np.int32))  # (mixed: int32 below 2^31 positions)
+        for fn, sig in ((ownership._fold_owners, (tgt_t, ints, ints, i64, own_t)),
+                        (ownership._shared_rows, (own_t,)),
+                        (ownership._count_shared, (tgt_t, ints, own_t, ints, mixed_t, i64, ints)),
+                        (ownership._place_shared, (tgt_t, ints, own_t, ints, mixed_t, i64,
+                                                   i64))):
             here, done = compile_jobs.helper_in_background(fn, sig)
             if not here:
                 tests.append(done)
