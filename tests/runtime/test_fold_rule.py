@@ -159,7 +159,8 @@ def _absorbing_fold(op, t, has_ids, ncomp):
     mod = ast.parse("def fold(F, _absorb0_off, _absorb0_ids, _absorb0_vals, _row):\n    pass\n")
     mod.body[0].body = alg.out
     env = {"np": np, "math": math, "_f64": np.float64, "_f32": np.float32, "_i64": np.int64,
-           "_i32": np.int32, "_bool": np.bool_, "_INF": math.inf, "_NAN": math.nan}
+           "_u64": np.uint64, "_i32": np.int32, "_bool": np.bool_, "_INF": math.inf,
+           "_NAN": math.nan}
     exec(compile(ast.fix_missing_locations(mod), "<absorbed fold>", "exec"), env)
     return njit(env["fold"])
 
