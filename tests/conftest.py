@@ -26,6 +26,11 @@ ALL_TARGETS = rs.targets()
 TARGETS = [t for t in ALL_TARGETS if t not in SLOW_TARGETS]  # every other target, every test
 CPU_TARGETS = ("cpu", "cpu-serial")  # for tests of what only the cpu backend does
 SHIPPED_TARGETS = [t for t in ALL_TARGETS if t != proxy_backend.NAME]  # relsim's own
+# the configurations a simulation's same-bits tests compare (`configured(**...)`): the cpu on 1
+# and 2 threads with every launch parallel, cpu-serial and interp
+SIM_CONFIGS = {"cpu-1": dict(target="cpu", threads=1, parallel_threshold=1),
+               "cpu-2": dict(target="cpu", threads=2, parallel_threshold=1),
+               "cpu-serial": dict(target="cpu-serial"), "interp": dict(target="interp")}
 
 
 def pytest_configure(config):

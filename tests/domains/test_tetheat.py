@@ -10,7 +10,7 @@ from meshio.xdmf import TimeSeriesReader
 
 from relsim.domains import cells, tetmesh
 from relsim_simulations import tetheat
-from tests.conftest import configured
+from tests.conftest import SIM_CONFIGS, configured
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -76,10 +76,7 @@ def test_cli_runs_tetheat():
     assert "OK: heat conserved" in res.stdout
 
 
-@pytest.mark.parametrize("cfg", [dict(target="cpu", threads=1, parallel_threshold=1),
-                                 dict(target="cpu", threads=2, parallel_threshold=1),
-                                 dict(target="cpu-serial"), dict(target="interp")],
-                         ids=["cpu-1", "cpu-2", "cpu-serial", "interp"])
+@pytest.mark.parametrize("cfg", SIM_CONFIGS.values(), ids=SIM_CONFIGS.keys())
 def test_the_captured_step_gives_the_launch_by_launch_bits(cfg):
     """`simulate` replays its step (`rs.capture`) unless capture=False (`--no-capture`)."""
     out = {}

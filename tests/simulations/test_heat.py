@@ -3,13 +3,10 @@ bits of the launch-by-launch step on every target and thread count."""
 import pytest
 
 from relsim_simulations import heat
-from tests.conftest import configured
+from tests.conftest import SIM_CONFIGS, configured
 
 
-@pytest.mark.parametrize("cfg", [dict(target="cpu", threads=1, parallel_threshold=1),
-                                 dict(target="cpu", threads=2, parallel_threshold=1),
-                                 dict(target="cpu-serial"), dict(target="interp")],
-                         ids=["cpu-1", "cpu-2", "cpu-serial", "interp"])
+@pytest.mark.parametrize("cfg", SIM_CONFIGS.values(), ids=SIM_CONFIGS.keys())
 def test_the_captured_step_gives_the_launch_by_launch_bits(cfg):
     out = {}
     for capture in (True, False):
