@@ -40,8 +40,9 @@ def matvec(v):
 
 
 # a subset's rows, a group's offsets and rows, a reduction's slots, their places (`_spos`), a
-# split scatter's mixed rows, their slots' places (`_own`) and the parked values (`_shv`)
-INDEXED = ("_rows", "_goff", "_grows", "_slots", "_spos", "_mixed", "_own", "_shv")
+# split scatter's mixed rows, their slots' places (`_own`), the parked values (`_shv`) and the
+# slots' targets its plan reads (`_tgt`)
+INDEXED = ("_rows", "_goff", "_grows", "_slots", "_spos", "_mixed", "_own", "_shv", "_tgt")
 # and, per row too: debug checks' records, prints' flags and values, deletions' flags, inserted
 # rows' values and flags, the offsets, ids and values of folds a kernel absorbs
 PER_ROW = ("_dbg", "_pflag", "_pval", "_delete", "_ins", "_absorb")

@@ -257,7 +257,7 @@ class BodyLowerer(ExprLowerer):
                 self.alg.out = body
                 self.bind_static_loop_var(loop, counter)
             key = self.expr(site.key)[0]
-            slot = self.slot_index(lay, site)
+            slot = unsigned(self.slot_index(lay, site))
             self.alg.out.append(ast.Assign([ast.Subscript(name("_tgt"), slot, ast.Store())], key))
             self.alg.out = outer
 
