@@ -57,7 +57,8 @@ class Elimination:
     def eliminate(self, new: np.ndarray, entries) -> None:
         """Make rows `new` (none eliminated yet) identity rows, keeping their columns."""
         r, c = entries.row.numpy(), entries.col.numpy()
-        a = entries.a.data  # (read here; not handed out)
+        # (read here, not handed out; on several ranks every rank's values, gathered)
+        a = entries.a.numpy(copy=True) if entries.partition is not None else entries.a.data
         in_new = np.zeros(len(self.fixed), dtype=bool)
         in_new[new] = True
         self.fixed |= in_new
