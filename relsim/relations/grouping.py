@@ -45,13 +45,12 @@ class Grouping:
             # made an int64 copy of them: 112 MB for a matrix's 14M entries at miniFE 80^3)
             bounds = np.arange(self.target.size + 1, dtype=flat.dtype if len(flat) else np.int64)
             offsets = np.searchsorted(flat, bounds, side="left").astype(np.int64, copy=False)
+            self._rows = None
         else:
             counts = np.bincount(flat, minlength=self.target.size)
             offsets = np.zeros(self.target.size + 1, dtype=np.int64)
             np.cumsum(counts, out=offsets[1:])
-        if self._in_order:
-            self._rows = None
-        else:  # each slot's position in key order (stable: rows ascending within a group)
+            # each slot's position in key order (stable: rows ascending within a group)
             order = np.argsort(flat, kind="stable")
             self._rows = order if arity == 1 else order // arity
         self._offsets = offsets

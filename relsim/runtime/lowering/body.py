@@ -371,4 +371,3 @@ def _with_comp(sub: ast.Subscript, c: int) -> ast.Subscript:
     t = sub.slice
     return ast.Subscript(sub.value, ast.Tuple([t.elts[0], ast.Constant(c)], ast.Load()),
                          ast.Store())
-

@@ -299,7 +299,5 @@ def unsigned(index: ast.expr) -> ast.expr:
     """`index` (never negative) as an unsigned integer, for a subscript: Numba then emits no
     negative-index wraparound (a test and a branch per access, which also stops LLVM
     vectorising a row loop, as the lanes of a Global sum are)."""
-    if isinstance(index, ast.Call) and isinstance(index.func, ast.Name) and \
-            index.func.id == "_u64":
-        return index
-    return call("_u64", index)
+    return index if isinstance(index, ast.Call) and _dotted(index.func) == "_u64" else \
+        call("_u64", index)
