@@ -192,7 +192,7 @@ def test_a_debug_variant_is_outlined_from_outline_statements():
 def test_one_outlined_body_serves_every_variant_with_the_bits_of_interp():
     """A body outlined once (here a debug variant's) is called by the serial and the parallel
     functions, over the whole relation and over a subset: each gives interp's bits, and the
-    body is compiled for one signature only."""
+    body is compiled for one signature at most."""
     import sys
 
     rows = np.array([0, 2, 3, 7, 9])
@@ -212,4 +212,6 @@ def test_one_outlined_body_serves_every_variant_with_the_bits_of_interp():
                                                     debug=True))
     (mod,) = [m for m in list(sys.modules.values())
               if getattr(m, "__file__", None) == exe.path]
-    assert len(mod.kernel_body.overloads) == 1
+    # (none when an earlier test or run left the callers in Numba's disk cache: they load
+    # with the body linked in, and the body's own dispatcher compiles nothing)
+    assert len(mod.kernel_body.overloads) <= 1

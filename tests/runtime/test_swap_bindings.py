@@ -1,6 +1,7 @@
 """Double buffers: `Field.swap` each step gives what copying gives, on every target; on the cpu
 a launch takes up the binding it made for the arrays it finds again (`CpuExecutable.rebind`)
-instead of binding anew after every swap, and binds anew whenever anything else changed."""
+instead of binding anew after every swap, and binds anew whenever anything else changed; keys
+that changed re-bind the launches that read them, not the others over the same relation."""
 import numpy as np
 
 import relsim as rs
@@ -110,3 +111,47 @@ def test_anything_else_changed_binds_anew(monkeypatch):
     other.swap(V.un)
     V.foreach(copy_u, cfg)
     assert (V.un.numpy() == V.u.numpy()).all() and not (other.numpy() == V.u.numpy()).all()
+
+
+@rs.kernel
+def drift(p):
+    p.pos = p.pos + p.vel  # moves the particles: their `cell` keys are computed again
+
+
+@rs.kernel
+def count_in_cell(p):
+    p.n = 0.0
+    for _q in p.cell.particles:  # reads the keys and the cell lists
+        p.n += 1.0
+
+
+def _moving_particles():
+    from relsim.domains import grid, particles
+    g = grid.Grid((4, 4), spacing=0.25, periodic=True)
+    rng = np.random.default_rng(3)
+    pts = particles.Particles(g, rng.random((40, 2)), 0.3 * rng.random((40, 2)) - 0.15)
+    pts.locate()
+    pts.rel.new_field("n", rs.f64)
+    return g, pts
+
+
+def test_moving_keys_rebind_only_the_launches_that_read_them(monkeypatch):
+    """Particles that move get new `cell` keys (a new key array) each step: the launch reading
+    the keys binds anew (and sees them), the one that does not keeps its binding."""
+    cfg = rs.Config(target="cpu", parallel_threshold=1)
+    g, pts = _moving_particles()
+    P = pts.rel
+    for _ in range(2):
+        P.foreach(drift, cfg)
+        P.foreach(count_in_cell, cfg)
+    drifts = _count_binds(monkeypatch, (drift,), (P,), cfg)
+    counts = _count_binds(monkeypatch, (count_in_cell,), (P,), cfg)
+    for _ in range(5):
+        P.foreach(drift, cfg)
+        P.foreach(count_in_cell, cfg)
+        cells = P.cell.numpy()
+        want = np.bincount(cells, minlength=16)[cells]
+        assert (P.n.numpy() == want).all()  # the cell lists of the positions just written
+        wrapped = np.floor(np.mod(P.pos.numpy(), 1.0) * 4).astype(int)
+        assert (cells == wrapped[:, 1] * 4 + wrapped[:, 0]).all()  # (x fastest)
+    assert drifts == [] and len(counts) == 5

@@ -239,6 +239,9 @@ class CpuExecutable(Launch):
         self.kept: dict = {}
         self.array_fields = tuple({id(f): f for f in (*self.host_fields,
                                                       *self.gather_fields)}.values())
+        # the groupings whose builds it binds (a build's offsets are a new array)
+        self.groupings = tuple({id(p.grouping): p.grouping for p in params
+                                if isinstance(p, GroupOffsets)}.values())
         self.print_stmts = prints.sites(analysed.body)  # the kernel's print sites, in order
         # tier 0 (`tiers.py`; `rs.precompile(..., background=True)`): launches run the serial
         # variants (same bits) until `tier_done()` says the parallel ones are in Numba's disk
@@ -247,6 +250,10 @@ class CpuExecutable(Launch):
         self.tier_done = None
         self.self_tiering = not serial and tiers.mode(options) == "tiered"
         self.tiered_jobs: set = set()
+        # the argument types (`jit.fingerprints`) of bindings whose compilations were seen to:
+        # a binding made again for new arrays of the same types (particles' keys, each step)
+        # asks Numba for no types (~3 us an argument)
+        self.tiered_types: set = set()
         self.planned_ahead = None  # (`tiers.plan_ahead`)
         self.err = np.zeros(1, dtype=np.int64)  # a failed check's line (-line: see flag_error)
         self.err_view = memoryview(self.err)  # reads err[0] as a Python int, cheaply
@@ -398,12 +405,16 @@ class CpuExecutable(Launch):
         reuses the binding)."""
         return self.jobs_of(self.current(relation, subset))
 
+    @staticmethod
+    def calls_of(b) -> list:
+        """(dispatcher, arguments) of each compiled function binding `b`'s launch calls."""
+        return [(b.fn, b.call_args)] + [(fn, args) for fn, args in b.post
+                                        if hasattr(fn, "typeof_pyval")] + \
+            [(pf.fn, pf.args) for pf in b.deferred]
+
     def jobs_of(self, b) -> list:
         """The compilations binding `b`'s launch needs (see `compile_jobs`)."""
-        calls = [(b.fn, b.call_args)] + [(fn, args) for fn, args in b.post
-                                         if hasattr(fn, "typeof_pyval")] + \
-            [(pf.fn, pf.args) for pf in b.deferred]
-        jobs = (self.job(fn, args, fn is b.fn) for fn, args in calls)
+        jobs = (self.job(fn, args, fn is b.fn) for fn, args in self.calls_of(b))
         return [job for job in jobs if job is not None]
 
     def job(self, fn, args, generated: bool):
@@ -454,11 +465,15 @@ class CpuExecutable(Launch):
         return b
 
     def rebind(self, relation, subset, b, versions) -> _Binding:
-        """The binding for the arrays the fields hold now: the one kept from before, when
-        nothing but value fields' arrays changed since it was made and they hold its arrays
-        again, else a new one. The binding replaced is kept in turn."""
-        structure = tuple(r.structure_version for r in self.relations) + versions[-2:]
-        arrays = tuple(f._stored() for f in self.array_fields)
+        """The binding for the arrays the fields hold now: the one kept from before, when it
+        was made from the very arrays it would be made from now (value fields, keys, the
+        groupings' builds, at the same sizes), else a new one. The binding replaced is kept in
+        turn. (What a binding computes from keys, such as a scatter's plan, depends on the
+        key arrays alone, and keys are never changed in place: a key field that changed holds
+        a new array. So moving particles, whose `cell` keys change, re-binds only the
+        launches that read the keys, not every launch over the particles.)"""
+        structure = tuple(r.size for r in self.relations) + versions[-2:]
+        arrays = self.bound_arrays()
         kept = self.kept.pop(subset, None)
         for old in (b, kept):  # (swapped twice since b's last launch: b's own arrays again)
             if old is not None and old.structure == structure and \
@@ -476,6 +491,13 @@ class CpuExecutable(Launch):
                 self.kept[subset] = old
                 break
         return new
+
+    def bound_arrays(self) -> tuple:
+        """The arrays a binding is made from: the fields' storage (keys derived first, as
+        binding does: a key field with keys to compute holds its stale array until then), the
+        groupings' offsets (rebuilt first, when their keys changed)."""
+        return tuple(f._data if f.is_key else f._stored() for f in self.array_fields) + \
+            tuple(g.offsets() for g in self.groupings)
 
     def check_debug(self, b, relation, subset):
         """Debug mode, after the kernel: raise the lowest failed row's first failed check (the

@@ -39,7 +39,8 @@ class LaneSums:
         self.rerun = rerun  # (function, arguments) writing the slots again, or None
         self.chunks = chunks  # the chunk-folded Globals' `Chunks`
         # per sum, lane_sums.finish; from the second launch on, its compiled entry for that
-        # sum's arguments (whose types never change: no dispatch by them, ~0.3 us a launch)
+        # sum's arguments (whose types never change: no dispatch by them, ~0.3 us a launch;
+        # False after the first)
         self.finish_fn = None
 
     def finish(self) -> None:
@@ -63,10 +64,11 @@ class LaneSums:
         for fn, (_g, flat, q0, q1, out, _fold) in zip(finish, sums):
             if not fn(self.lanes, q0, q1, self.depth, flat, out):
                 return False  # (a lone scalar's `out` is its storage: finish wrote nothing)
-        if self.finish_fn is None:
-            self.finish_fn = tuple(entry_point(lane_sums.finish,
-                                               (self.lanes, q0, q1, self.depth, flat, out))
-                                   for _g, flat, q0, q1, out, _fold in sums)
+        if not self.finish_fn:  # (from the second launch: a binding made again for each
+            # launch, as particles' moving keys make theirs, would type them for nothing)
+            self.finish_fn = False if self.finish_fn is None else tuple(
+                entry_point(lane_sums.finish, (self.lanes, q0, q1, self.depth, flat, out))
+                for _g, flat, q0, q1, out, _fold in sums)
         for g, flat, _q0, _q1, out, _fold in sums:
             if out is not flat:
                 flat[:] = out

@@ -20,7 +20,7 @@ from numba import typeof
 
 from ....errors import ConfigError
 from ....relations.field import key_dtype
-from ...host import compile_jobs
+from ...host import compile_jobs, jit
 from . import ownership
 
 MODES = ("tiered", "wait")
@@ -55,8 +55,13 @@ def start(exe, b) -> bool:
     launch: one the worker failed on is compiled by the launch itself, as without tiers."""
     if not b.parallel or exe.tier0 or exe.tier_done is not None:
         return False
+    types = jit.fingerprints(exe.calls_of(b))
+    if types is not None and types in exe.tiered_types:
+        return False  # (its jobs were given, or found compiled or cached, before)
     jobs = [job for job in exe.jobs_of(b) if (job.path, job.function, job.signature)
             not in exe.tiered_jobs and not job.cached()]  # (cached ones are loaded here)
+    if types is not None:
+        exe.tiered_types.add(types)
     if not any(job.parallel for job in jobs):
         return False
     try:
