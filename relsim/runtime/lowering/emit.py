@@ -26,7 +26,7 @@ CAST_FN = {bool_: "_bool", i32: "_i32", i64: "_i64", f32: "_f32", f64: "_f64"}
 _SPECULABLE_OPS = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor, ast.USub,
                    ast.UAdd, ast.Not, ast.Invert)
 _SPECULABLE_CALLS = {*CAST_FN.values(), "math.isfinite", "math.isnan", "math.isinf"}
-_TEMPORARY = re.compile(r"_t[0-9]+")  # the names `EmitAlgebra.fresh` makes
+TEMPORARY = re.compile(r"_t[0-9]+")  # the names `EmitAlgebra.fresh` makes
 SPECULATE_AT_MOST = 12  # statements of a choice's sides, together
 
 
@@ -213,7 +213,7 @@ class EmitAlgebra:
         the row's own field)."""
         return self.pick_call is not None and len(statements) <= SPECULATE_AT_MOST and all(
             isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
-            and _TEMPORARY.fullmatch(s.targets[0].id) and self._speculable(s.value)
+            and TEMPORARY.fullmatch(s.targets[0].id) and self._speculable(s.value)
             for s in statements)
 
     def _speculable(self, e) -> bool:
@@ -227,7 +227,7 @@ class EmitAlgebra:
         if isinstance(e, ast.Compare):
             return self._speculable(e.left) and all(map(self._speculable, e.comparators))
         if isinstance(e, ast.Call):
-            return _dotted(e.func) in (*_SPECULABLE_CALLS, self.pick_call) and \
+            return dotted(e.func) in (*_SPECULABLE_CALLS, self.pick_call) and \
                 not e.keywords and all(map(self._speculable, e.args))
         return _centred_read(e)
 
@@ -239,12 +239,12 @@ def _centred_read(e) -> bool:
             and e.value.id.startswith("_field")):
         return False
     first, *rest = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
-    return isinstance(first, ast.Call) and _dotted(first.func) == "_u64" and \
-        [_dotted(a) for a in first.args] == [ROW] and \
+    return isinstance(first, ast.Call) and dotted(first.func) == "_u64" and \
+        [dotted(a) for a in first.args] == [ROW] and \
         all(isinstance(i, ast.Constant) and type(i.value) is int for i in rest)
 
 
-def _dotted(e) -> str | None:
+def dotted(e) -> str | None:
     """The name `e` is (``f`` or ``module.f``), else None."""
     if isinstance(e, ast.Name):
         return e.id
@@ -299,5 +299,5 @@ def unsigned(index: ast.expr) -> ast.expr:
     """`index` (never negative) as an unsigned integer, for a subscript: Numba then emits no
     negative-index wraparound (a test and a branch per access, which also stops LLVM
     vectorising a row loop, as the lanes of a Global sum are)."""
-    return index if isinstance(index, ast.Call) and _dotted(index.func) == "_u64" else \
+    return index if isinstance(index, ast.Call) and dotted(index.func) == "_u64" else \
         call("_u64", index)

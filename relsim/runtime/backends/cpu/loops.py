@@ -46,7 +46,7 @@ from ....relations.field import Field
 from ....types import elem_of, f64
 from ... import ir, semantics
 from ...folds import lane_sums
-from ...lowering import copy_propagation, single_assignment
+from ...lowering import copy_propagation, hoist, single_assignment
 from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store, unsigned
 from ...lowering.expr import ERR, POS, ROW
@@ -428,6 +428,8 @@ class CpuLowerer(BodyLowerer):
         make_body()
         # (per row: nothing outside reads its locals)
         body = copy_propagation.propagate(single_assignment.rename(self.alg.out))
+        if self.debug is None:  # (a debug variant checks each operation where it was)
+            body = hoist.invariants(body)
         self.alg.out = saved
         return [ast.For(store("_i"), call("range", name("_n")), body, [])]
 
