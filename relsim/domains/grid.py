@@ -115,6 +115,12 @@ class Grid:
                         f"along axis {axis}; delete particles that leave a bounded grid first")
         return _rows(c, self.shape)
 
+    def _cells_of_rows(self, pos, at):
+        """The cells of the particles at rows `at` (all of them, after they moved: no second
+        copy of the positions)."""
+        p = pos.numpy(copy=True)  # (a copy: the field is not handed out)
+        return self.cell_of(p if len(at) == len(p) else p[at])
+
     def locate(self, particles, pos_field="pos", key_field="cell", group="particles"):
         """Point the key field `key_field` of `particles` at the cell containing each particle
         (creating the key field, and the cell -> particles grouping `group`, the first time).
@@ -131,7 +137,7 @@ class Grid:
         kf = particles.field(key_field).load(rows)
         # from now on the keys follow the positions: moved or inserted particles are binned
         # again when the keys or the cell lists are next read
-        kf.follow(pos, lambda at: self.cell_of(pos.numpy(copy=True)[at]))
+        kf.follow(pos, lambda at: self._cells_of_rows(pos, at))
         return kf
 
 

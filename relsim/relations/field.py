@@ -347,8 +347,11 @@ class KeyField(Field):
         except BaseException:
             self._unset = unset  # still to do: the next read tries again
             raise
-        data = self._keys.copy()
-        data[rows] = keys
+        if len(rows) == self.relation.size:  # every key (the rows moved): the new ones
+            data = np.array(keys, dtype=self._keys.dtype).reshape(self._keys.shape)
+        else:
+            data = self._keys.copy()
+            data[rows] = keys
         data.flags.writeable = False
         self.data = data
         self.version += 1
