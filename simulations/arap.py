@@ -77,9 +77,16 @@ def build(nx: int = 40, ny: int = 20, lift: float = 0.4, turn: float = 20.0):
     return mesh, run, [H.r, K.r], [V.p, V.theta], rest, (handles, targets)
 
 
-def scipy_cost(mesh, rest, handles_targets, weight: float):
+def scipy_cost(mesh, rest, handles_targets, weight: float, max_nfev=None):
     """SciPy's least_squares on the same problem (analytic sparse Jacobian, trf + lsmr): its
-    final cost and positions."""
+    final cost and positions (after at most `max_nfev` evaluations if given: `scipy_solve`)."""
+    sol = scipy_solve(mesh, rest, handles_targets, weight, max_nfev)
+    return 0.5 * float(np.sum(sol.fun ** 2)), sol.x[:2 * len(rest)].reshape(len(rest), 2)
+
+
+def scipy_solve(mesh, rest, handles_targets, weight: float, max_nfev=None):
+    """SciPy's `OptimizeResult` for the problem (trf + lsmr, from the rest shape; `status`
+    0: stopped at `max_nfev`, its `njev`: the iterations taken)."""
     import scipy.optimize as so
     import scipy.sparse as sp
     E = mesh.edges
@@ -116,9 +123,8 @@ def scipy_cost(mesh, rest, handles_targets, weight: float):
                              shape=(2 * m + 2 * len(handles), 3 * n))
 
     x0 = np.concatenate([rest.ravel(), np.zeros(n)])
-    sol = so.least_squares(fun, x0, jac=jac, method="trf", tr_solver="lsmr", ftol=1e-12,
-                           xtol=1e-12, gtol=1e-12)
-    return 0.5 * float(np.sum(sol.fun ** 2)), sol.x[:2 * n].reshape(n, 2)
+    return so.least_squares(fun, x0, jac=jac, method="trf", tr_solver="lsmr", ftol=1e-12,
+                            xtol=1e-12, gtol=1e-12, max_nfev=max_nfev)
 
 
 def picture(path, mesh, rest, deformed) -> None:
@@ -185,6 +191,13 @@ def main(argv=None) -> int:
         print(f"  drew {a.picture}")
     print("  checks: " + ("passed" if ok else "FAILED"))
     return 0 if ok else 1
+
+
+def bench(argv=None) -> int:
+    """`relsim bench arap`: relsim's Levenberg-Marquardt against SciPy's least_squares
+    (bench/peers/arap_deform.py of a clone of the repository)."""
+    from ._peers import run_peer_bench
+    return run_peer_bench("arap_deform.py", "arap", argv)
 
 
 if __name__ == "__main__":
