@@ -168,7 +168,8 @@ def _inverse(alg, m, n, et):
         adj = [cof(1, 2, 1, 2), cof(0, 2, 2, 1), cof(0, 1, 1, 2),
                cof(1, 2, 2, 0), cof(0, 2, 0, 2), cof(0, 1, 2, 0),
                cof(1, 2, 0, 1), cof(0, 2, 1, 0), cof(0, 1, 0, 1)]
-    return [alg.binop("/", x, d, et) for x in adj]
+    r = alg.binop("/", alg.const(1.0, et), d, et)
+    return [alg.binop("*", x, r, et) for x in adj]
 
 
 def cast(alg, a, src, dst):
