@@ -1,19 +1,20 @@
 #!/usr/bin/env python
 """As-rigid-as-possible deformation (`relsim run arap`): relsim.optimize.least_squares
 (Levenberg-Marquardt, each step by cg on the normal equations with J assembled from generated
-kernels) against SciPy's least_squares with an analytic sparse Jacobian (its best setting for a
-large sparse problem: ``method="trf", tr_solver="lsmr"``), on the same mesh, residuals, weights
+kernels) against SciPy's least_squares with an analytic sparse Jacobian and the settings of
+the SciPy Cookbook's large sparse example (large-scale bundle adjustment: ``method="trf"``,
+``x_scale="jac"``; ``tr_solver="lsmr"`` for the steps), on the same mesh, residuals, weights
 and start (the rest shape), both stopping at ftol = xtol = gtol = 1e-12.
 
 Per size (``--sizes NXxNY``, default the gallery's 40x20 and 448x224: 101,025 vertices, 303,075
 unknowns) and thread count, relsim's whole solve is timed once after a warm-up at the smallest
 size (compilation), with its iterations, cg iterations and final cost. SciPy runs on one thread
 (its sparse products and lsmr are serial; BLAS pinned to 1 thread); above ``--scipy-full``
-vertices (default 10,000: SciPy took 117 s at 7,381) it stops after ``--scipy-iterations``
-iterations, which times its iteration but not its solve. The table gives each solver's seconds
-per outer iteration (Levenberg-Marquardt's or trf's: each solves one linearised system
-inexactly, relsim's by Jacobi-preconditioned cg, SciPy's by lsmr) and, where SciPy ran to its
-end, the two final costs' relative difference.
+vertices (default 10,000; unscaled, SciPy took 117 s at 7,381) it stops after
+``--scipy-iterations`` iterations, which times its iteration but not its solve. The table
+gives each solver's seconds per outer iteration (Levenberg-Marquardt's or trf's: each solves one
+linearised system inexactly, relsim's by Jacobi-preconditioned cg, SciPy's by lsmr) and, where
+SciPy ran to its end, the two final costs' relative difference.
 
 Ceres (the `pyceres` wheel) is not a peer here: its Python API states cost functions as Python
 callbacks, one call per residual block and evaluation, which would time the interpreter rather
