@@ -41,6 +41,12 @@ class Grid:
         self.periodic = _per_axis(periodic, d, "periodic", bool)
         if any(h <= 0 for h in self.spacing):
             raise rs.DomainError(f"grid spacing must be positive, got {self.spacing}")
+        # (for `cell_of`) the row of cell (i, j[, k]) is its coordinates times these strides
+        # (one value for every axis when they agree: NumPy broadcasts a row of 3 slowly)
+        self._origin, self._spacing, self._shape = (
+            v[0] if len(set(v)) == 1 else np.array(v) for v in (self.origin, self.spacing,
+                                                                  shape))
+        self._strides = np.cumprod((1,) + shape[:-1], dtype=np.int64)
         ncell = int(np.prod(shape))
         self.cells = rs.Relation(name, ncell)
         self.cells.set_grid(shape, self.periodic)
@@ -101,19 +107,27 @@ class Grid:
 
     def cell_of(self, points) -> np.ndarray:
         """Rows of the cells containing `points` (n, dim); periodic axes wrap. Raises
-        DomainError for a point outside a bounded axis."""
+        DomainError for a point outside a bounded axis. (Moving particles call it every step:
+        a few whole-array operations, as NumPy calls cost more than their work on a few
+        thousand points.)"""
         p = np.asarray(points, dtype=np.float64).reshape(-1, self.dim)
-        c = np.floor((p - np.array(self.origin)) / np.array(self.spacing)).astype(np.int64)
-        for axis, n in enumerate(self.shape):
-            if self.periodic[axis]:
-                c[:, axis] %= n
-            else:
+        c = np.subtract(p, self._origin)
+        np.divide(c, self._spacing, out=c)
+        np.floor(c, out=c)
+        c = c.astype(np.int64)
+        if all(self.periodic):
+            np.remainder(c, self._shape, out=c)
+        else:
+            for axis, n in enumerate(self.shape):
+                if self.periodic[axis]:
+                    c[:, axis] %= n
+                    continue
                 bad = np.flatnonzero((c[:, axis] < 0) | (c[:, axis] >= n))
                 if bad.size:
                     raise rs.DomainError(
                         f"point {p[bad[0]].tolist()} (row {int(bad[0])}) lies outside the grid "
                         f"along axis {axis}; delete particles that leave a bounded grid first")
-        return _rows(c, self.shape)
+        return c @ self._strides
 
     def _cells_of_rows(self, pos, at):
         """The cells of the particles at rows `at` (all of them, after they moved: no second

@@ -79,3 +79,26 @@ def test_stencil_offsets_are_in_the_access_summary():
 
     text = rs.explain(k, C, rs.Config(target="interp"))
     assert "stencil (offsets from the kernel's own key): [(-1, 0), (0, 2), (1, 0)]" in text
+
+
+@pytest.mark.parametrize("shape, spacing, origin, periodic", [
+    ((5, 6, 7), 0.37, -0.2, True), ((4, 9), (0.3, 0.5), (0.1, -1.0), True),
+    ((5, 6, 7), 0.37, 0.0, (True, False, True)), ((8, 3), (1.0, 2.0), 0.0, False)])
+def test_cell_of_each_point_is_the_cell_holding_it(shape, spacing, origin, periodic):
+    """Point by point: the floor of (x - origin) / spacing on each axis, wrapped on periodic
+    axes, the first axis fastest (the whole-array computation, whatever the axes share)."""
+    g = grid.Grid(shape, spacing=spacing, origin=origin, periodic=periodic)
+    rng = np.random.default_rng(7)
+    lo = np.array(g.origin)
+    hi = lo + np.array(g.spacing) * np.array(shape)
+    span = np.where(g.periodic, 3 * (hi - lo), 0.0)  # periodic axes: points in other images
+    pts = rng.uniform(lo - span, hi + span, (300, len(shape)))
+    rows = g.cell_of(pts)
+    for p, row in zip(pts, rows):
+        want, stride = 0, 1
+        for axis, n in enumerate(shape):
+            c = int(np.floor((p[axis] - g.origin[axis]) / g.spacing[axis]))
+            want += (c % n if g.periodic[axis] else c) * stride
+            stride *= n
+        assert row == want
+    assert rows.dtype == np.int64

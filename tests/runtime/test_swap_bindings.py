@@ -3,6 +3,7 @@ a launch takes up the binding it made for the arrays it finds again (`CpuExecuta
 instead of binding anew after every swap, and binds anew whenever anything else changed; keys
 that changed re-bind the launches that read them, not the others over the same relation."""
 import numpy as np
+import pytest
 
 import relsim as rs
 from relsim.runtime import execute
@@ -135,9 +136,25 @@ def _moving_particles():
     return g, pts
 
 
+def _count_swaps(monkeypatch, kernel, relation, cfg):
+    """The launches of `kernel` over `relation` that took new keys into their binding."""
+    exe, calls = execute.executable(kernel, relation, cfg), []
+    swap = exe.swap_keys
+
+    def counted(*a):
+        b = swap(*a)
+        if b is not None:
+            calls.append(1)
+        return b
+
+    monkeypatch.setattr(exe, "swap_keys", counted)
+    return calls
+
+
 def test_moving_keys_rebind_only_the_launches_that_read_them(monkeypatch):
     """Particles that move get new `cell` keys (a new key array) each step: the launch reading
-    the keys binds anew (and sees them), the one that does not keeps its binding."""
+    the keys takes the new keys and cell lists into its binding (and sees them) without
+    binding anew, the one that does not keeps its binding."""
     cfg = rs.Config(target="cpu", parallel_threshold=1)
     g, pts = _moving_particles()
     P = pts.rel
@@ -146,6 +163,7 @@ def test_moving_keys_rebind_only_the_launches_that_read_them(monkeypatch):
         P.foreach(count_in_cell, cfg)
     drifts = _count_binds(monkeypatch, (drift,), (P,), cfg)
     counts = _count_binds(monkeypatch, (count_in_cell,), (P,), cfg)
+    swaps = _count_swaps(monkeypatch, count_in_cell, P, cfg)
     for _ in range(5):
         P.foreach(drift, cfg)
         P.foreach(count_in_cell, cfg)
@@ -154,4 +172,69 @@ def test_moving_keys_rebind_only_the_launches_that_read_them(monkeypatch):
         assert (P.n.numpy() == want).all()  # the cell lists of the positions just written
         wrapped = np.floor(np.mod(P.pos.numpy(), 1.0) * 4).astype(int)
         assert (cells == wrapped[:, 1] * 4 + wrapped[:, 0]).all()  # (x fastest)
-    assert drifts == [] and len(counts) == 5
+    assert drifts == [] and counts == [] and len(swaps) == 5
+
+
+@rs.kernel
+def deposit(p):
+    p.cell.mass += p.w  # a reduction into the cells through the moving keys
+
+
+pairs = rs.Global(rs.f64, 0.0)
+
+
+@rs.kernel
+def pair_sum(p):
+    s = 0.0
+    for q in p.cell.particles:
+        s += p.w * q.pos[0] + 0.1 * q.w
+    pairs += s  # a float64 Global sum (exact)
+
+
+def test_moving_keys_bind_anew_where_the_binding_was_computed_from_them(monkeypatch):
+    """A kernel reducing into the cells through the keys holds a plan made from their
+    contents: it binds anew each step, and each step's cell sums are those of the new keys."""
+    cfg = rs.Config(target="cpu", parallel_threshold=1)
+    g, pts = _moving_particles()
+    P = pts.rel
+    P.new_field("w", rs.f64).load(np.random.default_rng(4).random(P.size))
+    g.cells.new_field("mass", rs.f64)
+    P.foreach(drift, cfg)
+    P.foreach(deposit, cfg)
+    binds = _count_binds(monkeypatch, (deposit,), (P,), cfg)
+    swaps = _count_swaps(monkeypatch, deposit, P, cfg)
+    for _ in range(4):
+        before = g.cells.mass.numpy(copy=True)
+        P.foreach(drift, cfg)
+        P.foreach(deposit, cfg)
+        want = before.copy()
+        np.add.at(want, P.cell.numpy(), P.w.numpy())
+        np.testing.assert_allclose(g.cells.mass.numpy(), want, rtol=1e-14)
+    assert len(binds) == 4 and swaps == []
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_swapped_keys_give_interps_bits_step_after_step(threads, monkeypatch):
+    """Global sums over the moving particles' cell lists (in lanes, with a re-run of the
+    slots when the lanes cannot decide) through bindings that took new keys: interp's bits
+    at every step."""
+    swaps = []
+
+    def run(cfg):
+        g, pts = _moving_particles()
+        P = pts.rel
+        P.new_field("w", rs.f64).load(np.random.default_rng(5).random(P.size) * 1e3 - 500)
+        out = []
+        for step in range(6):
+            if step == 1 and cfg.target == "cpu":
+                swaps.append(_count_swaps(monkeypatch, pair_sum, P, cfg))
+            P.foreach(drift, cfg)
+            pairs.value = 0.0
+            P.foreach(pair_sum, cfg)
+            out.append(pairs.value)
+        return out, P.pos.numpy(copy=True)
+
+    want, pos = run(rs.Config(target="interp"))
+    got, gpos = run(rs.Config(target="cpu", parallel_threshold=1, threads=threads))
+    assert got == want and (gpos == pos).all()
+    assert len(swaps[0]) == 5  # (each step's launch took the new keys into its binding)

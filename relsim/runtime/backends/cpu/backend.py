@@ -17,6 +17,7 @@ raises the lowest row's (`check_debug`), before any fold or row change.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import os
 
@@ -243,6 +244,16 @@ class CpuExecutable(Launch):
         self.groupings = tuple({id(p.grouping): p.grouping for p in params
                                 if isinstance(p, GroupOffsets)}.values())
         self.print_stmts = prints.sites(analysed.body)  # the kernel's print sites, in order
+        # which of the bound arrays (`bound_arrays`) are keys' or groupings', and whether a
+        # binding can take new ones of those in (`swap_keys`): nothing it holds is computed
+        # from their contents (no reductions into fields through keys, no row changes, prints
+        # or debug checks)
+        self.key_arrays = tuple(f.is_key for f in self.array_fields) + \
+            (True,) * len(self.groupings)
+        self.swaps_keys = any(self.key_arrays) and sites is None and \
+            not self.print_stmts and \
+            not any(isinstance(lay.target, Field) for lay in analysed.layouts) and \
+            not any(isinstance(p, (DeleteFlags, InsertFlags)) for p in params)
         # tier 0 (`tiers.py`; `rs.precompile(..., background=True)`): launches run the serial
         # variants (same bits) until `tier_done()` says the parallel ones are in Numba's disk
         # cache; (path, function, signature) of the jobs given to the background worker
@@ -482,14 +493,57 @@ class CpuExecutable(Launch):
                 self.bindings[subset] = new = old
                 break
         else:
-            new = self.bind(relation, subset, versions)
-            if self.self_tiering and tiers.start(self, new):
-                new = self.bind(relation, subset, versions)  # its serial variants meanwhile
-            new.structure, new.arrays = structure, arrays
+            new = self.swap_keys(b, subset, structure, arrays)
+            if new is None:
+                new = self.bind(relation, subset, versions)
+                if self.self_tiering and tiers.start(self, new):
+                    new = self.bind(relation, subset, versions)  # its serial variants meanwhile
+            new.structure, new.arrays, new.versions = structure, arrays, versions
+            self.bindings[subset] = new
         for old in (b, kept):
             if old is not None and old is not new and old.structure == structure:
                 self.kept[subset] = old
                 break
+        return new
+
+    def swap_keys(self, b, subset, structure, arrays):
+        """A copy of binding `b` holding `arrays`, when they differ from its own in keys or
+        groupings (particles binned again: new key arrays and cell lists each step) and
+        nothing `b` holds was computed from those: its arguments taken again from the
+        parameters, the rest (slots, lanes, folds, the launch's shape) kept; else None. A
+        launch over the whole relation at the same sizes, on one process. (md, 500 atoms: a
+        binding made anew took ~35 us a step.)"""
+        if not self.swaps_keys or b is None or subset is not None or \
+                self.partials is not None or b.structure != structure or b.post or \
+                b.deferred or b.prints is not None or b.debug is not None:
+            return None
+        changed = [k for k, (a, old) in enumerate(zip(arrays, b.arrays)) if a is not old]
+        if not any(self.key_arrays[k] for k in changed):
+            return None  # (value fields alone: a double buffer keeps both bindings instead)
+        args = list(b.args)
+        for i, p in enumerate(self.params):
+            match p:
+                case FieldStorage(field=f):
+                    args[i] = f._data
+                case GlobalStorage(glob=g):
+                    args[i] = g.data
+                case GroupOffsets(grouping=g):
+                    args[i] = g.offsets()
+                case GroupRows(grouping=g):
+                    args[i] = _EMPTY_ROWS if g.in_order else g.arrays()[1]
+        new = _Binding()
+        for name in _Binding.__slots__:
+            if hasattr(b, name):
+                setattr(new, name, getattr(b, name))
+        new.args = tuple(args)
+        new.row_args = (b.n, b.rows, b.has_rows, self.err) + new.args
+        new.call_args = new.row_args + b.call_args[len(b.row_args):]  # (lanes, a grid's box)
+        new.entry = None
+        if b.lanes is not None:  # (a captured step may hold b's: a copy)
+            new.lanes = copy.copy(b.lanes)
+            if b.lanes.rerun is not None:
+                fn, rerun_args = b.lanes.rerun
+                new.lanes.rerun = (fn, new.row_args + rerun_args[len(b.row_args):])
         return new
 
     def bound_arrays(self) -> tuple:
