@@ -3,6 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiled import njit
+
+# entries (rows times key slots) from which a grouping built again (its keys changed: moving
+# particles, each step) is built by a compiled counting sort rather than NumPy's stable argsort
+# (32k entries 1.7 -> 0.1 ms, 1M 82 -> 6 ms), and from which its first build is (a mesh's
+# grouping, built once): loading the compiled function from the cache takes ~40 ms, compiling
+# it ~0.6 s once per machine, while the argsort of 500 entries takes 14 us
+COUNTING_SORT_FROM = 8192
+COUNTING_SORT_FIRST_FROM = 1 << 19
+
 
 class Grouping:
     """For each row t of `target`, the rows r of the source relation with key(r) == t,
@@ -46,6 +56,11 @@ class Grouping:
             bounds = np.arange(self.target.size + 1, dtype=flat.dtype if len(flat) else np.int64)
             offsets = np.searchsorted(flat, bounds, side="left").astype(np.int64, copy=False)
             self._rows = None
+        elif len(flat) >= (COUNTING_SORT_FROM if self._version is not None else
+                           COUNTING_SORT_FIRST_FROM):
+            offsets = np.zeros(self.target.size + 1, dtype=np.int64)
+            self._rows = np.empty(len(flat), dtype=np.int64)
+            _counting_sort(flat, arity, offsets, self._rows)
         else:
             counts = np.bincount(flat, minlength=self.target.size)
             offsets = np.zeros(self.target.size + 1, dtype=np.int64)
@@ -76,3 +91,19 @@ class Grouping:
     def __repr__(self) -> str:
         return (f"<Grouping {self.target.name}.{self.name}: {self.source.name} rows by "
                 f"{self.key_field.name}>")
+
+
+@njit(cache=True)
+def _counting_sort(keys, arity, offsets, rows):
+    """The CSR of `keys` (one per key slot, `arity` slots a row): `offsets` (zeroed, one per
+    target row plus one) and `rows`, each slot's row, group after group, in slot order within
+    a group: what a stable argsort of the keys gives, in two passes over them."""
+    for k in keys:
+        offsets[k + 1] += 1
+    for t in range(offsets.shape[0] - 1):
+        offsets[t + 1] += offsets[t]
+    fill = offsets[:-1].copy()
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        rows[fill[k]] = i // arity
+        fill[k] += 1

@@ -102,3 +102,14 @@ def test_cell_of_each_point_is_the_cell_holding_it(shape, spacing, origin, perio
             stride *= n
         assert row == want
     assert rows.dtype == np.int64
+
+
+def test_a_point_not_finite_lies_in_no_cell():
+    """A NaN or infinite position names its row (it used to land in some cell of a periodic
+    grid: NaN converted to an integer)."""
+    g = grid.Grid((4, 4), spacing=0.25, periodic=True)
+    with pytest.raises(rs.DomainError, match=r"\(row 2\) is not finite"):
+        g.cell_of([[0.1, 0.1], [0.5, 0.5], [np.nan, 0.3]])
+    with pytest.raises(rs.DomainError, match=r"\(row 0\) is not finite"):
+        g.cell_of([[0.1, np.inf]])
+    assert g.cell_of(np.zeros((0, 2))).tolist() == []
