@@ -36,7 +36,7 @@ from .. import config as _config
 from ..errors import CaptureError
 from ..relations import launch as _launch
 from ..relations.field import Field
-from . import execute
+from . import epoch, execute
 from .capture_ops import AssignOp, BranchOp, CopyOp, LaunchOp, LoopOp, SwapOp, walk
 from .capture_plan import Plan
 
@@ -55,6 +55,7 @@ class Step:
         self.replays = 0
         self.default = None  # the default configuration a launch was recorded under, if any
         self.ended = None  # the relations' storage versions when the last replay ended
+        self.ended_epoch = None  # and the process's count of storage changes (`epoch`) then
         self.next = None  # the plan for the state it ended in
         self.eager = False  # compile segments when made (`compile`)
 
@@ -72,21 +73,30 @@ class Step:
                 self._refuse_default()
             self.default = _config._current
         # the relations' storage versions move with every change of arrays, keys, sizes or
-        # schema: unmoved since the last replay ended, the state is the one it ended in
-        versions = tuple([r.storage_version for r in self.relations])
-        if versions == self.ended:
-            plan = self.next
+        # schema: unmoved since the last replay ended, the state is the one it ended in. Each
+        # such change also moves the process's count (`epoch`): unmoved, no relation's moved
+        # (a replay of a small step: ~0.3 us less)
+        start = epoch.value
+        if start == self.ended_epoch:
+            plan, versions = self.next, self.ended
         else:
-            state = self._state()
-            plan = self.plans.get(state) or self._plan(state)
+            versions = tuple([r.storage_version for r in self.relations])
+            if versions == self.ended:
+                plan = self.next
+            else:
+                state = self._state()
+                plan = self.plans.get(state) or self._plan(state)
         plan.run()
         if not plan.repeatable:  # (the state it ends in depends on more than its start)
-            self.ended = self.next = None
+            self.ended = self.next = self.ended_epoch = None
             return
         if plan.next is None:  # the state it ends in: found once per plan
             state = self._state()
             plan.next = self.plans.get(state) or self._plan(state)
-        self.ended = tuple([r.storage_version for r in self.relations])
+        end = epoch.value
+        self.ended = versions if end == start else \
+            tuple([r.storage_version for r in self.relations])
+        self.ended_epoch = end
         self.next = plan.next
 
     @property
@@ -167,7 +177,7 @@ class Step:
         """The fields and relations the plans depend on (again after a loop's body was
         recorded late: the plans are made again)."""
         self.plans.clear()
-        self.ended = self.next = None
+        self.ended = self.next = self.ended_epoch = None
         fields, relations = {}, {}
         for op in walk(self.ops):
             if isinstance(op, LaunchOp) and op.follows_default:

@@ -228,18 +228,24 @@ class _Runner:
                 self.run()
             finally:
                 numba.set_num_threads(before)
-        else:
+        elif self.entry is None:
             self.run()
+        else:  # (the run's first call inline: one Python call less a replay)
+            code = self.entry(0, *self.args)
+            if code != -1:
+                self.run(code)
         for g in self.written:
             if g.residency is not None:  # (a device copy: now stale)
                 g.residency.after_host_write(g)
 
-    def run(self) -> None:
+    def run(self, code=None) -> None:
+        """Call the compiled function from its start (or go on after a first call's `code`)
+        until it has run every launch."""
         start = 0
         while True:
-            if self.entry is not None:
+            if code is None and self.entry is not None:
                 code = self.entry(start, *self.args)
-            else:  # the first call; later ones skip the dispatch
+            elif code is None:  # the first call; later ones skip the dispatch
                 code = self.fn(start, *self.args)
                 self.entry = entry_point(self.fn, (start, *self.args))
             if code == -1:
@@ -249,4 +255,4 @@ class _Runner:
                 debug_checks.raise_flagged(c.kernel_name, c.err)
             p = -2 - code  # its lanes left a sum undecided
             self.positions[p].exact_rest()
-            start = p + 1
+            start, code = p + 1, None
