@@ -110,6 +110,9 @@ def captured_variants(rs, R, trivial, nb_trivial, many):
         with rs.capture() as steps[k]:
             for _ in range(k):
                 R.foreach(trivial)
+        # compiled now (by default a step's segment compiles in the background while its
+        # first replays run launch by launch: the warm-up would time those)
+        steps[k].compile()
 
     def launches(k):
         def run():
