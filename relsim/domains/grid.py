@@ -121,9 +121,8 @@ class Grid:
             bad = int(np.flatnonzero(~np.isfinite(c).all(axis=1))[0])
             raise rs.DomainError(f"point {p[bad].tolist()} (row {bad}) is not finite: it lies "
                                  f"in no cell of the grid")
-        for axis, n in enumerate(self.shape):
-            if lo >= 0 and hi < min(self.shape):
-                break  # every point in the grid
+        inside = lo >= 0 and hi < min(self.shape)  # (every point in the grid: nothing to do)
+        for axis, n in enumerate(() if inside else self.shape):
             if c[:, axis].min() >= 0 and c[:, axis].max() < n:
                 continue
             if self.periodic[axis]:  # (of integers in floats: exact, as in integers)
