@@ -215,9 +215,8 @@ def test_moving_keys_bind_anew_where_the_binding_was_computed_from_them(monkeypa
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_swapped_keys_give_interps_bits_step_after_step(threads, monkeypatch):
-    """Global sums over the moving particles' cell lists (in lanes, with a re-run of the
-    slots when the lanes cannot decide) through bindings that took new keys: interp's bits
-    at every step."""
+    """Global sums over the moving particles' cell lists (in lanes) through bindings that
+    took new keys: interp's bits at every step."""
     swaps = []
 
     def run(cfg):
@@ -238,3 +237,38 @@ def test_swapped_keys_give_interps_bits_step_after_step(threads, monkeypatch):
     got, gpos = run(rs.Config(target="cpu", parallel_threshold=1, threads=threads))
     assert got == want and (gpos == pos).all()
     assert len(swaps[0]) == 5  # (each step's launch took the new keys into its binding)
+
+
+@rs.kernel
+def tie_sum(p):
+    pairs += p.w * p.w + p.cell.mass  # (reads the moving keys)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_swapped_binding_re_runs_its_slots_with_the_new_keys(threads, monkeypatch):
+    """Squares 2^52 + 2^52 + 1 plus an even number from the cells: an exact tie the lanes
+    cannot round, each step, so the launch runs its slots again (`LaneSums.rerun`); with
+    stale keys there it would add the old cells' numbers and round the other way."""
+    from relsim.runtime.backends.cpu import lanes
+
+    def run(cfg):
+        g, pts = _moving_particles()
+        P = pts.rel
+        P.new_field("w", rs.f64).load([2.0 ** 26, 2.0 ** 26, 1.0] + [0.0] * (P.size - 3))
+        g.cells.new_field("mass", rs.f64).load(2.0 * np.arange(g.cells.size))
+        out, swaps = [], []
+        for step in range(6):
+            if step == 1 and cfg.target == "cpu":
+                swaps = _count_swaps(monkeypatch, tie_sum, P, cfg)
+            P.foreach(drift, cfg)
+            pairs.value = 0.0
+            P.foreach(tie_sum, cfg)
+            out.append((pairs.value, P.cell.numpy().tolist()))
+        return out, swaps
+
+    want, _ = run(rs.Config(target="interp"))
+    before = lanes.EXACT_PATH["count"]
+    got, swaps = run(rs.Config(target="cpu", parallel_threshold=1, threads=threads))
+    assert got == want and len(swaps) == 5
+    assert lanes.EXACT_PATH["count"] >= before + 6  # (every step)
+    assert len({tuple(cells) for _, cells in want}) > 1  # (the particles changed cells)
