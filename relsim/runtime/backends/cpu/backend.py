@@ -139,6 +139,22 @@ def _check_threads(threads: int) -> None:
                           f"({numba.config.NUMBA_NUM_THREADS}); set NUMBA_NUM_THREADS")
 
 
+def _stored_arg(p):
+    """The argument of parameter `p` when it passes stored data, taken again at each binding
+    (a field's storage, with its pending reductions left pending; a Global's; a grouping's
+    offsets or rows, in order: their positions, body.py); None for the binding's own arrays."""
+    match p:
+        case FieldStorage(field=f):
+            return f._data
+        case GlobalStorage(glob=g):
+            return g.data
+        case GroupOffsets(grouping=g):
+            return g.offsets()
+        case GroupRows(grouping=g):
+            return _EMPTY_ROWS if g.in_order else g.arrays()[1]
+    return None
+
+
 class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
@@ -520,17 +536,8 @@ class CpuExecutable(Launch):
         changed = [k for k, (a, old) in enumerate(zip(arrays, b.arrays)) if a is not old]
         if not any(self.key_arrays[k] for k in changed):
             return None  # (value fields alone: a double buffer keeps both bindings instead)
-        args = list(b.args)
-        for i, p in enumerate(self.params):
-            match p:
-                case FieldStorage(field=f):
-                    args[i] = f._data
-                case GlobalStorage(glob=g):
-                    args[i] = g.data
-                case GroupOffsets(grouping=g):
-                    args[i] = g.offsets()
-                case GroupRows(grouping=g):
-                    args[i] = _EMPTY_ROWS if g.in_order else g.arrays()[1]
+        args = [mine if arg is None else arg
+                for mine, arg in zip(b.args, map(_stored_arg, self.params))]  # (slots kept)
         new = _Binding()
         for name in _Binding.__slots__:
             if hasattr(b, name):
@@ -575,15 +582,11 @@ class CpuExecutable(Launch):
         debug = [None, None]
         b.prints = prints.new_arrays(self.print_stmts, b.n) if self.print_stmts else None
         for p in self.params:
+            stored = _stored_arg(p)
+            if stored is not None:
+                args.append(stored)
+                continue
             match p:
-                case FieldStorage(field=f):  # the storage: pending reductions stay pending
-                    args.append(f._data)
-                case GlobalStorage(glob=g):
-                    args.append(g.data)
-                case GroupOffsets(grouping=g):
-                    args.append(g.offsets())
-                case GroupRows(grouping=g):  # rows in order: their positions (body.py)
-                    args.append(_EMPTY_ROWS if g.in_order else g.arrays()[1])
                 case ReductionSlots(layout=lay):  # a field's: allocated once the scheme is known
                     arr = binding.slot_array(lay, 0 if isinstance(lay.target, Field) else b.n)
                     slot_arrays[id(lay)] = (len(args), arr)
