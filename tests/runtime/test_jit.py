@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import relsim as rs
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SCRIPT = textwrap.dedent("""
@@ -55,3 +57,25 @@ def test_a_process_that_only_loads_skips_the_compiler_set_up(tmp_path):
     assert second["hits"] == 2
     assert second["refreshes"] == 0
     assert (second["T"], second["total"]) == (first["T"], first["total"])
+
+
+def test_a_callee_made_from_its_description_loads_what_this_process_saved(tmp_path):
+    """A captured segment's worker makes its callees (the kernels' compiled loops) from their
+    descriptions (`describe_callee`, `callee`): they load the machine code the launches saved
+    instead of compiling it again for every segment (`cache` is not a Numba target option, so
+    a description of the options alone lost it)."""
+    from relsim.runtime import execute
+    from relsim.runtime.host.jit import callee, describe_callee
+    from tests import heat_graph
+
+    V, E = heat_graph.random_graph(50, 100, seed=3)
+    conduct, update = heat_graph.kernels(0.1, rs.Global(rs.f64, 0.0))
+    cfg = rs.Config(target="cpu", cache_dir=str(tmp_path))
+    E.foreach(conduct, cfg)
+    fn = execute.executable(conduct, E, cfg).bindings[None].fn
+    (sig,) = fn.overloads
+    again = callee(*describe_callee(fn)[:3])
+    assert again is not fn
+    again.compile(sig)
+    assert dict(again.stats.cache_hits) == {sig: 1}
+    assert not again.stats.cache_misses

@@ -9,6 +9,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from numba.core import caching
 from numba.core.typing.typeof import Purpose, typeof
 
 try:  # Numba's own dispatch keys its type lookups on these (C code: ~0.2 us an argument)
@@ -43,8 +44,11 @@ def describe_callee(dispatcher) -> tuple:
     version's)."""
     py = dispatcher.py_func
     mod = sys.modules[py.__module__]
-    options = tuple(sorted((k, tuple(sorted(v)) if isinstance(v, (set, frozenset)) else v)
-                           for k, v in dispatcher.targetoptions.items()))
+    # (`cache` is not a target option: without it, the dispatcher another process makes would
+    # compile the callee again instead of loading the machine code this one saved)
+    cached = not isinstance(getattr(dispatcher, "_cache", None), (type(None), caching.NullCache))
+    options = tuple(sorted([(k, tuple(sorted(v)) if isinstance(v, (set, frozenset)) else v)
+                            for k, v in dispatcher.targetoptions.items()] + [("cache", cached)]))
     if py.__module__.startswith("relsim_gen_"):
         return (mod.__file__, py.__name__, options, "")
     with open(mod.__file__, "rb") as f:
@@ -53,7 +57,8 @@ def describe_callee(dispatcher) -> tuple:
 
 def callee(where: str, function: str, options: tuple):
     """The dispatcher `describe_callee` described."""
-    flags = {k: set(v) if k == "fastmath" and isinstance(v, tuple) else v for k, v in options}
+    flags = {k: set(v) if k == "fastmath" and isinstance(v, tuple) else v for k, v in options
+             if k != "nopython"}  # (njit's own: it warns when given it)
     if where.endswith(".py"):
         module = modules.module_at(Path(where))
         jit_callees(module, **flags)
