@@ -734,3 +734,19 @@ def test_round_merged_is_the_exact_sum_of_the_pieces_and_the_start(values, start
         accs.append(acc)
     want = es.exact_sum_reference([start] + values, dtype)
     assert same(es.round_merged(accs, start, dtype), want)
+
+
+def test_chunks_become_the_integer_they_stand_for_at_any_sign_and_size():
+    """A merge's accumulators are read as sum(chunk[j] * 2**(32*j)) through 32-bit digits:
+    chunks at the int64 extremes, negative, zero and several accumulators at once."""
+    rng = np.random.default_rng(5)
+    extremes = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, -1, 0, 1,
+                         -(1 << 32), (1 << 32) - 1, 1 << 32], dtype=np.int64)
+    for k in (1, 2, 3):
+        for trial in range(50):
+            chunks = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max,
+                                  size=(k, es.NCHUNK), dtype=np.int64, endpoint=True)
+            if trial % 2:
+                chunks = rng.choice(extremes, size=(k, es.NCHUNK))
+            want = sum(int(chunks[i, j]) << (32 * j) for i in range(k) for j in range(es.NCHUNK))
+            assert es._chunks_value(chunks) == want
