@@ -187,12 +187,71 @@ def _deep(compile_fn):
     return compile
 
 
-def njit(*args, **options):
-    """`numba.njit`, whose cached functions (``cache=True``) load with `lean_loading`."""
+def njit(*args, no_alias=False, **options):
+    """`numba.njit`, whose cached functions (``cache=True``) load with `lean_loading`;
+    ``no_alias=True`` compiles with `assume_no_alias`."""
     if args and callable(args[0]):  # @njit without arguments
         return lean_loading(numba.njit(**options)(args[0]))
 
     def decorate(fn):
-        return lean_loading(numba.njit(*args, **options)(fn))
+        made = lean_loading(numba.njit(*args, **options)(fn))
+        return assume_no_alias(made) if no_alias else made
 
     return decorate
+
+
+def assume_no_alias(dispatcher):
+    """`dispatcher`, compiled telling LLVM that no two of its array arguments share memory
+    (Numba's ``noalias`` flag, which it sets on the bodies of ``prange`` loops it finds free of
+    aliases and which no jit option reaches): loads and stores through one array then move
+    past stores through another. For relsim's generated loops, whose arrays are distinct by
+    construction (`backends/cpu/parts.py`)."""
+    compiler = getattr(dispatcher, "_compiler", None)
+    customize = getattr(compiler, "_customize_flags", None)
+    if customize is None:  # (another Numba: compiled without it, the same results)
+        return dispatcher
+
+    def with_no_alias(flags):
+        flags = customize(flags)
+        flags.noalias = True
+        return flags
+
+    compiler._customize_flags = with_no_alias
+    dispatcher.no_alias = True
+    return dispatcher
+
+
+class NotCached(Exception):
+    """`cfunc(..., load_only=True)` found no machine code in the disk cache."""
+
+
+def cfunc(signature, load_only=False, **options):
+    """`numba.cfunc` (compiled, or loaded from the disk cache with ``cache=True``, when it
+    decorates), a cached one loading as `lean_loading`'s do; with `load_only`, None unless
+    it is in the disk cache."""
+    from numba.core import sigutils
+    from numba.core.ccallback import CFunc
+
+    cache = options.pop("cache", False)
+
+    def decorate(fn):
+        made = CFunc(fn, sigutils.normalize_signature(signature), locals={}, options=options)
+        if cache:
+            made.enable_caching()
+            if type(made._cache) is caching.FunctionCache:
+                made._cache = (_LeanLoadCache if _LEAN else _RelsimCache)(fn)
+        if load_only:
+            made._compile_uncached = _not_cached
+            try:
+                made.compile()
+            except NotCached:
+                return None
+            return made
+        made.compile()
+        return made
+
+    return decorate
+
+
+def _not_cached():
+    raise NotCached

@@ -91,9 +91,9 @@ def test_cli_explain_one_kernel(capsys):
     assert cli.main(["explain", "heat", "--kernel", "update"]) == 0
     out = capsys.readouterr().out
     assert "== kernel update over" in out and "== kernel conduct" not in out
-    assert "-- compiled variants" in out and "def kernel_serial" not in out
+    assert "-- compiled variants" in out and "def kernel_parallel" not in out
     assert cli.main(["explain", "heat", "--kernel", "update", "--full"]) == 0
-    assert "def kernel_serial" in capsys.readouterr().out
+    assert "def kernel_parallel" in capsys.readouterr().out
     assert cli.main(["explain", "heat"]) == 0
     out = capsys.readouterr().out
     assert "== kernel update over" in out and "== kernel conduct over" in out

@@ -32,12 +32,12 @@ def test_explain_is_short_unless_asked_for_everything():
     short, full = rs.explain(conduct, E, cfg), rs.explain(conduct, E, cfg, full=True)
     assert len(short.splitlines()) < 25 < len(full.splitlines())
     assert "V.flux: reduce(+); through keys" in short and "IR (typed)" not in short
-    assert "-- compiled variants (" in short and "kernel_serial" in short
+    assert "-- compiled variants (" in short and "kernel_parallel" in short
     assert "run a parallel variant on 2 thread(s), the others a serial one" in short
     lines = len(full.split("-- generated Python")[1].splitlines()) - 1
     assert short.endswith(f"adds the typed IR, the locals and the {lines} lines of generated "
                           f"Python)")
-    assert "def kernel_serial" in full and "def kernel_serial" not in short
+    assert "def kernel_parallel" in full and "def kernel_parallel" not in short
 
 
 def test_explain_names_what_binds_each_parameter_of_the_generated_functions():

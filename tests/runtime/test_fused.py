@@ -83,5 +83,5 @@ def test_lanes_with_and_without_fused_additions(monkeypatch, tmp_path, on):
     R.foreach(dot, cfg)
     assert g.value == math.fsum([0.25] + list(x * y))
     source = execute.executable(dot, R, cfg).source
-    lanes = source[source.index("def kernel_lanes_serial("):]
+    lanes = source[source.index("def kernel_lanes_parallel("):]
     assert ("_fused.fma" in lanes) == on

@@ -101,5 +101,5 @@ def test_a_computed_neighbourhood_gives_interps_bits_with_the_coordinates_found_
                for k in range(9))
     np.testing.assert_allclose(results["interp", None], want.ravel(), rtol=1e-13)
     # the row's coordinates (a remainder by the grid's shape) before the 9 offsets' loop
-    serial = source.index("def kernel_serial")
+    serial = source.index("def kernel_parallel")
     assert source.index("% _t", serial) < source.index("in range(9):", serial)

@@ -170,6 +170,6 @@ def test_per_row_records_are_indexed_unsigned(target, capsys):
     if target.target == "cpu":
         assert absorbing
     for fn in absorbing:
-        source = open(sys.modules[fn.py_func.__module__].__file__).read()
+        source = open(sys.modules[fn.part.py_func.__module__].__file__).read()
         assert "_absorb" in source
         assert _signed_subscripts(source) == []

@@ -30,8 +30,11 @@ class CompileJob:
     `here`, which compiles it in this process)."""
     path: str  # the generated module's file, or the dotted name of one of relsim's modules
     function: str  # the function's name in it (a relsim module's: its dispatcher's py_func's)
-    options: tuple  # Numba jit options, as sorted (name, value) pairs
-    signature: tuple  # Numba types of the arguments
+    # Numba jit options, as sorted (name, value) pairs; or ("call", "module.function"): the
+    # worker calls that function of relsim's with (path, *signature), and it compiles and
+    # saves (a kernel's parallel parts wrapper: `backends/cpu/parts.compile_wrapper`)
+    options: tuple
+    signature: tuple  # Numba types of the arguments (or the call's further arguments)
     cost: int  # an estimate of its compile time, to balance the processes
     here: object = field(default=None, compare=False, repr=False)
     # loads its machine code from Numba's disk cache when there; whether it did
@@ -268,22 +271,29 @@ def _worker() -> None:
         os.nice(10)  # the program's serial launches run meanwhile: they come first
     for i, job in _jobs(sys.stdin.fileno()):
         try:
-            if job.path.endswith(".py"):  # a generated module, its callees compiled first
+            call = dict(job.options).get("call")
+            if call:  # compiled (and saved) by one of relsim's functions: call(path, *signature)
+                where, name = call.rsplit(".", 1)
+                getattr(importlib.import_module(where), name)(job.path, *job.signature)
+                fn = None
+            elif job.path.endswith(".py"):  # a generated module, its callees compiled first
                 module = modules.module_at(Path(job.path))
                 jit_callees(module, **dict(job.options))
-                fn = njit(**dict(job.options))(getattr(module, job.function))
+                fn = getattr(module, job.function)  # (a callee is a dispatcher already)
+                fn = fn if hasattr(fn, "py_func") else njit(**dict(job.options))(fn)
             else:  # one of relsim's compiled folds
                 fn = next(v for v in vars(importlib.import_module(job.path)).values()
                           if getattr(getattr(v, "py_func", None), "__name__", "") ==
                           job.function)
-            if not background:
+            if fn is not None and not background:
                 fn.compile(job.signature)
-                continue
-            # another program's background worker may be compiling the same function into the
-            # same cache (Numba's index is read-modify-write): one at a time, and only once
-            with _cache_lock(Path(fn._cache.cache_path)):
-                if not load_cached(fn, job.signature):
-                    fn.compile(job.signature)
+            elif fn is not None:
+                # another program's background worker may be compiling the same function
+                # into the same cache (Numba's index is read-modify-write): one at a time,
+                # and only once
+                with _cache_lock(Path(fn._cache.cache_path)):
+                    if not load_cached(fn, job.signature):
+                        fn.compile(job.signature)
         except Exception:  # noqa: BLE001, S112  (the launch compiles it again and reports)
             pass
         if background and report:  # its launch may now load it

@@ -25,12 +25,19 @@ __all__ = ["njit", "jit_callees", "describe_callee", "callee", "entry_point", "f
 
 def jit_callees(module, **flags) -> None:
     """Make each function `module._FUNCTIONS` names (a generated module's callees: functions its
-    kernels share, large parallel loops' bodies) a serial `njit` dispatcher with `flags`, once:
-    the kernels calling them find dispatchers, as Numba needs."""
+    kernels share, large loops' bodies, part functions) a serial `njit` dispatcher with
+    `flags`, once: the kernels calling them find dispatchers, as Numba needs."""
     flags.pop("parallel", None)
+    # a cpu kernel's part functions (`backends/cpu/parts`): called only by their wrappers,
+    # which hold their machine code (no cache or Python entry of their own), their arrays
+    # never overlapping (`compiled.assume_no_alias`)
+    parts = set(getattr(module, "_PARTS", ()))
     for fname in getattr(module, "_FUNCTIONS", ()):
         if not hasattr(getattr(module, fname), "py_func"):  # (a module executed before)
-            setattr(module, fname, njit(**flags)(getattr(module, fname)))
+            own = dict(flags, cache=False, no_cpython_wrapper=True) if fname in parts \
+                else flags
+            setattr(module, fname, njit(no_alias=fname in parts, **own)(
+                getattr(module, fname)))
     for name, described in getattr(module, "_CALLEES", {}).items():
         if not hasattr(module.__dict__.get(name), "py_func"):
             setattr(module, name, callee(*described[:3]))
@@ -73,6 +80,9 @@ def entry_point(dispatcher, args):
     Numba's dispatch, which types every argument and looks up the overload on each call (~0.25
     us of a launch with 10 arguments, ~0.6 us with 13). The dispatcher itself when it has no
     overload for exactly these types (or is not a Numba dispatcher)."""
+    own = getattr(dispatcher, "entry_point", None)
+    if own is not None:  # a compiled callable of relsim's with its own (`cpu/parts.Parts`)
+        return own(args)
     overloads = getattr(dispatcher, "overloads", None)
     if not overloads:
         return dispatcher

@@ -1,10 +1,11 @@
-"""The `cpu` backend: Numba, `parallel=True` with `prange` for large iteration spaces, a serial
-variant for small ones (identical results: nothing depends on the order rows run in).
+"""The `cpu` backend: Numba; a kernel's loop is a part function (`parts.py`) run on every thread
+for large iteration spaces, as one part on the calling thread for small ones (identical
+results: nothing depends on the order rows run in).
 
 Launch path (kept lean: no analysis, no argument rebuilding unless storage changed):
   1. re-bind arrays if any relation's storage changed (and rebuild the slot inverse indexes);
      checked through the global storage epoch first, so an unchanged launch costs one compare;
-  2. call the serial or parallel kernel (chosen, with its argument tuple, at bind time);
+  2. run the kernel serially or in parallel (chosen, with its arguments, at bind time);
   3. leave the folds of its reduction slots pending (`pending.py`): a Global's until its
      value is next needed, a field's until the next launch that touches the field, which
      absorbs them (folding each row first, in a compiled variant) when it touches the field
@@ -57,7 +58,7 @@ from ...lowering import (
 from ...lowering.emit import unparse
 from .. import base
 from ..base import Backend, Launch, variant_note
-from . import fused, lanes, ownership, pending, row_work, segment, threading_layer, tiers
+from . import fused, lanes, ownership, parts, pending, row_work, segment, threading_layer, tiers
 from . import scatter as cpu_scatter
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
@@ -190,37 +191,43 @@ class CpuExecutable(Launch):
         if options.fast_math:  # LLVM may fuse a product and a sum (where the CPU has FMA)
             flags["fastmath"] = {"contract"}
 
-        def jit(fn, parallel=False):
-            return njit(parallel=True, **flags)(fn) if parallel else njit(**flags)(fn)
+        cache_dir = options.cache_path()
+
+        def jit(fn):
+            return njit(**flags)(fn)
+
+        functions = {}  # a part function (a callee of the module) -> its `parts.PartFunction`
+
+        def run(fname, parallel):  # a variant running part function `fname` (`parts`)
+            if fname not in functions:
+                functions[fname] = parts.PartFunction(getattr(mod, fname), cache_dir, flags)
+            return parts.Parts(functions[fname], serial=not parallel)
 
         jit_callees(mod, **flags)  # shared functions, outlined loop bodies (`outline`)
 
         # each dispatcher is made when a binding first picks it (making one costs ~0.7 ms, and
         # a program launches few of the variants); one serves launches over a whole relation
         # and over a subset. The row loops keyed by parallel, the scatters by their scheme
-        self.row_loops = _Variants(lambda par: jit(
-            mod.kernel_parallel if par else mod.kernel_serial, parallel=par))
+        self.row_loops = _Variants(lambda par: run("kernel_parallel", par))
         if hasattr(mod, "kernel_direct"):  # it reduces into fields through keys
-            self.scatters = _Variants(lambda scheme: jit(
-                getattr(mod, f"kernel_{scheme}"), parallel=scheme == "split"))
+            self.scatters = _Variants(lambda scheme: run("kernel_split", True)
+                                      if scheme == "split" else jit(mod.kernel_direct))
         self.scatter = options.scatter
         self.scatter_share = cpu_scatter.scatter_share(analysed)
         grid = analysed.relation.grid
         if hasattr(mod, "kernel_grid"):  # nested loops over a box of a grid of its axes
-            self.grid_loops = _Variants(lambda par: jit(mod.kernel_grid, parallel=True) if par
-                                        else jit(mod.kernel_grid_serial))
+            self.grid_loops = _Variants(lambda par: run("kernel_grid", par))
             self.grid = (len(grid.shape), grid.periodic)  # (the shape is bound per launch)
             self.grid_reach = mod._GRID_REACH  # the shortest axis 0 the loops can run on
         else:
             self.grid_loops = None
         # float64 Global sums accumulated in the loop (`lanes.py`), keyed by parallel
-        lanes_variant = hasattr(mod, "kernel_lanes_serial")
+        lanes_variant = hasattr(mod, "kernel_lanes_parallel")
         self.lane_offsets = lane_layouts(analysed) if lanes_variant else {}
         # and the Global reductions they fold per chunk of rows (`lanes.Chunks`)
         self.chunk_ops = chunk_layouts(analysed) if lanes_variant else {}
         self.lanes_pure = pure_reduction(analysed)
-        self.lanes_fns = _Variants(lambda par: jit(
-            mod.kernel_lanes_parallel if par else mod.kernel_lanes_serial, parallel=par))
+        self.lanes_fns = _Variants(lambda par: run("kernel_lanes_parallel", par))
         # serial: they run once per binding, and a parallel compilation costs ~2.4x
         self.targets = _Variants(lambda k: jit(getattr(mod, f"targets_{k}")))
         self.force_serial = serial
@@ -355,13 +362,16 @@ class CpuExecutable(Launch):
         if b.outstanding:  # its last launch's folds, still pending: folded now (the same)
             for f in self.gather_fields:
                 pending.flush(f)
-        calls = ((b.fn, b.call_args), *post, *((pf.fn, pf.args) for pf in b.deferred),
+        first = b.fn.bound(b.call_args) if isinstance(b.fn, parts.Parts) else \
+            (b.fn, b.call_args)
+        calls = (first, *post, *((pf.fn, pf.args) for pf in b.deferred),
                  *((f.fn, f.args) for f in folds))
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
                                     self.array_fields, b.globals, b.lanes,
                                     tuple(g for g, *_ in b.folds),
                                     self.threads if b.parallel else None,
-                                    self.options.cache_path(), self.options.segments)
+                                    self.options.cache_path(), self.options.segments,
+                                    keep=b.call_args)
 
     def write_prints(self, b, relation) -> None:
         flags, fvals, ivals = b.prints
@@ -419,8 +429,8 @@ class CpuExecutable(Launch):
                 raise AssertionError("absorbing variant lowered with different parameters")
             mod = modules.module_for(source, self.options.cache_path(), "kernel_absorb")
             jit_callees(mod, **self.flags)
-            fn = njit(parallel=parallel, **self.flags)(
-                mod.kernel_parallel if parallel else mod.kernel_serial)
+            fn = parts.Parts(parts.PartFunction(mod.kernel_parallel, self.options.cache_path(),
+                                                self.flags), serial=not parallel)
             self.absorbing_fns[key] = fn
         return fn
 
@@ -446,16 +456,19 @@ class CpuExecutable(Launch):
 
     def job(self, fn, args, generated: bool):
         """The `CompileJob` of dispatcher `fn` for `args` (None when compiled here already):
-        a function of the generated module (`generated`: its size estimates the time, a
-        parallel one ~2.5 serial ones) or one of relsim's folds, found by its module's name
-        (small: compiled first)."""
+        a function of the generated module (`generated`: its size estimates the time; a part
+        function's wrapper, `parts.PartFunction.job`) or one of relsim's folds, found by its
+        module's name (small: compiled first)."""
+        if isinstance(fn, parts.Parts):  # its wrapper, the part function linked in (a split
+            # scatter's serial scheme is the direct one: tiers run that meanwhile)
+            return fn.function.job(args, len(self.source),
+                                   fn.part.py_func.__name__ == "kernel_split")
         signature = tuple(fn.typeof_pyval(a) for a in args)
         if signature in fn.overloads:
             return None
-        parallel = bool(fn.targetoptions.get("parallel", False))
         if generated:
-            options = tuple(sorted(dict(self.flags, parallel=parallel).items()))
-            where, cost = self.path, len(self.source) * (5 if parallel else 2) // 2
+            options = tuple(sorted(self.flags.items()))
+            where, cost = self.path, len(self.source)
         else:
             options = tuple(sorted(fn.targetoptions.items()))
             where, cost = fn.py_func.__module__, 5000

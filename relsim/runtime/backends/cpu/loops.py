@@ -1,28 +1,32 @@
 """The CPU's row-loop drivers around the shared body lowering (`body.py`). The generated module
 holds:
 
-* `kernel_serial` / `kernel_parallel` (`range` / `numba.prange`) over the launch's positions:
+* `kernel_parallel` over the launch's positions, as a part function (`parts.py`: part ``_t``
+  of ``_nt`` of the positions; a serial launch runs it as part 0 of 1, a parallel one as one
+  part per thread):
   the row is the position over a whole relation, `_rows[position]` over a subset (a test of
   `_has_rows` the row loop makes at run time, which LLVM hoists: measured, no slower than a
   function for each on 2M-row gathers, axpys, dots and scatters at 1 and 2 threads). One
   function serves both, so a program launching a kernel over a whole relation and over subsets
-  (every `mpiexec` rank runs its share of the rows) compiles it once;
+  (every `mpiexec` rank runs its share of the rows) compiles it once, and its serial and
+  parallel launches run the same compiled function;
 * `targets_<k>`: for each key-reduced field, the target row of every reduction slot (used to
   build the inverse index that folds the slots in serial order, and the owned/shared split);
 * when the kernel reduces into fields through keys, two more ways to apply those reductions
   (`scatter`; Globals keep their slots): `kernel_direct` (serial) adds each contribution
   straight to the field, in row order; `kernel_split` runs contiguous blocks of rows in
-  parallel (`prange` over `_bounds`), each adding its contributions to the targets it owns
+  parallel (parts of the blocks of `_bounds`), each adding its contributions to the targets it owns
   directly and parking those to shared targets in `_shv<k>` at `_own<k>[m * per_row + site]`
   (`ownership.py`; m = `_mixed[pos]`, the row's index among the rows reaching a shared target),
   folded afterwards in slot order (in a row with no shared target, `_mixed[pos]` -1, every
   site adds directly; the body is emitted once, each site tests the row's index). All three
   give the same bits;
 * over a grid relation of two or more axes (and no reductions into fields through keys):
-  `kernel_grid` / `kernel_grid_serial`, nested loops over a box of cells (`grid_loops.py`);
+  `kernel_grid`, nested loops over a box of cells (`grid_loops.py`; parts of its outer axis);
 * when the kernel sums into float64 Globals (and reduces into no field through keys):
-  `kernel_lanes_{serial,parallel}`, which add those contributions into the TwoSum lanes
-  of `folds.lane_sums` as they go (`_lanes`, one chunk of rows per outer iteration), instead of
+  `kernel_lanes_parallel` (parts of its chunks of rows), which adds those contributions into
+  the TwoSum lanes of `folds.lane_sums` as they go (`_lanes`, one chunk of rows per outer
+  iteration), instead of
   parking them in slots; the launch then rounds the lanes once (`lane_sums.finish`). A kernel
   whose only effects are its Global reductions (`pure_reduction`) writes no Global slots
   there: when the check cannot decide, the launch runs it again with its slots (same inputs,
@@ -32,8 +36,12 @@ A field's reduction slots are written pre-permuted into fold order (`_spos`). A 
 with `absorb` first folds, in each row, the slots of key reductions another launch left
 pending on a field the kernel touches only at its own key (`pending_folds.py`).
 
-Every function takes `_n, _rows, _has_rows, _err`, then `params.items` in order, then its own
-extra arguments (the absorbed folds' arrays; `_tgt` for `targets_<k>`).
+Each function is lowered with a ``range`` loop and, for the parallel ones, a ``prange`` twin;
+`parts.as_parts` turns each ``prange`` function into its part function (the module's
+`_PARTS`, callees compiled only into their wrappers) and drops the ``range`` twin. Every
+function takes `_n, _rows, _has_rows, _err`, then `params.items` in order, then its own extra
+arguments (the absorbed folds' arrays; `_tgt` for `targets_<k>`); a part function takes
+``_t, _nt`` first.
 """
 from __future__ import annotations
 
@@ -51,7 +59,7 @@ from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store, unsigned
 from ...lowering.expr import ERR, POS, ROW
 from ...lowering.pending_folds import fold_pending_row
-from . import choice, fused, libm, outline, row_work, stack
+from . import choice, fused, libm, outline, parts, row_work, stack
 from .grid_loops import GridPlan
 
 MIXED_ROW = "_mixed_row"  # split: this row's index among those reaching a shared target, or -1
@@ -62,7 +70,12 @@ OUTLINED_LOOPS = frozenset({"kernel_grid"})
 # every other parallel function is outlined too where its body is huge (`outline.HUGE`
 # statements: generated adjoint and tangent kernels, none of the user kernels measured; a
 # kernel relsim generates from `outline.HUGE_GENERATED`), where Numba's parallel passes take
-# minutes and a call a block of rows costs nothing
+# minutes and a call a block of rows costs nothing (outlined before Numba's parfor passes
+# left, `parts.py`; kept: the body compiles as a function of its own)
+# the serial twin of each parallel function, dropped: its launches run the parallel one's
+# part function over all its iterations, as one part (`parts.as_parts`: one compilation)
+SERIAL_TWINS = {"kernel_serial": "kernel_parallel",
+                "kernel_lanes_serial": "kernel_lanes_parallel", "kernel_grid_serial": "kernel_grid"}
 LANE = "_j"  # lanes variants: the row's lane
 CHUNK_LANES = "_ln"  # lanes variants: the chunk's lanes, (components, STATE, LANES)
 ONE = "_one"  # lanes variants: 1.0 the optimiser cannot see (`fused.one`)
@@ -299,8 +312,12 @@ class CpuLowerer(BodyLowerer):
                 body, funcs[i] = outline.outlined(fn, self.outline_from(fn.name), made)
                 if body is not None:
                     bodies.append(body)
+        funcs, part_fns = parts.as_parts(funcs, SERIAL_TWINS)
         header = ast.parse(_HEADER).body
-        mod = ast.Module(header + functions_block(self.alg, bodies) + funcs, [])
+        part_names = ast.Assign([store("_PARTS")], ast.Tuple(
+            [ast.Constant(f.name) for f in part_fns], ast.Load()))
+        mod = ast.Module(header + functions_block(self.alg, bodies + part_fns) + [part_names] +
+                         funcs, [])
         _number_statements(mod.body)
         return mod
 

@@ -63,11 +63,12 @@ class CapturedCall:
     launches of a Config with one), cache directory and `Config.segments`."""
 
     __slots__ = ("kernel_name", "calls", "err", "fields", "globals", "lanes", "folded",
-                 "threads", "cache_dir", "mode")
+                 "threads", "cache_dir", "mode", "keep")
 
     def __init__(self, kernel_name, calls, err, fields, globals_, lanes, folded, threads,
-                 cache_dir, mode):
+                 cache_dir, mode, keep=()):
         self.kernel_name, self.calls, self.err = kernel_name, calls, err
+        self.keep = keep  # the arrays a call reaches by address only (`parts.Parts.bound`)
         self.fields, self.globals, self.lanes = fields, globals_, lanes
         self.folded = folded  # the Globals its compiled slot folds write
         self.threads, self.cache_dir, self.mode = threads, cache_dir, mode

@@ -1,5 +1,7 @@
-"""Tiered start-up: a launch whose parallel variant Numba has neither compiled nor cached runs
-its serial one (the same bits, compiled in about a third of the time) while this process's
+"""Tiered start-up: a launch whose parallel variant Numba has neither compiled nor cached, and
+is not what its serial launch runs too (a row loop's serial and parallel launches run one part
+function, `parts.py`: nothing to tier; a split scatter's serial scheme is the direct one, and
+relsim's parallel folds have serial twins), runs its serial one (the same bits) while this process's
 background worker (`host/compile_jobs.background`, one niced process) compiles the parallel
 one into Numba's disk cache; the launch binds it once the worker says it is there
 (`CpuExecutable.launch` asks cheaply at each launch). A program's first run thus starts

@@ -1,0 +1,311 @@
+"""A kernel's parallel variant as parts: one serial function, run on every thread on its share.
+
+A function with a ``prange`` loop costs Numba's parallel passes (parfor conversion, array
+analysis, gufunc lowering, and the function compiled again around it): ~1.2 s for a small
+kernel's row loop against ~0.3 s for its serial twin, and a fixed ~0.3-0.8 s for any function
+with a parallel loop, however small (a cold test suite spent half its compiling there). Here
+the parallel variant is instead
+
+* its *part function* (`part_function`): the same statements, the ``prange`` loop made a
+  ``range`` over part ``_t`` of ``_nt`` of its iterations (Numba's static schedule cuts a
+  ``prange`` the same way: equal shares, one per thread), compiled as ordinary serial code;
+* a *wrapper* per argument types (`Parts`): a C-callable function (`numba.cfunc`) of the
+  signature Numba's threading layer calls, which rebuilds the arguments from one packed array
+  (addresses and shapes of the arrays, values of the scalars) and runs the part function on
+  each part it is given;
+* `parallel_for.run_parts`, compiled once per machine, which hands the wrapper to the
+  threading layer.
+
+The iterations of a ``prange`` loop are independent (the analysis made them so), so running
+them as parts computes the same values in the same order within each iteration: the same bits
+as the serial variant and as any thread count. Statements before the loop run in every part;
+they may only assign local names (`part_function` checks).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import numpy as np
+from numba import types
+from numba.core.typing.typeof import Purpose, typeof
+
+from ....compiled import cfunc
+from ...caches import modules
+from ...host import jit
+from ...host.compile_jobs import CompileJob
+from ...lowering.emit import call, name, store
+from . import parallel_for
+
+# the signature Numba's threading layer calls: (arrays, lengths, steps, data)
+_WRAPPER_SIGNATURE = types.void(types.CPointer(types.voidptr), types.CPointer(types.intp),
+                                types.CPointer(types.intp), types.voidptr)
+
+
+def as_parts(funcs, twins) -> tuple:
+    """(funcs, part functions): each parallel function of `funcs` (one with a ``prange``
+    loop) taken out as its part function (`part_function`: a callee of the module); each
+    serial function `twins` names (serial name -> parallel name) dropped, its launches running
+    its twin's part function as one part (`Parts` with `serial`: the same statements, one
+    compilation for both variants)."""
+    parallel = {f.name: f for f in funcs if isinstance(f, ast.FunctionDef) and _has_prange(f)}
+    out = []
+    for f in funcs:
+        name_ = getattr(f, "name", None)
+        if name_ in parallel:
+            continue
+        twin = parallel.get(twins.get(name_))
+        if twin is not None:
+            if [a.arg for a in f.args.args] != [a.arg for a in twin.args.args]:
+                raise AssertionError(f"{f.name} and {twin.name} take different arguments")
+            continue
+        out.append(f)
+    return out, [part_function(f) for f in parallel.values()]
+
+
+def _has_prange(fn) -> bool:
+    return any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "prange"
+               for n in ast.walk(fn))
+
+
+def part_function(fn: ast.FunctionDef) -> ast.FunctionDef:
+    """`fn` (one ``prange`` loop, over ``prange(n)`` or ``prange(lo, hi)``) as its part
+    function: parameters ``_t, _nt`` first, the loop over iterations ``first + count * _t //
+    _nt`` up to ``first + count * (_t + 1) // _nt``."""
+    loops = [node for node in ast.walk(fn) if isinstance(node, ast.For) and
+             isinstance(node.iter, ast.Call) and getattr(node.iter.func, "id", "") == "prange"]
+    if len(loops) != 1:
+        raise AssertionError(f"{fn.name}: {len(loops)} prange loops, expected one")
+    (loop,) = loops
+    _check_local_only([s for s in fn.body if s is not loop], fn.name)
+    first, end = (ast.Constant(0), loop.iter.args[0]) if len(loop.iter.args) == 1 else \
+        loop.iter.args
+
+    def op(a, o, b):
+        return ast.BinOp(a, o(), b)
+
+    def share(t):  # first + count * t // nt
+        return op(name("_pfirst"), ast.Add,
+                  op(op(name("_pcount"), ast.Mult, t), ast.FloorDiv, name("_nt")))
+
+    setup = [ast.Assign([store("_pfirst")], first),
+             ast.Assign([store("_pcount")], op(end, ast.Sub, name("_pfirst")))]
+    ranged = ast.For(loop.target, call("range", share(name("_t")),
+                                       share(op(name("_t"), ast.Add, ast.Constant(1)))),
+                     loop.body, loop.orelse)
+
+    class Replace(ast.NodeTransformer):
+        def visit_For(self, node):
+            if node is loop:
+                return setup + [ranged]
+            self.generic_visit(node)
+            return node
+
+    body = [Replace().visit(s) for s in fn.body]
+    body = [s for part in body for s in (part if isinstance(part, list) else [part])]
+    args = ast.arguments([], [ast.arg("_t"), ast.arg("_nt")] + list(fn.args.args), None, [],
+                         [], None, [])
+    return ast.FunctionDef(fn.name, args, body, [], None, None)
+
+
+def _check_local_only(stmts, fname) -> None:
+    """Statements outside the loop run in every part: they may only assign names."""
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, (ast.Subscript, ast.Attribute)) and \
+                    isinstance(node.ctx, ast.Store) or isinstance(node, (ast.AugAssign,
+                                                                         ast.Expr)):
+                raise AssertionError(f"{fname}: a statement outside its prange loop stores "
+                                     f"({ast.unparse(s)[:80]}): it would run in every part")
+
+
+class PartFunction:
+    """A part function (its dispatcher `part`) and its wrappers, one per argument types, each
+    compiled (or loaded from the disk cache, the part linked in) once."""
+
+    def __init__(self, part, cache_dir, flags):
+        self.part = part
+        self.cache_dir = cache_dir
+        self.flags = {k: v for k, v in flags.items() if k in ("error_model", "boundscheck",
+                                                             "fastmath")}
+        self.cached = flags.get("cache", False)
+        self.wrappers: dict = {}  # argument types -> (wrapper address, layout)
+        self.loaded = 0  # how many wrappers were loaded from the disk cache
+
+    def bound(self, args) -> tuple:
+        """(wrapper address, pack) of a launch over `args`."""
+        key = argument_types(args)
+        if key not in self.wrappers:
+            self.ensure(key)
+        address, layout = self.wrappers[key]
+        return address, pack(args, layout)
+
+    def ensure(self, argtypes, load_only=False) -> bool:
+        """Whether the wrapper for `argtypes` is here now: compiled or loaded from the disk
+        cache (with `load_only`: only loaded)."""
+        if argtypes in self.wrappers:
+            return True
+        parallel_for.start_threads()
+        layout, mod = self.module(argtypes)
+        fn = cfunc(_WRAPPER_SIGNATURE, cache=self.cached and modules.on_disk(mod),
+                   load_only=load_only, **self.flags)(mod.parts_entry)
+        if fn is None:
+            return False
+        self.loaded += fn.cache_hits
+        self.wrappers[argtypes] = (fn.address, layout)
+        return True
+
+    def module(self, argtypes):
+        """(layout, module) of the wrapper for `argtypes` (`wrapper_source`), its `_part` set."""
+        layout, source = wrapper_source(self.part.py_func, argtypes)
+        mod = modules.module_for(source, self.cache_dir, "parts")
+        mod._part = self.part
+        return layout, mod
+
+    def job(self, args, cost, parallel_only=False):
+        """The `CompileJob` of the wrapper for `args` (None when it is here): another process
+        compiles it into the disk cache with `compile_wrapper`. `parallel_only`: a serial
+        launch runs another function (a split scatter's, whose serial scheme adds directly):
+        tiered start-up runs that one meanwhile (`CompileJob.parallel`)."""
+        key = argument_types(args)
+        if key in self.wrappers:
+            return None
+        _, mod = self.module(key)
+        py = self.part.py_func
+        description = (py.__globals__["__file__"], py.__name__, tuple(sorted(self.flags.items())))
+        options = (("call", f"{__name__}.compile_wrapper"), ("parallel", parallel_only))
+        return CompileJob(mod.__file__, "parts_entry", options, description, cost,
+                          functools.partial(self.ensure, key),
+                          functools.partial(self.ensure, key, True))
+
+
+def argument_types(args) -> tuple:
+    return tuple(typeof(a, Purpose.argument) for a in args)
+
+
+def compile_wrapper(wrapper_path, kernel_path, part_name, flags) -> None:
+    """In a compile worker (`host/compile_jobs`): the wrapper module at `wrapper_path` for the
+    part function `part_name` of the kernel module at `kernel_path`, compiled into the disk
+    cache (the part function with it)."""
+    kernel = modules.module_at(Path(kernel_path))
+    jit.jit_callees(kernel, **dict(flags))
+    mod = modules.module_at(Path(wrapper_path))
+    mod._part = getattr(kernel, part_name)
+    parallel_for.start_threads()
+    cfunc(_WRAPPER_SIGNATURE, cache=True, **dict(flags))(mod.parts_entry)
+
+
+class Parts:
+    """A kernel variant as its part function (`PartFunction`) run over its whole iteration
+    space: on every thread (`run_parts`), or `serial` as one part on this thread
+    (`run_serial`). Called like the function it replaces; `bound(args)` gives the compiled
+    call (the runner, its two arguments) for arguments that do not change, as a binding's
+    launches and captured steps make it."""
+
+    def __init__(self, function: PartFunction, serial: bool):
+        self.function = function
+        self.part = function.part
+        self.serial = serial
+        self.run = parallel_for.run_serial if serial else parallel_for.run_parts
+
+    def __call__(self, *args):
+        fn, call_args = self.bound(args)
+        fn(*call_args)
+
+    def bound(self, args):
+        """(runner, (wrapper address, pack)): the launch over `args` (whose arrays the caller
+        keeps alive while it may run: the pack holds their addresses only)."""
+        return self.run, self.function.bound(args)
+
+    def entry_point(self, args):
+        """A callable running the launch over `args` (taken as fixed: called with them again,
+        it ignores them) straight through the runner's machine code (`jit.entry_point`)."""
+        fn, call_args = self.bound(args)
+        entry = jit.entry_point(fn, call_args)
+        return lambda *_, _keep=args: entry(*call_args)
+
+    @property
+    def loaded(self) -> int:
+        return self.function.loaded
+
+    def signature(self, args) -> tuple:
+        """The part function's argument types for the launch's `args`."""
+        return (types.int64, types.int64) + tuple(_unpacked_type(typeof(a, Purpose.argument))
+                                                  for a in args)
+
+
+def _unpacked_type(t):
+    """The type an argument of type `t` has once the wrapper rebuilt it."""
+    if isinstance(t, types.Array):
+        return types.Array(t.dtype, t.ndim, "C", readonly=not t.mutable)
+    return t
+
+
+def wrapper_source(part_fn, argtypes) -> tuple:
+    """(layout, source) of the wrapper calling `part_fn` on arguments of `argtypes`, read from
+    the pack by `parallel_for.unpack`: layout is, per argument, (kind, first slot of the pack,
+    ndim)."""
+    layout, spec, slot = [], [], 0
+    for k, t in enumerate(argtypes):
+        if isinstance(t, types.Array) and t.layout == "C" and t.ndim >= 1:
+            spec.append(f"a,{np.dtype(str(t.dtype)).name},{t.ndim},{int(not t.mutable)}")
+            layout.append(("array", slot, t.ndim))
+        elif isinstance(t, types.NoneType):  # (an absent array: no slot)
+            spec.append("n")
+            layout.append(("none", slot, 0))
+        elif isinstance(t, types.Boolean):
+            spec.append("b")
+            layout.append(("int", slot, 0))
+        elif isinstance(t, (types.Integer, types.Float)):
+            spec.append(f"{'i' if isinstance(t, types.Integer) else 'f'},{t.name}")
+            layout.append(("int" if isinstance(t, types.Integer) else "float", slot, 0))
+        else:
+            raise TypeError(f"{part_fn.__name__}: argument {k} of type {t} cannot be passed "
+                            "to a parallel part (expected a C-contiguous array or a number)")
+        slot += parallel_for.spec_slots(t)
+    part = ast.Call(name("_part"), [_item("_pt", "_q", 0), _item("_pt", "_q", 1),
+                                    ast.Starred(name("_a"), ast.Load())], [])
+    body = [
+        ast.Assign([store("_a")], call("_unpack", name("_data"), ast.Constant(";".join(spec)))),
+        ast.Assign([store("_pt")], call("_array", _item("_args", 0), ast.Tuple(
+            [_item("_dims", 0), ast.Constant(2)], ast.Load()), ast.Attribute(
+                name("np"), "int64", ast.Load()), ast.Constant(True))),
+        ast.For(store("_q"), call("range", _item("_dims", 0)), [ast.Expr(part)], [])]
+    entry = ast.FunctionDef("parts_entry", ast.arguments(
+        [], [ast.arg(a) for a in ("_args", "_dims", "_steps", "_data")], None, [], [], None,
+        []), body, [], None, None)
+    module = ast.fix_missing_locations(ast.Module(ast.parse(
+        "import numpy as np\n"
+        "from relsim.runtime.backends.cpu.parallel_for import array_at as _array\n"
+        "from relsim.runtime.backends.cpu.parallel_for import unpack as _unpack\n"
+        "_part = None  # the part function's dispatcher (set when loaded)\n").body + [entry],
+        []))
+    return tuple(layout), (f"# relsim parallel parts of {part_fn.__module__}."
+                           f"{part_fn.__name__}\n" + ast.unparse(module) + "\n")
+
+
+def _item(array, *index):
+    """``array[index]`` (names or integers)."""
+    parts_ = [name(i) if isinstance(i, str) else ast.Constant(i) for i in index]
+    return ast.Subscript(name(array), parts_[0] if len(parts_) == 1 else
+                         ast.Tuple(parts_, ast.Load()), ast.Load())
+
+
+def pack(args, layout) -> np.ndarray:
+    """The packed arguments: per argument, its `layout` slots (an array's address and shape,
+    a number's value; a float's bits)."""
+    size = max((slot + 1 + ndim for _, slot, ndim in layout), default=1)
+    out = np.empty(size, np.int64)
+    floats = out.view(np.float64)
+    for (kind, slot, ndim), a in zip(layout, args):
+        if kind == "array":
+            out[slot] = a.__array_interface__["data"][0]
+            out[slot + 1:slot + 1 + ndim] = a.shape
+        elif kind == "float":
+            floats[slot] = a
+        elif kind == "none":
+            continue
+        else:
+            out[slot] = a
+    return out
