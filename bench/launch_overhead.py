@@ -130,14 +130,15 @@ def breakdown_variants(R, kernel, cfg):
     from relsim.runtime import execute
     exe = execute.executable(kernel, R, cfg)
     b = exe.bindings[None]
-    ser, err, rows, has_rows, n, args = exe.row_loops[False], exe.err, b.rows, b.has_rows, b.n, \
-        b.args
+    # the serial variant: the kernel's part function run as one part, through `run_serial`'s
+    # dispatcher with the wrapper's and the packed arguments' addresses (backends/cpu/parts)
+    run, call_args, packed = exe.row_loops[False].bound(b.call_args)
     return {
         "R.foreach(k)": lambda: R.foreach(kernel),
         "execute.run(k, R, None, None)": lambda: execute.run(kernel, R, None, None),
         "CpuExecutable.launch(R, None)": lambda: exe.launch(R, None),
-        "generated kernel_serial via Numba dispatcher": lambda: ser(n, rows, has_rows, err,
-                                                                    *args),
+        "generated kernel, run_serial via Numba dispatcher": lambda _keep=packed: run(
+            *call_args),
     }
 
 

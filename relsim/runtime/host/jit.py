@@ -80,9 +80,6 @@ def entry_point(dispatcher, args):
     Numba's dispatch, which types every argument and looks up the overload on each call (~0.25
     us of a launch with 10 arguments, ~0.6 us with 13). The dispatcher itself when it has no
     overload for exactly these types (or is not a Numba dispatcher)."""
-    own = getattr(dispatcher, "entry_point", None)
-    if own is not None:  # a compiled callable of relsim's with its own (`cpu/parts.Parts`)
-        return own(args)
     overloads = getattr(dispatcher, "overloads", None)
     if not overloads:
         return dispatcher

@@ -160,8 +160,8 @@ class _Binding:
     """Arrays bound for one iteration space (the whole relation or one subset)."""
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
-                 "row_args", "debug", "device", "lanes", "prints", "entry", "threshold",
-                 "structure", "arrays")
+                 "row_args", "debug", "device", "lanes", "prints", "entry", "entry_args",
+                 "threshold", "structure", "arrays")
 
 
 class _Variants(dict):
@@ -312,12 +312,13 @@ class CpuExecutable(Launch):
         else:
             fn, args = b.fn, b.call_args
         if fn is b.fn and b.entry:
-            b.entry(*args)  # the binding's arguments never change: no dispatch by their types
+            b.entry(*b.entry_args)  # the binding's arguments never change: no dispatch
         else:
             fn(*args)
             if fn is b.fn:  # from its second call on (a binding used once, as when every
                 # launch re-binds, would pay the types' lookup for nothing)
-                b.entry = False if b.entry is None else jit_entry_point(fn, args)
+                b.entry, b.entry_args = (False, ()) if b.entry is None else \
+                    self.entry_of(fn, args)
         if b.prints is not None:  # the rows' print lines, before any error of the launch
             self.write_prints(b, relation)
         if self.err_view[0]:
@@ -342,6 +343,16 @@ class CpuExecutable(Launch):
             for g, _, lay, vals in b.folds:
                 self.partials.collect(g, lay.op, vals, lay.per_row, b.rows if b.has_rows else None)
 
+    @staticmethod
+    def entry_of(fn, args) -> tuple:
+        """(the machine-code entry of `fn` for `args`, the arguments it takes): a part
+        function's runner with the wrapper's and the pack's addresses (the pack kept with
+        them), else `fn`'s own for `args` (`jit.entry_point`)."""
+        if isinstance(fn, parts.Parts):
+            run, call_args, _ = fn.bound(args)  # (call_args holds the pack: `parts.Pinned`)
+            return jit_entry_point(run, call_args), call_args
+        return jit_entry_point(fn, args), args
+
     def capture_call(self, relation, subset):
         """The launch as bound now, for a captured step (`segment.CapturedCall`), when all it
         does runs compiled: Global reductions folded by compiled folds (not exact sums from
@@ -362,8 +373,10 @@ class CpuExecutable(Launch):
         if b.outstanding:  # its last launch's folds, still pending: folded now (the same)
             for f in self.gather_fields:
                 pending.flush(f)
-        first = b.fn.bound(b.call_args) if isinstance(b.fn, parts.Parts) else \
-            (b.fn, b.call_args)
+        first, keep = ((b.fn, b.call_args), b.call_args)
+        if isinstance(b.fn, parts.Parts):  # its runner, the pack kept with the arrays
+            fn, call_args, packed = b.fn.bound(b.call_args)
+            first, keep = (fn, call_args), (b.call_args, packed)
         calls = (first, *post, *((pf.fn, pf.args) for pf in b.deferred),
                  *((f.fn, f.args) for f in folds))
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
@@ -371,7 +384,7 @@ class CpuExecutable(Launch):
                                     tuple(g for g, *_ in b.folds),
                                     self.threads if b.parallel else None,
                                     self.options.cache_path(), self.options.segments,
-                                    keep=b.call_args)
+                                    keep=keep)
 
     def write_prints(self, b, relation) -> None:
         flags, fvals, ivals = b.prints

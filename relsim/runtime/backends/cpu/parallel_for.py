@@ -10,8 +10,9 @@ is the list of parts ``(t, nt)``, one per thread, as Numba's own static schedule
 ``prange``.
 
 `run_parts` is the one compiled function a parallel launch calls (its machine code is cached
-once per machine): two arguments, the wrapper's address and the kernel's packed arguments
-(`parts.pack`). Compiled code (captured segments) calls it the same way.
+once per machine), `run_serial` a serial one's: two integer arguments, the wrapper's address
+and the address of the kernel's packed arguments (`parts.pack`). Compiled code (captured
+segments) calls them the same way.
 """
 from __future__ import annotations
 
@@ -166,24 +167,23 @@ def _num_threads(typingctx):
 
 
 @intrinsic
-def _parallel_for(typingctx, fn_address, parts, pack):
+def _parallel_for(typingctx, fn_address, parts, data):
     """``numba_parallel_for(fn, [parts.data], [len(parts)], [16], pack.data, 0, 1, nt)``
     with nt = len(parts): each of Numba's threads runs the wrapper on its share of the parts."""
     if not (isinstance(fn_address, types.Integer) and isinstance(parts, types.Array) and
-            isinstance(pack, types.Array)):
+            isinstance(data, types.Integer)):
         return None
     start_threads()  # (compiling: the entry must be defined)
-    sig = types.void(fn_address, parts, pack)
+    sig = types.void(fn_address, parts, data)
 
     def codegen(context, builder, signature, args):
         # loaded from the cache, the machine code starts the threading layer first, as a
         # cached parallel function of Numba's does
         context.active_code_library._reload_init.add(_reload_parfors)
-        fn, parts_value, pack_value = args
+        fn, parts_value, data_value = args
         byte_ptr = ir.IntType(8).as_pointer()
         intp = context.get_value_type(types.intp)
         parts_arr = context.make_array(signature.args[1])(context, builder, parts_value)
-        pack_arr = context.make_array(signature.args[2])(context, builder, pack_value)
         count = cgutils.unpack_tuple(builder, parts_arr.shape)[0]
         arrays = cgutils.alloca_once(builder, byte_ptr)
         builder.store(builder.bitcast(parts_arr.data, byte_ptr), arrays)
@@ -195,24 +195,23 @@ def _parallel_for(typingctx, fn_address, parts, pack):
         entry = cgutils.get_or_insert_function(builder.module, fnty, "numba_parallel_for")
         builder.call(entry, [builder.inttoptr(fn, byte_ptr), builder.bitcast(arrays, byte_ptr),
                              builder.bitcast(dims, byte_ptr), builder.bitcast(steps, byte_ptr),
-                             builder.bitcast(pack_arr.data, byte_ptr), intp(0), intp(1), count])
+                             builder.inttoptr(data_value, byte_ptr), intp(0), intp(1), count])
         return context.get_dummy_value()
     return sig, codegen
 
 
 @intrinsic
-def _call_entry(typingctx, fn_address, pack):
-    """``fn([&(0, 1)], [1], [16], pack.data)`` on this thread: the wrapper at `fn_address`
-    runs all of the loop, as part 0 of 1."""
-    if not (isinstance(fn_address, types.Integer) and isinstance(pack, types.Array)):
+def _call_entry(typingctx, fn_address, data):
+    """``fn([&(0, 1)], [1], [16], data)`` on this thread: the wrapper at `fn_address` runs
+    all of the loop, as part 0 of 1."""
+    if not (isinstance(fn_address, types.Integer) and isinstance(data, types.Integer)):
         return None
-    sig = types.void(fn_address, pack)
+    sig = types.void(fn_address, data)
 
     def codegen(context, builder, signature, args):
-        fn, pack_value = args
+        fn, data_value = args
         byte_ptr = ir.IntType(8).as_pointer()
         intp = context.get_value_type(types.intp)
-        pack_arr = context.make_array(signature.args[1])(context, builder, pack_value)
         part = cgutils.alloca_once(builder, intp, size=2)  # (t, nt) = (0, 1)
         builder.store(intp(0), part)
         builder.store(intp(1), builder.gep(part, [intp(1)]))
@@ -225,25 +224,25 @@ def _call_entry(typingctx, fn_address, pack):
         fnty = ir.FunctionType(ir.VoidType(), [byte_ptr.as_pointer(), intp.as_pointer(),
                                                intp.as_pointer(), byte_ptr])
         builder.call(builder.inttoptr(fn, fnty.as_pointer()),
-                     [arrays, dims, steps, builder.bitcast(pack_arr.data, byte_ptr)])
+                     [arrays, dims, steps, builder.inttoptr(data_value, byte_ptr)])
         return context.get_dummy_value()
     return sig, codegen
 
 
 @njit(cache=True, nogil=True)
-def run_serial(fn_address, pack):
-    """Run the parts wrapper at `fn_address` on the packed arguments `pack` as one part, on
-    this thread (a serial launch: no threading layer)."""
-    _call_entry(fn_address, pack)
+def run_serial(fn_address, pack_address):
+    """Run the parts wrapper at `fn_address` on the packed arguments at `pack_address` as one
+    part, on this thread (a serial launch: no threading layer)."""
+    _call_entry(fn_address, pack_address)
 
 
 @njit(cache=True, nogil=True)
-def run_parts(fn_address, pack):
-    """Run the parts wrapper at `fn_address` on the packed arguments `pack`, one part per
-    thread Numba runs now (`numba.set_num_threads`), the calling thread among them."""
+def run_parts(fn_address, pack_address):
+    """Run the parts wrapper at `fn_address` on the packed arguments at `pack_address`, one
+    part per thread Numba runs now (`numba.set_num_threads`), the calling thread among them."""
     nt = _num_threads()
     parts = np.empty((nt, 2), np.int64)
     for t in range(nt):
         parts[t, 0] = t
         parts[t, 1] = nt
-    _parallel_for(fn_address, parts, pack)
+    _parallel_for(fn_address, parts, pack_address)

@@ -196,6 +196,15 @@ def compile_wrapper(wrapper_path, kernel_path, part_name, flags) -> None:
     cfunc(_WRAPPER_SIGNATURE, cache=True, **dict(flags))(mod.parts_entry)
 
 
+class Pinned(tuple):
+    """A runner's arguments (addresses) holding what they point to (`pinned`)."""
+
+    def __new__(cls, items, pinned):
+        made = super().__new__(cls, items)
+        made.pinned = pinned
+        return made
+
+
 class Parts:
     """A kernel variant as its part function (`PartFunction`) run over its whole iteration
     space: on every thread (`run_parts`), or `serial` as one part on this thread
@@ -210,20 +219,18 @@ class Parts:
         self.run = parallel_for.run_serial if serial else parallel_for.run_parts
 
     def __call__(self, *args):
-        fn, call_args = self.bound(args)
+        fn, call_args, _pack = self.bound(args)
         fn(*call_args)
 
     def bound(self, args):
-        """(runner, (wrapper address, pack)): the launch over `args` (whose arrays the caller
-        keeps alive while it may run: the pack holds their addresses only)."""
-        return self.run, self.function.bound(args)
-
-    def entry_point(self, args):
-        """A callable running the launch over `args` (taken as fixed: called with them again,
-        it ignores them) straight through the runner's machine code (`jit.entry_point`)."""
-        fn, call_args = self.bound(args)
-        entry = jit.entry_point(fn, call_args)
-        return lambda *_, _keep=args: entry(*call_args)
+        """(runner, (wrapper address, pack address), pack): the launch over `args`, the
+        runner's two arguments integers (Numba unboxes them faster than an array) in a tuple
+        that holds the pack (`Pinned`). The caller keeps the arrays of `args` alive while it
+        may run, and the pack while it holds only the runner's arguments: the pack holds only
+        the arrays' addresses."""
+        address, packed = self.function.bound(args)
+        return self.run, Pinned((address, packed.__array_interface__["data"][0]), packed), \
+            packed
 
     @property
     def loaded(self) -> int:
