@@ -11,9 +11,9 @@ on-disk cache. It returns when all are done; the launches then load what the wor
 Only compilations Numba's disk cache cannot give are shared out (those it can are loaded at
 once, as the launch would): a warm run starts no worker.
 
-Tiers (``background=True``): a launch whose parallel variant is not compiled yet, and is not
-the function its serial launch runs too (a split scatter, a parallel fold: a row loop's
-launches run one part function, `backends/cpu/parts.py`), runs its serial one (same bits)
+Tiers (``background=True``): a launch whose compiled code is not ready yet (a kernel's parts
+wrapper, `backends/cpu/parts.py`; a split scatter; a parallel fold) runs a serial variant that
+compiles faster (same bits: the part function as a plain dispatcher, the direct scatter)
 until one more worker, started at a
 lower priority and not waited for, has put the parallel variants in the disk cache; the
 executable (`CpuExecutable.set_tier0`) checks that worker cheaply at each launch and binds the

@@ -198,25 +198,28 @@ class CpuExecutable(Launch):
 
         functions = {}  # a part function (a callee of the module) -> its `parts.PartFunction`
 
-        def run(fname, parallel):  # a variant running part function `fname` (`parts`)
+        def run(fname, mode):  # a variant running part function `fname` (`parts`): mode
+            # "parallel", "serial" or "tier0" (`parts.Tier0`, while the wrapper compiles)
             if fname not in functions:
                 functions[fname] = parts.PartFunction(getattr(mod, fname), cache_dir, flags)
-            return parts.Parts(functions[fname], serial=not parallel)
+            if mode == "tier0":
+                return parts.Tier0(functions[fname])
+            return parts.Parts(functions[fname], serial=mode == "serial")
 
         jit_callees(mod, **flags)  # shared functions, outlined loop bodies (`outline`)
 
         # each dispatcher is made when a binding first picks it (making one costs ~0.7 ms, and
         # a program launches few of the variants); one serves launches over a whole relation
         # and over a subset. The row loops keyed by parallel, the scatters by their scheme
-        self.row_loops = _Variants(lambda par: run("kernel_parallel", par))
+        self.row_loops = _Variants(lambda mode: run("kernel_parallel", mode))
         if hasattr(mod, "kernel_direct"):  # it reduces into fields through keys
-            self.scatters = _Variants(lambda scheme: run("kernel_split", True)
+            self.scatters = _Variants(lambda scheme: run("kernel_split", "parallel")
                                       if scheme == "split" else jit(mod.kernel_direct))
         self.scatter = options.scatter
         self.scatter_share = cpu_scatter.scatter_share(analysed)
         grid = analysed.relation.grid
         if hasattr(mod, "kernel_grid"):  # nested loops over a box of a grid of its axes
-            self.grid_loops = _Variants(lambda par: run("kernel_grid", par))
+            self.grid_loops = _Variants(lambda mode: run("kernel_grid", mode))
             self.grid = (len(grid.shape), grid.periodic)  # (the shape is bound per launch)
             self.grid_reach = mod._GRID_REACH  # the shortest axis 0 the loops can run on
         else:
@@ -227,7 +230,7 @@ class CpuExecutable(Launch):
         # and the Global reductions they fold per chunk of rows (`lanes.Chunks`)
         self.chunk_ops = chunk_layouts(analysed) if lanes_variant else {}
         self.lanes_pure = pure_reduction(analysed)
-        self.lanes_fns = _Variants(lambda par: run("kernel_lanes_parallel", par))
+        self.lanes_fns = _Variants(lambda mode: run("kernel_lanes_parallel", mode))
         # serial: they run once per binding, and a parallel compilation costs ~2.4x
         self.targets = _Variants(lambda k: jit(getattr(mod, f"targets_{k}")))
         self.force_serial = serial
@@ -343,6 +346,11 @@ class CpuExecutable(Launch):
             for g, _, lay, vals in b.folds:
                 self.partials.collect(g, lay.op, vals, lay.per_row, b.rows if b.has_rows else None)
 
+    def mode(self, parallel: bool) -> str:
+        """How a launch runs a kernel's part function (`parts`): in parallel, serially, or,
+        in tier 0, serially through its plain dispatcher (`parts.Tier0`)."""
+        return "parallel" if parallel else "tier0" if self.tier0 else "serial"
+
     @staticmethod
     def entry_of(fn, args) -> tuple:
         """(the machine-code entry of `fn` for `args`, the arguments it takes): a part
@@ -351,6 +359,9 @@ class CpuExecutable(Launch):
         if isinstance(fn, parts.Parts):
             run, call_args, _ = fn.bound(args)  # (call_args holds the pack: `parts.Pinned`)
             return jit_entry_point(run, call_args), call_args
+        if isinstance(fn, parts.Tier0):
+            plain, call_args = fn.bound(args)
+            return jit_entry_point(plain, call_args), call_args
         return jit_entry_point(fn, args), args
 
     def capture_call(self, relation, subset):
@@ -472,10 +483,10 @@ class CpuExecutable(Launch):
         a function of the generated module (`generated`: its size estimates the time; a part
         function's wrapper, `parts.PartFunction.job`) or one of relsim's folds, found by its
         module's name (small: compiled first)."""
-        if isinstance(fn, parts.Parts):  # its wrapper, the part function linked in (a split
-            # scatter's serial scheme is the direct one: tiers run that meanwhile)
-            return fn.function.job(args, len(self.source),
-                                   fn.part.py_func.__name__ == "kernel_split")
+        if isinstance(fn, parts.Parts):  # its wrapper, the part function linked in
+            return fn.function.job(args, len(self.source))
+        if isinstance(fn, parts.Tier0):
+            return fn.job(args, self.path, len(self.source))
         signature = tuple(fn.typeof_pyval(a) for a in args)
         if signature in fn.overloads:
             return None
@@ -702,7 +713,7 @@ class CpuExecutable(Launch):
         if scheme in ("direct", "split"):
             b.fn, parallel = self.scatters[scheme], scheme == "split"
         else:
-            b.fn = self.row_loops[parallel]
+            b.fn = self.row_loops[self.mode(parallel)]
         b.call_args = b.row_args = (b.n, b.rows, b.has_rows, self.err) + b.args
         # (not under fast_math: LLVM could fuse a product into a TwoSum's addition)
         lanes_ok = bool(self.lane_offsets or self.chunk_ops) and scheme == "plain" \
@@ -713,7 +724,7 @@ class CpuExecutable(Launch):
         box = self.grid_box(relation, subset, b) if scheme == "plain" and not (
             lanes_ok and not self.analysed.stencil) else None
         if box is not None:  # nested loops over the axes
-            b.fn = self.grid_loops[parallel]
+            b.fn = self.grid_loops[self.mode(parallel)]
             b.call_args += box
         if scheme == "split":  # one partition of the rows for all fields
             ks = sorted(splits)  # (the kernel's `_own<k>`, `_shv<k>`, ascending k)
@@ -782,7 +793,7 @@ class CpuExecutable(Launch):
         least = min(lane_sums.CHUNK_ROWS, 2 * max(1, b.threshold))
         b.lanes = lanes.make(layouts, self.lane_offsets, global_vals, b.n, rerun, chunk_folds,
                              least)
-        b.fn, b.entry = self.lanes_fns[b.parallel], None
+        b.fn, b.entry = self.lanes_fns[self.mode(b.parallel)], None
         b.call_args = b.row_args + (b.lanes.lanes,) + \
             tuple(a for c in b.lanes.chunks for a in c.arrays())
         folded = {id(layouts[k]) for k in (*self.lane_offsets, *self.chunk_ops)}

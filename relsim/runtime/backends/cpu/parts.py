@@ -31,10 +31,10 @@ import numpy as np
 from numba import types
 from numba.core.typing.typeof import Purpose, typeof
 
-from ....compiled import cfunc
+from ....compiled import cfunc, njit
 from ...caches import modules
 from ...host import jit
-from ...host.compile_jobs import CompileJob
+from ...host.compile_jobs import CompileJob, load_cached
 from ...lowering.emit import call, name, store
 from . import parallel_for
 
@@ -132,6 +132,15 @@ class PartFunction:
         self.cached = flags.get("cache", False)
         self.wrappers: dict = {}  # argument types -> (wrapper address, layout)
         self.loaded = 0  # how many wrappers were loaded from the disk cache
+        self._plain = None  # (`plain`)
+
+    def plain(self):
+        """The part function as an ordinary cached dispatcher, without `noalias` (LLVM spends
+        less on it: LULESH's cold run ~1.3 s) nor a wrapper: what tier 0 runs, as one part,
+        while the wrapper compiles in the background (`Tier0`)."""
+        if self._plain is None:
+            self._plain = njit(cache=self.cached, **self.flags)(self.part.py_func)
+        return self._plain
 
     def bound(self, args) -> tuple:
         """(wrapper address, pack) of a launch over `args`."""
@@ -163,18 +172,17 @@ class PartFunction:
         mod._part = self.part
         return layout, mod
 
-    def job(self, args, cost, parallel_only=False):
+    def job(self, args, cost):
         """The `CompileJob` of the wrapper for `args` (None when it is here): another process
-        compiles it into the disk cache with `compile_wrapper`. `parallel_only`: a serial
-        launch runs another function (a split scatter's, whose serial scheme adds directly):
-        tiered start-up runs that one meanwhile (`CompileJob.parallel`)."""
+        compiles it into the disk cache with `compile_wrapper`."""
         key = argument_types(args)
         if key in self.wrappers:
             return None
         _, mod = self.module(key)
         py = self.part.py_func
         description = (py.__globals__["__file__"], py.__name__, tuple(sorted(self.flags.items())))
-        options = (("call", f"{__name__}.compile_wrapper"), ("parallel", parallel_only))
+        # (tiered start-up compiles it behind tier 0's `plain` function: "parallel")
+        options = (("call", f"{__name__}.compile_wrapper"), ("parallel", True))
         return CompileJob(mod.__file__, "parts_entry", options, description, cost,
                           functools.partial(self.ensure, key),
                           functools.partial(self.ensure, key, True))
@@ -194,6 +202,44 @@ def compile_wrapper(wrapper_path, kernel_path, part_name, flags) -> None:
     mod._part = getattr(kernel, part_name)
     parallel_for.start_threads()
     cfunc(_WRAPPER_SIGNATURE, cache=True, **dict(flags))(mod.parts_entry)
+
+
+def compile_plain(kernel_path, part_name, flags, signature) -> None:
+    """In a compile worker: `PartFunction.plain` of part function `part_name` of the kernel
+    module at `kernel_path`, compiled for `signature` into the disk cache."""
+    kernel = modules.module_at(Path(kernel_path))
+    jit.jit_callees(kernel, **dict(flags))
+    fn = njit(cache=True, **dict(flags))(getattr(kernel, part_name).py_func)
+    if not load_cached(fn, signature):
+        fn.compile(signature)
+
+
+class Tier0:
+    """A kernel's launch in tier 0 (`tiers.py`): its part function's `plain` dispatcher run
+    as one part, on this thread (the same statements: the same bits)."""
+
+    def __init__(self, function: PartFunction):
+        self.function = function
+        self.fn = function.plain()
+
+    def __call__(self, *args):
+        self.fn(0, 1, *args)
+
+    def bound(self, args):
+        """(the dispatcher, its arguments) of the launch over `args`."""
+        return self.fn, (0, 1) + tuple(args)
+
+    def job(self, args, kernel_path, cost):
+        """The `CompileJob` of the plain function for `args` (None when compiled here)."""
+        signature = tuple(self.fn.typeof_pyval(a) for a in (0, 1, *args))
+        if signature in self.fn.overloads:
+            return None
+        description = (self.fn.py_func.__name__, tuple(sorted(self.function.flags.items())),
+                       signature)
+        return CompileJob(kernel_path, self.fn.py_func.__name__,
+                          (("call", f"{__name__}.compile_plain"),), description, cost,
+                          functools.partial(self.fn.compile, signature),
+                          functools.partial(load_cached, self.fn, signature))
 
 
 class Pinned(tuple):

@@ -1,7 +1,7 @@
-"""Tiered start-up: a launch whose parallel variant Numba has neither compiled nor cached, and
-is not what its serial launch runs too (a row loop's serial and parallel launches run one part
-function, `parts.py`: nothing to tier; a split scatter's serial scheme is the direct one, and
-relsim's parallel folds have serial twins), runs its serial one (the same bits) while this process's
+"""Tiered start-up: a launch whose compiled code Numba has neither compiled nor cached (a
+kernel's parts wrapper, `parts.py`, with its part function compiled with `noalias`; a split
+scatter; relsim's parallel folds) runs serially meanwhile (the same bits: the part function
+as a plain dispatcher, `parts.Tier0`, cheaper to compile; the direct scatter) while this process's
 background worker (`host/compile_jobs.background`, one niced process) compiles the parallel
 one into Numba's disk cache; the launch binds it once the worker says it is there
 (`CpuExecutable.launch` asks cheaply at each launch). A program's first run thus starts
@@ -51,12 +51,13 @@ def mode(config) -> str:
 
 
 def start(exe, b) -> bool:
-    """When the new binding `b` of `exe` calls parallel code neither compiled nor in the disk
-    cache: give what it needs to the background worker and set `exe` on its serial variants
+    """When the new binding `b` of `exe` calls code to compile behind tier 0 (jobs marked
+    `parallel`: a parts wrapper, a split scatter, a parallel fold) neither compiled nor in the
+    disk cache: give what it needs to the background worker and set `exe` on its serial variants
     until the worker is done (`exe.tier_done`); whether it did. A job is given once per
     launch: one the worker failed on is compiled by the launch itself, as without tiers."""
-    if not b.parallel or exe.tier0 or exe.tier_done is not None:
-        return False
+    if exe.tier0 or exe.tier_done is not None:  # (a serial launch too: its part function's
+        return False  # wrapper compiles behind the plain function, `parts.Tier0`)
     types = jit.fingerprints(exe.calls_of(b))
     if types is not None and types in exe.tiered_types:
         return False  # (its jobs were given, or found compiled or cached, before)
