@@ -9,12 +9,16 @@ the parallel variant is instead
 * its *part function* (`part_function`): the same statements, the ``prange`` loop made a
   ``range`` over part ``_t`` of ``_nt`` of its iterations (Numba's static schedule cuts a
   ``prange`` the same way: equal shares, one per thread), compiled as ordinary serial code;
-* a *wrapper* per argument types (`Parts`): a C-callable function (`numba.cfunc`) of the
+* a *wrapper* per argument types (`PartFunction`): a C-callable function (`numba.cfunc`) of the
   signature Numba's threading layer calls, which rebuilds the arguments from one packed array
   (addresses and shapes of the arrays, values of the scalars) and runs the part function on
   each part it is given;
 * `parallel_for.run_parts`, compiled once per machine, which hands the wrapper to the
-  threading layer.
+  threading layer; `run_serial` calls it with the one part (0, 1) on this thread: a serial
+  launch runs the same compiled code (`Parts` with `serial`);
+* in tier 0 of tiered start-up, until the wrapper is compiled in the background, the part
+  function as a plain cached dispatcher without Numba's `noalias` flag (`Tier0`: LLVM spends
+  less time on it).
 
 The iterations of a ``prange`` loop are independent (the analysis made them so), so running
 them as parts computes the same values in the same order within each iteration: the same bits
