@@ -356,12 +356,9 @@ class CpuExecutable(Launch):
         """(the machine-code entry of `fn` for `args`, the arguments it takes): a part
         function's runner with the wrapper's and the pack's addresses (the pack kept with
         them), else `fn`'s own for `args` (`jit.entry_point`)."""
-        if isinstance(fn, parts.Parts):
-            run, call_args, _ = fn.bound(args)  # (call_args holds the pack: `parts.Pinned`)
+        if isinstance(fn, (parts.Parts, parts.Tier0)):
+            run, call_args, _ = fn.bound(args)  # (call_args holds a pack: `parts.Pinned`)
             return jit_entry_point(run, call_args), call_args
-        if isinstance(fn, parts.Tier0):
-            plain, call_args = fn.bound(args)
-            return jit_entry_point(plain, call_args), call_args
         return jit_entry_point(fn, args), args
 
     def capture_call(self, relation, subset):

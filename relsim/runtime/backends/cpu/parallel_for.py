@@ -52,23 +52,29 @@ def array_at(typingctx, address, shape, dtype, readonly):
     sig = made(address, shape, dtype, readonly)
 
     def codegen(context, builder, signature, args):
-        from numba.np.arrayobj import make_array, populate_array
-        array = make_array(made)(context, builder)
         intp = context.get_value_type(types.intp)
-        itemsize = context.get_abi_sizeof(context.get_data_type(element))
         dims = [builder.sext(d, intp) if d.type.width < intp.width else d
                 for d in cgutils.unpack_tuple(builder, args[1])]
-        strides, step = [], intp(itemsize)
-        for d in reversed(dims):  # C order: the last axis contiguous
-            strides.insert(0, step)
-            step = builder.mul(step, d)
-        data = builder.inttoptr(args[0], array.data.type) \
-            if isinstance(signature.args[0], types.Integer) else \
-            builder.bitcast(args[0], array.data.type)
-        populate_array(array, data=data, shape=dims, strides=strides, itemsize=intp(itemsize),
-                       meminfo=None)
-        return array._getvalue()
+        to_pointer = builder.inttoptr if isinstance(signature.args[0], types.Integer) else \
+            builder.bitcast
+        return _c_array(context, builder, made, lambda ty: to_pointer(args[0], ty), dims)
     return sig, codegen
+
+
+def _c_array(context, builder, arytype, data, dims):
+    """The value of a C-contiguous array of type `arytype` over `data(pointer type)` with
+    shape `dims` (intp values), owning nothing."""
+    from numba.np.arrayobj import make_array, populate_array
+    array = make_array(arytype)(context, builder)
+    intp = context.get_value_type(types.intp)
+    itemsize = context.get_abi_sizeof(context.get_data_type(arytype.dtype))
+    strides, step = [], intp(itemsize)
+    for d in reversed(dims):  # C order: the last axis contiguous
+        strides.insert(0, step)
+        step = builder.mul(step, d)
+    populate_array(array, data=data(array.data.type), shape=dims, strides=strides,
+                   itemsize=intp(itemsize), meminfo=None)
+    return array._getvalue()
 
 
 def spec_types(spec: str) -> list:
@@ -114,7 +120,6 @@ def unpack(typingctx, data, spec):
     sig = types.Tuple(made)(data, spec)
 
     def codegen(context, builder, signature, args):
-        from numba.np.arrayobj import make_array, populate_array
         i64 = ir.IntType(64)
         base = builder.bitcast(args[0], i64.as_pointer())
         values, slot = [], 0
@@ -123,17 +128,10 @@ def unpack(typingctx, data, spec):
             return builder.load(builder.gep(base, [i64(k)]))
         for t in made:
             if isinstance(t, types.Array):
-                array = make_array(t)(context, builder)
-                itemsize = context.get_abi_sizeof(context.get_data_type(t.dtype))
-                dims = [load(slot + 1 + d) for d in range(t.ndim)]
-                strides, step = [], i64(itemsize)
-                for d in reversed(dims):  # C order: the last axis contiguous
-                    strides.insert(0, step)
-                    step = builder.mul(step, d)
-                populate_array(array, data=builder.inttoptr(load(slot), array.data.type),
-                               shape=dims, strides=strides, itemsize=i64(itemsize),
-                               meminfo=None)
-                values.append(array._getvalue())
+                address = load(slot)
+                values.append(_c_array(context, builder, t,
+                                       lambda ty, a=address: builder.inttoptr(a, ty),
+                                       [load(slot + 1 + d) for d in range(t.ndim)]))
             elif isinstance(t, types.NoneType):
                 values.append(context.get_dummy_value())
             elif isinstance(t, types.Boolean):
