@@ -22,18 +22,11 @@ from __future__ import annotations
 import ast
 import copy
 
-from .emit import CAST_FN, TEMPORARY, dotted
+from .emit import TEMPORARY, dotted
+from .purity import array_of, pure, pure_call
 from .single_assignment import is_store
 
-# calls of these compute a scalar from their arguments and nothing else
-_PURE_FUNCTIONS = frozenset({*CAST_FN.values(), "_u64", "abs", "min", "max", "round",
-                             "np.round", "np.rint", "np.floor", "np.ceil", "np.sqrt",
-                             "np.abs", "np.fabs", "np.isnan", "np.isinf", "np.isfinite"})
-_PURE_MODULES = ("math.", "_libm.", "_fused.", "_choice.")
 _EXITS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
-_PURE_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
-               ast.IfExp, ast.Subscript, ast.Attribute, ast.Tuple, ast.Slice, ast.Call,
-               ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context)
 
 
 def invariants(body: list) -> list:
@@ -72,10 +65,10 @@ def _split(loop: ast.For, body: list):
         if is_store(n):
             key = n.id if isinstance(n, ast.Name) else n.target.id
             stores[key] = stores.get(key, 0) + 1
-    written = {_array(t) for n in ast.walk(ast.Module(body, [])) if isinstance(n, (
+    written = {array_of(t) for n in ast.walk(ast.Module(body, [])) if isinstance(n, (
         ast.Assign, ast.AugAssign)) for t in (n.targets if isinstance(n, ast.Assign) else
                                              [n.target]) if isinstance(t, ast.Subscript)}
-    loads_ok = not any(isinstance(n, ast.Call) and not _pure_call(n) and
+    loads_ok = not any(isinstance(n, ast.Call) and not pure_call(n) and
                        dotted(n.func) != "range" for n in ast.walk(ast.Module(body, [])))
     read: set = set()  # names read by the statements kept so far
     moved, kept = [], []
@@ -104,28 +97,12 @@ def _target(stmt):
 
 
 def _invariant(value, stores, written, loads_ok) -> bool:
+    if not pure(value):
+        return False
     for n in ast.walk(value):
-        if not isinstance(n, _PURE_NODES):
-            return False
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in stores:
             return False
-        if isinstance(n, ast.Call) and not _pure_call(n):
-            return False
-        if isinstance(n, ast.Subscript) and (not loads_ok or _array(n) in written or
-                                             _array(n) is None):
+        if isinstance(n, ast.Subscript) and (not loads_ok or array_of(n) in written or
+                                             array_of(n) is None):
             return False
     return True
-
-
-def _pure_call(node: ast.Call) -> bool:
-    name = dotted(node.func)
-    return name is not None and not node.keywords and (
-        name in _PURE_FUNCTIONS or name.startswith(_PURE_MODULES))
-
-
-def _array(node):
-    """The name of the array a subscript indexes (None when not a plain name)."""
-    while isinstance(node, ast.Subscript):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-

@@ -54,7 +54,7 @@ from ....relations.field import Field
 from ....types import elem_of, f64
 from ... import ir, semantics
 from ...folds import lane_sums
-from ...lowering import copy_propagation, hoist, single_assignment
+from ...lowering import copy_propagation, dead_assignments, hoist, load_reuse, single_assignment
 from ...lowering.body import BodyLowerer
 from ...lowering.emit import call, functions_block, name, store, unsigned
 from ...lowering.expr import ERR, POS, ROW
@@ -444,9 +444,12 @@ class CpuLowerer(BodyLowerer):
             name(POS))))
         make_body()
         # (per row: nothing outside reads its locals)
-        body = copy_propagation.propagate(single_assignment.rename(self.alg.out))
+        body = single_assignment.rename(self.alg.out)
         if self.debug is None:  # (a debug variant checks each operation where it was)
-            body = hoist.invariants(body)
+            body = load_reuse.reuse(body)
+        body = copy_propagation.propagate(body)
+        if self.debug is None:
+            body = hoist.invariants(dead_assignments.drop(body))
         self.alg.out = saved
         return [ast.For(store("_i"), call("range", name("_n")), body, [])]
 
