@@ -35,8 +35,9 @@ class Config:
     scatter: str = "auto"
     # owned by the cpu targets: a captured step's consecutive launches (`rs.capture`) run as one
     # compiled call, compiled by a background process while the first replays run them one by
-    # one ("background"), at the first replay ("now"), or never ("off": launch by launch)
-    segments: str = "background"
+    # one ("background"), at the first replay ("now"), or never ("off": launch by launch);
+    # None: $RELSIM_SEGMENTS, else "background" (`backends/cpu/segment.py`)
+    segments: str | None = None
     # owned by the cpu targets: a launch whose parallel variant is not compiled yet runs the
     # serial one (same bits) while a background process compiles it ("tiered"), or waits for
     # it ("wait"); None: $RELSIM_STARTUP, else "tiered" (`backends/cpu/tiers.py`)

@@ -572,3 +572,27 @@ def test_launches_after_rows_were_inserted_run_on_the_new_arrays():
             out.append((P.size, total.value))
         runs.append((out, P.x.numpy().tolist()))
     assert runs[0] == runs[1] and runs[0][0][-1][0] > 8
+
+
+@pytest.mark.parametrize("value, segments", [("off", 0), (" Now", 1)])
+def test_relsim_segments_is_the_default_of_config_segments(monkeypatch, value, segments):
+    monkeypatch.setenv("RELSIM_SEGMENTS", value)  # (as RELSIM_STARTUP: case and spaces)
+    cfg = rs.Config(target="cpu")
+    V, _, _ = _graph()
+    with rs.capture() as step:
+        V.foreach(damp, cfg)
+        V.foreach(relax, cfg)
+    step()
+    assert step.segments == segments
+    assert all(s.ready for p in step.plans.values() for s in p.segments)
+
+
+def test_a_bad_relsim_segments_is_a_config_error_naming_it(monkeypatch):
+    monkeypatch.setenv("RELSIM_SEGMENTS", "later")
+    V, _, _ = _graph()
+    with pytest.raises(rs.ConfigError, match="RELSIM_SEGMENTS must be one of background, now, "
+                                             "off, got 'later'"):
+        with rs.capture() as step:
+            V.foreach(damp, rs.Config(target="cpu"))
+            V.foreach(relax, rs.Config(target="cpu"))
+        step()

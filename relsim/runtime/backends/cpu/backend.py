@@ -93,9 +93,7 @@ class CpuBackend(Backend):
         if config.scatter not in cpu_scatter.SCHEMES:
             raise ConfigError(f"scatter must be one of {', '.join(cpu_scatter.SCHEMES)}, got "
                               f"{config.scatter!r}")
-        if config.segments not in segment.MODES:
-            raise ConfigError(f"segments must be one of {', '.join(segment.MODES)}, got "
-                              f"{config.segments!r}")
+        segment.check(config)
         tiers.check(config)
 
     def share_cores(self, cores: int) -> None:
@@ -367,7 +365,7 @@ class CpuExecutable(Launch):
         slots, nor the lanes' chunks) or float64 sums in lanes; no row changes, prints, debug
         checks or other target's copies (those replay as launches)."""
         if self.tier_done is not None or self.partials is not None or \
-                self.options.segments == "off":
+                segment.mode(self.options) == "off":
             return None
         b = self.current(relation, subset)
         if b.device or b.prints is not None or b.debug is not None or \
@@ -391,7 +389,7 @@ class CpuExecutable(Launch):
                                     self.array_fields, b.globals, b.lanes,
                                     tuple(g for g, *_ in b.folds),
                                     self.threads if b.parallel else None,
-                                    self.options.cache_path(), self.options.segments,
+                                    self.options.cache_path(), segment.mode(self.options),
                                     keep=keep)
 
     def write_prints(self, b, relation) -> None:
