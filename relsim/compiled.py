@@ -218,6 +218,10 @@ def assume_no_alias(dispatcher):
 
     compiler._customize_flags = with_no_alias
     dispatcher.no_alias = True
+    cache = getattr(dispatcher, "_cache", None)
+    if isinstance(cache, caching.Cache):  # (its machine code apart from the same function's
+        key = cache._index_key            # without the flag, in one index: another key)
+        cache._index_key = lambda sig, codegen: (*key(sig, codegen), "noalias")
     return dispatcher
 
 

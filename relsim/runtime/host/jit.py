@@ -29,13 +29,12 @@ def jit_callees(module, **flags) -> None:
     `flags`, once: the kernels calling them find dispatchers, as Numba needs."""
     flags.pop("parallel", None)
     # a cpu kernel's part functions (`backends/cpu/parts`): called only by their wrappers,
-    # which hold their machine code (no cache or Python entry of their own), their arrays
-    # never overlapping (`compiled.assume_no_alias`)
+    # through their machine-code addresses (no Python entry), their arrays never overlapping
+    # (`compiled.assume_no_alias`)
     parts = set(getattr(module, "_PARTS", ()))
     for fname in getattr(module, "_FUNCTIONS", ()):
         if not hasattr(getattr(module, fname), "py_func"):  # (a module executed before)
-            own = dict(flags, cache=False, no_cpython_wrapper=True) if fname in parts \
-                else flags
+            own = dict(flags, no_cpython_wrapper=True) if fname in parts else flags
             setattr(module, fname, njit(no_alias=fname in parts, **own)(
                 getattr(module, fname)))
     for name, described in getattr(module, "_CALLEES", {}).items():

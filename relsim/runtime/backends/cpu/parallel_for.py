@@ -149,6 +149,33 @@ def unpack(typingctx, data, spec):
 
 
 @intrinsic
+def call_part(typingctx, unpacked, t, nt):
+    """Part (`t`, `nt`) of the part function whose machine code is at ``unpacked[0]`` (its
+    native entry, `parts.PartFunction.native`), on the arguments ``unpacked[1:]`` (`unpack`'s
+    tuple): a call through the address, so that a wrapper holds none of the part's code (its
+    compiling, ~0.1-5 s a kernel, is the part's, once). The part returns nothing and raises
+    nothing (its failures are flagged in its error array): its status is not read."""
+    if not (isinstance(unpacked, types.BaseTuple) and len(unpacked) >= 1 and
+            isinstance(unpacked[0], types.Integer) and isinstance(t, types.Integer) and
+            isinstance(nt, types.Integer)):
+        return None
+    argtys = (t, nt, *unpacked[1:])
+    sig = types.void(unpacked, t, nt)
+
+    def codegen(context, builder, signature, args):
+        values = cgutils.unpack_tuple(builder, args[0], len(unpacked))
+        conv = context.call_conv
+        fnty = conv.get_function_type(types.none, argtys)
+        retptr = cgutils.alloca_once(builder, fnty.args[0].pointee)
+        excinfo = cgutils.alloca_once(builder, fnty.args[1].pointee)
+        real = [retptr, excinfo] + list(conv._get_arg_packer(argtys).as_arguments(
+            builder, [args[1], args[2], *values[1:]]))
+        builder.call(builder.inttoptr(values[0], fnty.as_pointer()), real)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
 def _num_threads(typingctx):
     """The threads Numba runs now in this thread (`numba.set_num_threads`), read as Numba's
     own parallel code reads it (its njit `get_num_threads` calls through a ctypes pointer,

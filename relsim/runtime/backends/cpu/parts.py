@@ -164,30 +164,40 @@ class PartFunction:
         key = self.key(args)
         if key not in self.wrappers:
             self.ensure(key)
-        address, layout = self.wrappers[key]
-        return address, pack(args, layout)
+        address, layout, native = self.wrappers[key]
+        return address, pack(args, layout, native)
 
     def ensure(self, argtypes, load_only=False) -> bool:
-        """Whether the wrapper for `argtypes` is here now: compiled or loaded from the disk
-        cache (with `load_only`: only loaded)."""
+        """Whether the wrapper for `argtypes` and the part it calls are here now: compiled
+        or loaded from the disk cache (with `load_only`: only loaded)."""
         if argtypes in self.wrappers:
             return True
+        layout, signature, mod = self.module(argtypes)
+        native = self.native(signature, load_only)
+        if native is None:
+            return False
         parallel_for.start_threads()
-        layout, mod = self.module(argtypes)
         fn = cfunc(_WRAPPER_SIGNATURE, cache=self.cached and modules.on_disk(mod),
                    load_only=load_only, **self.flags)(mod.parts_entry)
         if fn is None:
             return False
         self.loaded += fn.cache_hits
-        self.wrappers[argtypes] = (fn.address, layout)
+        self.wrappers[argtypes] = (fn.address, layout, native)
         return True
 
+    def native(self, signature, load_only=False):
+        """The machine-code address of the part function compiled (or loaded from the disk
+        cache) for `signature`; None with `load_only` when it is not in the cache."""
+        if signature not in self.part.overloads:
+            if load_only and not load_cached(self.part, signature):
+                return None
+            self.part.compile(signature)
+        return native_address(self.part, signature)
+
     def module(self, argtypes):
-        """(layout, module) of the wrapper for `argtypes` (`wrapper_source`), its `_part` set."""
-        layout, source = wrapper_source(self.part.py_func, argtypes)
-        mod = modules.module_for(source, self.cache_dir, "parts")
-        mod._part = self.part
-        return layout, mod
+        """(layout, part signature, module) of the wrapper for `argtypes` (`wrapper_source`)."""
+        layout, signature, source = wrapper_source(self.part.py_func, argtypes)
+        return layout, signature, modules.module_for(source, self.cache_dir, "parts")
 
     def job(self, args, cost):
         """The `CompileJob` of the wrapper for `args` (None when it is here): another process
@@ -195,7 +205,7 @@ class PartFunction:
         key = self.key(args)
         if key in self.wrappers:
             return None
-        _, mod = self.module(key)
+        _, _, mod = self.module(key)
         py = self.part.py_func
         description = (py.__globals__["__file__"], py.__name__, tuple(sorted(self.flags.items())))
         # (tiered start-up compiles it behind tier 0's `plain` function: "parallel")
@@ -210,13 +220,27 @@ def argument_types(args) -> tuple:
 
 
 def compile_wrapper(wrapper_path, kernel_path, part_name, flags) -> None:
-    """In a compile worker (`host/compile_jobs`): the wrapper module at `wrapper_path` for the
-    part function `part_name` of the kernel module at `kernel_path`, compiled into the disk
-    cache (the part function with it)."""
+    """In a compile worker (`host/compile_jobs`): the wrapper module at `wrapper_path` and the
+    part function `part_name` of the kernel module at `kernel_path` it calls, compiled into
+    the disk cache."""
     mod = modules.module_at(Path(wrapper_path))
-    mod._part = getattr(_kernel_module(kernel_path, flags), part_name)
+    part = getattr(_kernel_module(kernel_path, flags), part_name)
+    signature = (types.int64, types.int64,
+                 *parallel_for.spec_types(mod._SPEC)[1:])
+    if not load_cached(part, signature):
+        part.compile(signature)
     parallel_for.start_threads()
     cfunc(_WRAPPER_SIGNATURE, cache=True, **dict(flags))(mod.parts_entry)
+
+
+def native_address(part, signature) -> int:
+    """The machine-code address of dispatcher `part`'s compiled `signature` (Numba's native
+    calling convention, which `parallel_for.call_part` follows); it must return nothing."""
+    cres = part.overloads[tuple(signature)]
+    if cres.signature.return_type != types.none:
+        raise TypeError(f"{part.py_func.__name__} returns {cres.signature.return_type}: a part "
+                        "function returns nothing")
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
 
 
 def _kernel_module(kernel_path, flags):
@@ -306,10 +330,11 @@ class Parts:
 
 
 def wrapper_source(part_fn, argtypes) -> tuple:
-    """(layout, source) of the wrapper calling `part_fn` on arguments of `argtypes`, read from
-    the pack by `parallel_for.unpack`: layout is, per argument, (kind, first slot of the pack,
-    ndim)."""
-    layout, spec, slot = [], [], 0
+    """(layout, part signature, source) of the wrapper running part function `part_fn` on
+    arguments of `argtypes`, read from the pack by `parallel_for.unpack` after the part's
+    machine-code address (slot 0): layout is, per argument, (kind, first slot of the pack,
+    ndim); the part signature the types the wrapper passes it (after ``_t, _nt``)."""
+    layout, spec, slot = [], ["i,int64"], 1
     for k, t in enumerate(argtypes):
         if isinstance(t, types.Array) and t.layout == "C" and t.ndim >= 1:
             spec.append(f"a,{np.dtype(str(t.dtype)).name},{t.ndim},{int(not t.mutable)}")
@@ -327,10 +352,11 @@ def wrapper_source(part_fn, argtypes) -> tuple:
             raise TypeError(f"{part_fn.__name__}: argument {k} of type {t} cannot be passed "
                             "to a parallel part (expected a C-contiguous array or a number)")
         slot += parallel_for.spec_slots(t)
-    part = ast.Call(name("_part"), [_item("_pt", "_q", 0), _item("_pt", "_q", 1),
-                                    ast.Starred(name("_a"), ast.Load())], [])
+    text = ";".join(spec)
+    signature = (types.int64, types.int64, *parallel_for.spec_types(text)[1:])
+    part = call("_call_part", name("_a"), _item("_pt", "_q", 0), _item("_pt", "_q", 1))
     body = [
-        ast.Assign([store("_a")], call("_unpack", name("_data"), ast.Constant(";".join(spec)))),
+        ast.Assign([store("_a")], call("_unpack", name("_data"), ast.Constant(text))),
         ast.Assign([store("_pt")], call("_array", _item("_args", 0), ast.Tuple(
             [_item("_dims", 0), ast.Constant(2)], ast.Load()), ast.Attribute(
                 name("np"), "int64", ast.Load()), ast.Constant(True))),
@@ -341,11 +367,11 @@ def wrapper_source(part_fn, argtypes) -> tuple:
     module = ast.fix_missing_locations(ast.Module(ast.parse(
         "import numpy as np\n"
         "from relsim.runtime.backends.cpu.parallel_for import array_at as _array\n"
-        "from relsim.runtime.backends.cpu.parallel_for import unpack as _unpack\n"
-        "_part = None  # the part function's dispatcher (set when loaded)\n").body + [entry],
-        []))
-    return tuple(layout), (f"# relsim parallel parts of {part_fn.__module__}."
-                           f"{part_fn.__name__}\n" + ast.unparse(module) + "\n")
+        "from relsim.runtime.backends.cpu.parallel_for import call_part as _call_part\n"
+        "from relsim.runtime.backends.cpu.parallel_for import unpack as _unpack\n").body +
+        [ast.Assign([store("_SPEC")], ast.Constant(text)), entry], []))
+    return tuple(layout), signature, (f"# relsim parallel parts of {part_fn.__module__}."
+                                      f"{part_fn.__name__}\n" + ast.unparse(module) + "\n")
 
 
 def _item(array, *index):
@@ -355,11 +381,12 @@ def _item(array, *index):
                          ast.Tuple(parts_, ast.Load()), ast.Load())
 
 
-def pack(args, layout) -> np.ndarray:
-    """The packed arguments: per argument, its `layout` slots (an array's address and shape,
-    a number's value; a float's bits)."""
+def pack(args, layout, part_address) -> np.ndarray:
+    """The packed arguments: the part function's machine-code address, then per argument its
+    `layout` slots (an array's address and shape, a number's value; a float's bits)."""
     size = max((slot + 1 + ndim for _, slot, ndim in layout), default=1)
     out = np.empty(size, np.int64)
+    out[0] = part_address
     floats = out.view(np.float64)
     for (kind, slot, ndim), a in zip(layout, args):
         if kind == "array":
