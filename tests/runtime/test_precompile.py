@@ -1,6 +1,9 @@
 """rs.precompile: kernels compiled ahead, shared between this process and worker processes,
 give the same results, and the launches load what the workers compiled."""
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,6 +11,8 @@ import pytest
 import relsim as rs
 from relsim.runtime import execute
 from tests import heat_graph
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pending(pairs, cfg) -> list:
@@ -199,3 +204,40 @@ def test_a_worker_takes_the_cheapest_job_given_so_far_first():
     finally:
         os.close(read)
     assert order == [(1, "f1"), (2, "f3"), (0, "f5")]
+
+
+_WORKER_THEN_NEW_PROCESS = """
+import sys, time
+import relsim as rs
+from relsim.runtime import execute
+from tests import heat_graph
+cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=sys.argv[2])
+V, E = heat_graph.chain(200)
+conduct, update = heat_graph.kernels(0.375)
+pairs = [(conduct, E), (update, V)]
+ahead = rs.precompile(pairs, cfg, workers=1, background=True)
+exe = execute.executable(update, V, cfg)
+if sys.argv[1] == "compile":  # tier 0 until the worker has compiled the parallel variants
+    deadline = time.monotonic() + 300
+    while exe.tier0 and not exe.tier_done():
+        assert time.monotonic() < deadline, "the background worker did not finish"
+        time.sleep(0.2)
+print(ahead, exe.tier0)
+"""
+
+
+def test_what_a_worker_compiled_a_new_process_loads_without_compiling(tmp_path):
+    """The parallel variants a background worker compiled (parts wrappers and the part
+    functions they call) are in the disk cache: a new process finds nothing to compile and
+    runs them at once (a part function the worker compiled but did not cache made every
+    later LULESH run start cold, its threads idle)."""
+    def run(mode):
+        out = subprocess.run([sys.executable, "-c", _WORKER_THEN_NEW_PROCESS, mode,
+                              str(tmp_path / "c")], capture_output=True, text=True,
+                             cwd=ROOT, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    first = run("compile")
+    assert int(first[0]) >= 1 and first[1] == "True"
+    assert run("load") == ["0", "False"]

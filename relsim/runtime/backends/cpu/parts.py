@@ -224,7 +224,9 @@ def compile_wrapper(wrapper_path, kernel_path, part_name, flags) -> None:
     part function `part_name` of the kernel module at `kernel_path` it calls, compiled into
     the disk cache."""
     mod = modules.module_at(Path(wrapper_path))
-    part = getattr(_kernel_module(kernel_path, flags), part_name)
+    kernel = _kernel_module(kernel_path, flags)  # (the part's own dispatcher: cached)
+    part = njit(no_alias=True, cache=True, no_cpython_wrapper=True, **dict(flags))(
+        getattr(kernel, part_name).py_func)
     signature = (types.int64, types.int64,
                  *parallel_for.spec_types(mod._SPEC)[1:])
     if not load_cached(part, signature):
