@@ -109,6 +109,7 @@ V.foreach(square, rs.Config(scatter="atomic"))
 
 
 
+
 rs.configure(threads=1)                            # every later launch: one thread
 V.foreach(square, rs.Config(threads=1, parallel_threshold=1))   # the parallel variant, 1 thread
 assert V.y.numpy().tobytes() == on_cpu.tobytes()

@@ -45,13 +45,32 @@ def test_a_launch_runs_serial_code_until_its_parallel_variant_is_compiled(tmp_pa
     heat_graph.step(V, E, conduct, update, cfg, times=2)
     b = exe.bindings[None]
     assert not exe.tier0 and b.parallel  # loaded from the disk cache the worker wrote
-    assert b.fn.loaded == 1  # (its wrapper, the part function linked in)
+    assert b.fn.loaded == 1  # (its wrapper; the part function it calls loads too)
     assert V.T.numpy().tobytes() == _interp(3)
     # kernels with the same code, later (the next run): the cache has both variants, no tiers
     V2, _, _, update2 = _heat(cfg, times=3)
     exe2 = execute.executable(update2, V2, cfg)
     assert exe2.tier_done is None and exe2.bindings[None].parallel
     assert V2.T.numpy().tobytes() == _interp(3)
+
+
+def test_a_fast_math_kernel_starts_tiered_too(tmp_path):
+    """A `fast_math` kernel's jobs (its ``fastmath`` flags a set) start tiered and end with
+    the parallel variant, its bits those of the same kernel compiled at its launch."""
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "t"),
+                    startup="tiered", fast_math=True)
+    V, E, conduct, update = _heat(cfg)
+    exe = execute.executable(update, V, cfg)
+    assert exe.tier0
+    deadline = time.monotonic() + 300
+    while not exe.tier_done():
+        assert time.monotonic() < deadline, "the background worker did not finish"
+        time.sleep(0.2)
+    heat_graph.step(V, E, conduct, update, cfg, times=2)
+    assert not exe.tier0 and exe.bindings[None].parallel
+    waited = _heat(rs.Config(target="cpu", parallel_threshold=1, startup="wait",
+                             cache_dir=str(tmp_path / "w"), fast_math=True), times=3)[0]
+    assert V.T.numpy().tobytes() == waited.T.numpy().tobytes()
 
 
 def test_wait_compiles_the_parallel_variant_at_the_first_launch(tmp_path):
