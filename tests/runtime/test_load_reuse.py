@@ -77,3 +77,14 @@ q = F[i]
 def test_subscript_stores_through_tuples_and_augmented_stores_forget_the_array():
     src = "x = F[i]\nF[i] += 1.0\ny = F[i]\nz = G[j]\nG[j], w = (1.0, 2.0)\nu = G[j]\n"
     assert _copies(reuse(ast.parse(src).body)) == {}
+
+
+def test_a_load_indexed_by_its_own_local_is_made_again():
+    src = "x = F[x]\nx = F[x]\ny = F[i]\nz = F[i]\ni = 0\nw = F[i]\n"
+    body = ast.parse(src).body
+    assert _copies(reuse(body)) == {"z": "y"}
+    scope = {"F": list(range(10, 0, -1)), "x": 3, "i": 1}
+    before, after = dict(scope), dict(scope)
+    exec(src, before)
+    exec(ast.unparse(ast.Module(reuse(body), [])), after)
+    assert {k: before[k] for k in "xyzw"} == {k: after[k] for k in "xyzw"}

@@ -14,10 +14,10 @@ by ``+=``. Integer constants stay named (a literal integer types differently in 
 from __future__ import annotations
 
 import ast
-import copy
 from collections import Counter
 
 from .single_assignment import is_store
+from .substitution import substituted
 
 
 def propagate(body: list, keep: frozenset = frozenset()) -> list:
@@ -25,7 +25,6 @@ def propagate(body: list, keep: frozenset = frozenset()) -> list:
     described above; names in `keep` (read outside the body) are never dropped."""
     stores, read_first, last = _stores_and_early_reads(body)
     known: dict = {}  # dropped local -> the expression its reads become
-    reads = _Reads(known)
     out = []
     for at, stmt in enumerate(body):
         target = _single_target(stmt)
@@ -39,7 +38,7 @@ def propagate(body: list, keep: frozenset = frozenset()) -> list:
             if isinstance(value, ast.Constant) and type(value.value) in (float, bool):
                 known[target] = value
                 continue
-        out.append(reads.visit(copy.deepcopy(stmt)) if known else stmt)
+        out.append(substituted(stmt, known) if known else stmt)
     return out
 
 
@@ -69,15 +68,3 @@ def _stores_and_early_reads(body):
             stores[name] += 1
             last[name] = at
     return stores, read_first, last
-
-
-class _Reads(ast.NodeTransformer):
-    """Reads of dropped locals -> what they held (in a copy: the body is shared)."""
-
-    def __init__(self, known):
-        self.known = known
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.known:
-            return copy.copy(self.known[node.id])
-        return node

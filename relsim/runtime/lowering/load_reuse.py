@@ -19,7 +19,7 @@ statements.
 from __future__ import annotations
 
 import ast
-import copy
+from collections import defaultdict
 
 from .purity import array_of, names_read, pure
 from .single_assignment import is_store
@@ -28,27 +28,39 @@ from .single_assignment import is_store
 def reuse(body: list) -> list:
     """`body` (a loop's statements, not changed) with its repeated loads reading the local
     the first one stored, as described above."""
-    made: dict = {}  # ast.dump(load) -> (local holding it, its array, the names it reads)
+    made: dict = {}  # a load's key (`_key`) -> the local holding it
+    deps: dict = defaultdict(set)  # a name -> the keys of `made` that its store forgets
     copies: dict = {}  # local -> the local it copies (here or in `body`), for the keys
+    copied_by: dict = defaultdict(set)  # local -> the locals copying it
     out = []
     for stmt in body:
         target, load = _load(stmt)
-        if load is not None:
-            load = _Copies(copies).visit(copy.deepcopy(load)) if copies else load
-            key = ast.dump(load)
-        if load is not None and key in made:
-            same = ast.Assign([ast.Name(target, ast.Store())], ast.Name(made[key][0], ast.Load()))
+        key, reads = _key(load, copies) if load is not None else (None, None)
+        hit = made.get(key) if key is not None else None
+        if hit is not None:
+            same = ast.Assign([ast.Name(target, ast.Store())], ast.Name(hit, ast.Load()))
             same.lineno = getattr(stmt, "lineno", 1)
             out.append(same)
         else:
             out.append(stmt)
-        _forget(made, copies, stmt)
-        if load is not None and key in made:
-            copies[target] = made[key][0]
-        elif _copy(stmt) is not None:
-            copies[stmt.targets[0].id] = copies.get(stmt.value.id, stmt.value.id)
-        elif load is not None and target not in names_read(load):
-            made[key] = (target, array_of(load), names_read(load))
+        stored = _stored(stmt)
+        if stored is None:  # (a call, a branch, a loop: anything may change)
+            made.clear(), deps.clear(), copies.clear(), copied_by.clear()
+        for name in stored or ():
+            for k in deps.pop(name, ()):
+                made.pop(k, None)
+            copies.pop(name, None)
+            for local in copied_by.pop(name, ()):
+                copies.pop(local, None)
+        source = hit if hit is not None else _copy(stmt)
+        if source is not None and source != (local := stmt.targets[0].id):
+            source = copies.get(source, source)
+            copies[local] = source
+            copied_by[source].add(local)
+        elif key is not None and hit is None and target not in reads:
+            made[key] = target
+            for name in (target, *reads):
+                deps[name].add(key)
     return out
 
 
@@ -61,6 +73,35 @@ def _load(stmt):
     return None, None
 
 
+def _key(node, copies) -> tuple:
+    """(a hashable key of expression `node`, each copy read as the local it copies; the
+    names the key reads, the array's among them)."""
+    reads: set = set()
+
+    def key(n):
+        if isinstance(n, ast.Name):
+            name = copies.get(n.id, n.id)
+            reads.add(name)
+            return name
+        if isinstance(n, ast.Constant):
+            return (type(n.value).__name__, n.value)
+        if isinstance(n, ast.Tuple):
+            return ("()",) + tuple(key(e) for e in n.elts)
+        if isinstance(n, ast.Subscript):
+            return ("[]", key(n.value), key(n.slice))
+        if isinstance(n, ast.Call):
+            return ("call", key(n.func)) + tuple(key(a) for a in n.args)
+        if isinstance(n, ast.Attribute):
+            return (".", key(n.value), n.attr)
+        if isinstance(n, ast.BinOp):
+            return (type(n.op).__name__, key(n.left), key(n.right))
+        if isinstance(n, ast.UnaryOp):
+            return (type(n.op).__name__, key(n.operand))
+        reads.update(names_read(n))  # (anything else: its whole text, copies not followed)
+        return ast.dump(n)
+    return key(node), reads
+
+
 def _copy(stmt):
     """The local `stmt` copies when it is ``local = other``, else None."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
@@ -70,37 +111,14 @@ def _copy(stmt):
     return None
 
 
-def _forget(made: dict, copies: dict, stmt) -> None:
-    """Drop from `made` the loads `stmt` may change or whose locals it overwrites, and from
-    `copies` the copies it overwrites."""
+def _stored(stmt):
+    """The names and arrays `stmt` stores to, or None when it may store anything (it calls
+    anything impure, branches, loops, or stores through something not a plain array)."""
     if not (isinstance(stmt, (ast.Assign, ast.AugAssign)) and pure(stmt.value)):
-        made.clear()  # (a call, a branch, a loop: anything may change)
-        copies.clear()
-        return
+        return None
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     names = {n.id if isinstance(n, ast.Name) else n.target.id
              for t in targets for n in ast.walk(t) if is_store(n)}
     arrays = {array_of(n) for t in targets for n in ast.walk(t)
               if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)}
-    if None in arrays:
-        made.clear()
-        copies.clear()
-        return
-    for key, (local, array, reads) in list(made.items()):
-        if array in arrays or local in names or reads & names:
-            del made[key]
-    for local, source in list(copies.items()):
-        if local in names or source in names:
-            del copies[local]
-
-
-class _Copies(ast.NodeTransformer):
-    """Reads of the copies made here -> the locals they copy (in a load's key)."""
-
-    def __init__(self, copies):
-        self.copies = copies
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.copies:
-            return ast.Name(self.copies[node.id], ast.Load())
-        return node
+    return None if None in arrays else names | arrays

@@ -16,8 +16,9 @@ before any assignment in the body, so they keep their names).
 from __future__ import annotations
 
 import ast
-import copy
 from collections import Counter
+
+from .substitution import substituted
 
 
 def rename(body: list, elsewhere: frozenset = frozenset()) -> list:
@@ -29,11 +30,10 @@ def rename(body: list, elsewhere: frozenset = frozenset()) -> list:
         return body
     current: dict = {}
     counts: Counter = Counter()
-    reads = _Reads(current)  # (reads the mapping as it grows)
     out = []
     for stmt in body:
         if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
-            value = reads.visit(copy.deepcopy(stmt.value))
+            value = substituted(stmt.value, current) if current else stmt.value
             targets = []
             for t in stmt.targets:
                 if t.id in candidates:
@@ -47,7 +47,7 @@ def rename(body: list, elsewhere: frozenset = frozenset()) -> list:
             renamed.lineno = getattr(stmt, "lineno", 1)
             out.append(renamed)
         elif current:
-            out.append(reads.visit(copy.deepcopy(stmt)))
+            out.append(substituted(stmt, current))
         else:
             out.append(stmt)
     return out
@@ -81,15 +81,3 @@ def is_store(node) -> bool:
     """Whether `node` stores a plain name (an assignment's target, ``+=``, ``:=``)."""
     return (isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)) or \
         (isinstance(node, (ast.AugAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name))
-
-
-class _Reads(ast.NodeTransformer):
-    """Reads of renamed locals -> their current names (in a copy: the body is shared)."""
-
-    def __init__(self, current):
-        self.current = current
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.current:
-            node.id = self.current[node.id]
-        return node
