@@ -1,13 +1,17 @@
 """relsim's `njit` (`relsim/compiled.py`): processes sharing a disk cache take turns compiling a
 function (the ranks of an MPI run launch the same kernels at once): one compiles, the others
 load what it saved."""
+import importlib.util
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from relsim.compiled import njit
 
 pytest.importorskip("fcntl")
 
@@ -62,3 +66,25 @@ def test_processes_sharing_a_cache_compile_a_function_once(tmp_path):
     misses, hits, values = zip(*results)
     assert sorted(misses) == ["0", "1"] and sorted(hits) == ["0", "1"], results
     assert values[0] == values[1]
+
+
+def test_a_no_alias_dispatcher_keeps_its_machine_code_apart_in_the_cache(tmp_path):
+    """One function cached with and without `no_alias` (a part function and tier 0's plain
+    dispatcher of it): each loads its own machine code, never the other's."""
+    path = tmp_path / "both_ways.py"
+    path.write_text("def f(a, b):\n    for i in range(a.shape[0]):\n        b[i] = a[i] * 2.0\n")
+    spec = importlib.util.spec_from_file_location("both_ways", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    a, b = np.arange(4.0), np.zeros(4)
+
+    def made(no_alias):
+        fn = njit(cache=True, no_alias=no_alias)(mod.f)
+        fn(a, b)
+        return sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values())
+
+    assert made(False) == (0, 1)
+    assert made(True) == (0, 1)   # compiled: the plain one's machine code is not its own
+    assert made(True) == (1, 0)   # its own, from the cache
+    assert made(False) == (1, 0)
+    assert b.tolist() == [0.0, 2.0, 4.0, 6.0]
