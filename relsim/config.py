@@ -103,6 +103,28 @@ def env_debug() -> bool:
     return value
 
 
+def check_choice(config, option: str, modes, variable: str, default: str) -> None:
+    """A ConfigError when `config`'s `option` is neither None nor one of `modes` (None, which
+    stands for $`variable`, else `default`, is checked where it is read: `choice`)."""
+    value = getattr(config, option)
+    if value is not None and value not in modes:
+        raise ConfigError(f"{option} must be one of {', '.join(modes)} (or None: ${variable}, "
+                          f"else {default}), got {value!r}")
+
+
+def choice(config, option: str, modes, variable: str, default: str) -> str:
+    """`config`'s `option`, else environment variable `variable` (case and spaces ignored),
+    else `default`; a ConfigError naming the variable for a value not in `modes`."""
+    value = getattr(config, option)
+    if value is not None:
+        return value
+    text = os.environ.get(variable, "").strip().lower() or default
+    if text not in modes:
+        raise ConfigError(f"{variable} must be one of {', '.join(modes)}, got "
+                          f"{os.environ[variable]!r}")
+    return text
+
+
 def _from_environment(given) -> Config:
     """The default configuration: RELSIM_TARGET and RELSIM_DEBUG, except what `given` sets (so a
     bad variable never stands in the way of the value that replaces it)."""

@@ -23,13 +23,12 @@ launch between segments.
 from __future__ import annotations
 
 import ast
-import os
 import time
 
 import numba
 from numba.core.typing.typeof import Purpose, typeof
 
-from ....errors import ConfigError
+from ....config import check_choice, choice
 from ....relations.global_expr import globals_of
 from ...caches import modules
 from ...host import compile_jobs, debug_checks
@@ -48,20 +47,12 @@ POLL_SECONDS = 0.002  # how often a replay waiting for its segment asks the work
 
 def check(config) -> None:
     """A ConfigError for a `Config.segments` not in MODES (None is checked at its use)."""
-    if config.segments is not None and config.segments not in MODES:
-        raise ConfigError(f"segments must be one of {', '.join(MODES)} (or None: "
-                          f"$RELSIM_SEGMENTS, else background), got {config.segments!r}")
+    check_choice(config, "segments", MODES, "RELSIM_SEGMENTS", "background")
 
 
 def mode(config) -> str:
     """`config`'s segment mode: `Config.segments`, else $RELSIM_SEGMENTS, else "background"."""
-    if config.segments is not None:
-        return config.segments
-    text = os.environ.get("RELSIM_SEGMENTS", "").strip().lower() or "background"
-    if text not in MODES:
-        raise ConfigError(f"RELSIM_SEGMENTS must be one of {', '.join(MODES)}, got "
-                          f"{os.environ['RELSIM_SEGMENTS']!r}")
-    return text
+    return choice(config, "segments", MODES, "RELSIM_SEGMENTS", "background")
 
 
 class CompiledFold:

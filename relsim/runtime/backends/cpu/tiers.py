@@ -15,12 +15,10 @@ their first launch. On several MPI ranks the distributed layer turns it off (`fi
 rank 0 compiles each function once, the others load it)."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from numba import typeof
 
-from ....errors import ConfigError
+from ....config import check_choice, choice
 from ....relations.field import key_dtype
 from ...host import compile_jobs, jit
 from . import ownership
@@ -34,20 +32,12 @@ _READ_ONLY_ROWS.flags.writeable = False
 
 def check(config) -> None:
     """A ConfigError for a `Config.startup` not in MODES (None is checked at its use)."""
-    if config.startup is not None and config.startup not in MODES:
-        raise ConfigError(f"startup must be one of {', '.join(MODES)} (or None: "
-                          f"$RELSIM_STARTUP, else tiered), got {config.startup!r}")
+    check_choice(config, "startup", MODES, "RELSIM_STARTUP", "tiered")
 
 
 def mode(config) -> str:
     """`config`'s start-up mode: `Config.startup`, else $RELSIM_STARTUP, else "tiered"."""
-    if config.startup is not None:
-        return config.startup
-    text = os.environ.get("RELSIM_STARTUP", "").strip().lower() or "tiered"
-    if text not in MODES:
-        raise ConfigError(f"RELSIM_STARTUP must be one of {', '.join(MODES)}, got "
-                          f"{os.environ['RELSIM_STARTUP']!r}")
-    return text
+    return choice(config, "startup", MODES, "RELSIM_STARTUP", "tiered")
 
 
 def start(exe, b) -> bool:
