@@ -68,14 +68,16 @@ def test_processes_sharing_a_cache_compile_a_function_once(tmp_path):
     assert values[0] == values[1]
 
 
-def test_a_no_alias_dispatcher_keeps_its_machine_code_apart_in_the_cache(tmp_path):
+def test_a_no_alias_dispatcher_keeps_its_machine_code_apart_in_the_cache(tmp_path,
+                                                                          monkeypatch):
     """One function cached with and without `no_alias` (a part function and tier 0's plain
     dispatcher of it): each loads its own machine code, never the other's."""
     path = tmp_path / "both_ways.py"
     path.write_text("def f(a, b):\n    for i in range(a.shape[0]):\n        b[i] = a[i] * 2.0\n")
     spec = importlib.util.spec_from_file_location("both_ways", path)
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    monkeypatch.setitem(sys.modules, "both_ways", mod)  # (as an imported module: Numba's
+    spec.loader.exec_module(mod)                        # cached data names it)
     a, b = np.arange(4.0), np.zeros(4)
 
     def made(no_alias):

@@ -53,18 +53,29 @@ def describe_callee(dispatcher) -> tuple:
     # (`cache` is not a target option: without it, the dispatcher another process makes would
     # compile the callee again instead of loading the machine code this one saved)
     cached = not isinstance(getattr(dispatcher, "_cache", None), (type(None), caching.NullCache))
-    options = tuple(sorted([(k, tuple(sorted(v)) if isinstance(v, (set, frozenset)) else v)
-                            for k, v in dispatcher.targetoptions.items()] + [("cache", cached)]))
+    options = described_options({**dispatcher.targetoptions, "cache": cached})
     if py.__module__.startswith("relsim_gen_"):
         return (mod.__file__, py.__name__, options, "")
     with open(mod.__file__, "rb") as f:
         return (py.__module__, py.__name__, options, hashlib.sha256(f.read()).hexdigest()[:16])
 
 
+def described_options(options: dict) -> tuple:
+    """Jit `options` as a description sent to another process holds them: sorted pairs,
+    hashable (a ``fastmath`` set as a sorted tuple; `jit_options` turns it back)."""
+    return tuple(sorted((k, tuple(sorted(v)) if isinstance(v, (set, frozenset)) else v)
+                        for k, v in options.items()))
+
+
+def jit_options(described: tuple) -> dict:
+    """The jit options `described_options` described."""
+    return {k: set(v) if k == "fastmath" and isinstance(v, tuple) else v for k, v in described}
+
+
 def callee(where: str, function: str, options: tuple):
     """The dispatcher `describe_callee` described."""
-    flags = {k: set(v) if k == "fastmath" and isinstance(v, tuple) else v for k, v in options
-             if k != "nopython"}  # (njit's own: it warns when given it)
+    flags = jit_options(options)
+    flags.pop("nopython", None)  # (njit's own: it warns when given it)
     if where.endswith(".py"):
         module = modules.module_at(Path(where))
         jit_callees(module, **flags)

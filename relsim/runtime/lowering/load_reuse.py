@@ -45,7 +45,8 @@ def reuse(body: list) -> list:
             out.append(stmt)
         stored = _stored(stmt)
         if stored is None:  # (a call, a branch, a loop: anything may change)
-            made.clear(), deps.clear(), copies.clear(), copied_by.clear()
+            for known in (made, deps, copies, copied_by):
+                known.clear()
         for name in stored or ():
             for k in deps.pop(name, ()):
                 made.pop(k, None)

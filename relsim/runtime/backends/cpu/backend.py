@@ -478,7 +478,7 @@ class CpuExecutable(Launch):
         a function of the generated module (`generated`: its size estimates the time; a part
         function's wrapper, `parts.PartFunction.job`) or one of relsim's folds, found by its
         module's name (small: compiled first)."""
-        if isinstance(fn, parts.Parts):  # its wrapper, the part function linked in
+        if isinstance(fn, parts.Parts):  # its wrapper and the part function it calls
             return fn.function.job(args, len(self.source))
         if isinstance(fn, parts.Tier0):
             return fn.job(args, self.path, len(self.source))

@@ -38,7 +38,8 @@ pending on a field the kernel touches only at its own key (`pending_folds.py`).
 
 Each function is lowered with a ``range`` loop and, for the parallel ones, a ``prange`` twin;
 `parts.as_parts` turns each ``prange`` function into its part function (the module's
-`_PARTS`, callees compiled only into their wrappers) and drops the ``range`` twin. Every
+`_PARTS`, called by their wrappers through their machine-code addresses) and drops the
+``range`` twin. Every
 function takes `_n, _rows, _has_rows, _err`, then `params.items` in order, then its own extra
 arguments (the absorbed folds' arrays; `_tgt` for `targets_<k>`); a part function takes
 ``_t, _nt`` first.

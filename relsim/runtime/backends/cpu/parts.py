@@ -126,7 +126,7 @@ def _check_local_only(stmts, fname) -> None:
 
 class PartFunction:
     """A part function (its dispatcher `part`) and its wrappers, one per argument types, each
-    compiled (or loaded from the disk cache, the part linked in) once."""
+    compiled (or loaded from the disk cache) once with the part it calls."""
 
     def __init__(self, part, cache_dir, flags):
         self.part = part
@@ -134,7 +134,8 @@ class PartFunction:
         self.flags = {k: v for k, v in flags.items() if k in ("error_model", "boundscheck",
                                                              "fastmath")}
         self.cached = flags.get("cache", False)
-        self.wrappers: dict = {}  # argument types -> (wrapper address, layout)
+        # argument types -> (wrapper address, layout, the part's machine-code address)
+        self.wrappers: dict = {}
         self.types: dict = {}  # Numba's fingerprints of arguments -> their types (`key`)
         self.loaded = 0  # how many wrappers were loaded from the disk cache
         self._plain = None  # (`plain`)
@@ -207,25 +208,12 @@ class PartFunction:
             return None
         _, _, mod = self.module(key)
         py = self.part.py_func
-        description = (py.__globals__["__file__"], py.__name__, described(self.flags))
+        description = (py.__globals__["__file__"], py.__name__, jit.described_options(self.flags))
         # (tiered start-up compiles it behind tier 0's `plain` function: "parallel")
         options = (("call", f"{__name__}.compile_wrapper"), ("parallel", True))
         return CompileJob(mod.__file__, "parts_entry", options, description, cost,
                           functools.partial(self.ensure, key),
                           functools.partial(self.ensure, key, True))
-
-
-def described(flags: dict) -> tuple:
-    """`flags` (jit options) as a job's description holds them: sorted pairs, hashable (a
-    `fast_math` kernel's ``fastmath`` set as a sorted tuple; `jit_flags` turns it back)."""
-    return tuple(sorted((k, tuple(sorted(v)) if isinstance(v, (set, frozenset)) else v)
-                        for k, v in flags.items()))
-
-
-def jit_flags(described_flags) -> dict:
-    """The jit options a job's `described` flags stand for."""
-    return {k: set(v) if k == "fastmath" and isinstance(v, tuple) else v
-            for k, v in described_flags}
 
 
 def argument_types(args) -> tuple:
@@ -238,14 +226,14 @@ def compile_wrapper(wrapper_path, kernel_path, part_name, flags) -> None:
     the disk cache."""
     mod = modules.module_at(Path(wrapper_path))
     kernel = _kernel_module(kernel_path, flags)  # (the part's own dispatcher: cached)
-    part = njit(no_alias=True, cache=True, no_cpython_wrapper=True, **jit_flags(flags))(
+    part = njit(no_alias=True, cache=True, no_cpython_wrapper=True, **jit.jit_options(flags))(
         getattr(kernel, part_name).py_func)
     signature = (types.int64, types.int64,
                  *parallel_for.spec_types(mod._SPEC)[1:])
     if not load_cached(part, signature):
         part.compile(signature)
     parallel_for.start_threads()
-    cfunc(_WRAPPER_SIGNATURE, cache=True, **jit_flags(flags))(mod.parts_entry)
+    cfunc(_WRAPPER_SIGNATURE, cache=True, **jit.jit_options(flags))(mod.parts_entry)
 
 
 def native_address(part, signature) -> int:
@@ -261,7 +249,7 @@ def native_address(part, signature) -> int:
 def _kernel_module(kernel_path, flags):
     """The kernel module at `kernel_path`, its callees dispatchers (in a compile worker)."""
     kernel = modules.module_at(Path(kernel_path))
-    jit.jit_callees(kernel, **jit_flags(flags))
+    jit.jit_callees(kernel, **jit.jit_options(flags))
     return kernel
 
 
@@ -269,7 +257,7 @@ def compile_plain(kernel_path, part_name, flags, signature) -> None:
     """In a compile worker: `PartFunction.plain` of part function `part_name` of the kernel
     module at `kernel_path`, compiled for `signature` into the disk cache."""
     kernel = _kernel_module(kernel_path, flags)
-    fn = njit(cache=True, **jit_flags(flags))(getattr(kernel, part_name).py_func)
+    fn = njit(cache=True, **jit.jit_options(flags))(getattr(kernel, part_name).py_func)
     if not load_cached(fn, signature):
         fn.compile(signature)
 
@@ -295,7 +283,8 @@ class Tier0:
         signature = tuple(self.fn.typeof_pyval(a) for a in (0, 1, *args))
         if signature in self.fn.overloads:
             return None
-        description = (self.fn.py_func.__name__, described(self.function.flags), signature)
+        description = (self.fn.py_func.__name__, jit.described_options(self.function.flags),
+                       signature)
         return CompileJob(kernel_path, self.fn.py_func.__name__,
                           (("call", f"{__name__}.compile_plain"),), description, cost,
                           functools.partial(self.fn.compile, signature),
