@@ -264,9 +264,6 @@ class BodyLowerer(ExprLowerer):
     def bind_static_loop_var(self, s, counter):
         if isinstance(s, ir.ForRange):
             var = self.local_names(s.var, i64)[0]
-            values = range(s.start.value, s.stop.value, s.step.value)
-            if values:
-                self.static_ranges[s.var] = (min(values), max(values) + 1)
             value = ast.BinOp(ast.Constant(s.start.value), ast.Add(), ast.BinOp(
                 name(counter), ast.Mult(), ast.Constant(s.step.value)))
             self.alg.out.append(ast.Assign([store(var)], value))

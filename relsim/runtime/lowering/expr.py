@@ -26,6 +26,7 @@ from ...types import (
     i64,
 )
 from .. import ir, semantics
+from ..analysis.int_ranges import Ranges
 from ..host.debug_checks import OriginChecks, Site
 from .emit import ROW, EmitAlgebra, call, name, store, unsigned
 from .params import Params
@@ -42,7 +43,7 @@ class ExprLowerer:
         self.a = analysed
         self.params = Params()
         self.alg = EmitAlgebra()
-        self.static_ranges: dict = {}  # loop variable -> (min, max + 1) of a static range
+        self.ranges = None  # `int_ranges.Ranges` of the kernel's body (at the first index)
         self.debug = debug  # debug_checks.Sites: lowering the debug variant (else None)
 
     def local_names(self, lname, t) -> list:
@@ -79,10 +80,11 @@ class ExprLowerer:
         if isinstance(i, ir.Const):
             v = int(i.value)
             return v + n if v < 0 else v
-        if isinstance(i, ir.Local) and i.name in self.static_ranges:
-            lo, hi = self.static_ranges[i.name]
-            if 0 <= lo and hi <= n:  # a static loop variable known to be in range
-                return self.expr(i)[0]
+        if self.ranges is None:
+            self.ranges = Ranges(self.a.body)
+        known = self.ranges.of(i)
+        if known is not None and 0 <= known[0] and known[1] < n:  # in range: no check
+            return self.expr(i)[0]
         given = self.expr(i)[0]
         a = self.alg.bind(ast.IfExp(ast.Compare(given, [ast.Lt()], [ast.Constant(0)]),
                                     ast.BinOp(given, ast.Add(), ast.Constant(n)), given))
