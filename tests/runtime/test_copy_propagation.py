@@ -63,3 +63,35 @@ def test_a_local_read_before_its_assignment_or_kept_is_not_dropped():
     scope = {"a": 2.0, "t": 1.0, "out": [None] * 3}
     exec(ast.unparse(ast.Module(after, [])), scope)
     assert scope["out"] == [1.0, 2.0, 2.0]
+
+
+def test_copies_inside_loops_and_branches_go_unless_used_outside_or_carried():
+    src = """
+acc = 0.0
+last = 0.0
+for g in range(3):
+    r = vals[g]
+    G = r
+    carried = acc
+    acc = carried + G
+    last = G
+    seen = r
+    if G > 1.0:
+        big = G
+        out[g] = big
+out[3] = acc + last + seen
+"""
+    body = ast.parse(src).body
+    after = propagate(body)
+    loop = next(s for s in after if isinstance(s, ast.For))
+    inner = _assigned(loop.body)
+    assert "G" not in inner  # a copy read only after it, in the same iteration
+    assert "carried" in inner  # a copy of acc, which the loop stores afterwards
+    assert {"r", "acc", "last", "seen"} <= inner  # used after the loop: kept
+    branch = next(s for s in loop.body if isinstance(s, ast.If))
+    assert "big" not in _assigned(branch.body)
+    for vals in ([0.5, 2.0, 3.0], [4.0, -1.0, 0.25]):
+        want, got = {"vals": vals, "out": [None] * 4}, {"vals": vals, "out": [None] * 4}
+        exec(src, want)
+        exec(ast.unparse(ast.Module(after, [])), got)
+        assert got["out"] == want["out"]

@@ -88,3 +88,45 @@ def test_a_load_indexed_by_its_own_local_is_made_again():
     exec(src, before)
     exec(ast.unparse(ast.Module(reuse(body), [])), after)
     assert {k: before[k] for k in "xyzw"} == {k: after[k] for k in "xyzw"}
+
+
+COMPUTED = """
+s = p0 + h0
+t = h0 + p0
+m = a * b
+n = b * a
+d = a - b
+e = b - a
+z = x * 0.0
+w = x * -0.0
+c = F[i] + 1.0
+F[i] = 5.0
+c2 = F[i] + 1.0
+s2 = p0 + h0
+p0 = 2.0
+s3 = p0 + h0
+acc = 0.0
+for g in range(3):
+    k = g + 5
+    q = g + 5
+    u = k * 2.0
+    acc = acc + u + q
+out[0] = (s, t, m, n, d, e, z, w, c, c2, s2, s3, acc)
+"""
+
+
+def test_repeated_arithmetic_reads_the_first_local_also_in_a_loop():
+    body = ast.parse(COMPUTED).body
+    after = reuse(body)
+    copies = _copies(after)
+    assert copies["t"] == "s" and copies["n"] == "m"  # a + b and b + a: the same bits
+    assert copies["s2"] == "s"  # a store into F does not change p0 + h0
+    assert not {"e", "w", "c2", "s3"} & set(copies)  # b - a; -0.0 not 0.0; F, p0 stored
+    loop = next(s for s in after if isinstance(s, ast.For))
+    assert _copies(loop.body) == {"q": "k"}  # the loop's own block, on its own
+    scope = {"p0": 1.5, "h0": 0.25, "a": 3.0, "b": -0.5, "x": -2.0, "i": 1}
+    want, got = (dict(scope, F=[1.0, 2.0], out=[None]) for _ in range(2))
+    exec(COMPUTED, want)
+    exec(ast.unparse(ast.Module(after, [])), got)
+    assert repr(got["out"][0]) == repr(want["out"][0])  # (repr: -0.0 and 0.0 told apart)
+    assert repr(want["out"][0][7]) == "0.0" and repr(want["out"][0][6]) == "-0.0"

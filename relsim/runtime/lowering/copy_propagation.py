@@ -8,12 +8,17 @@ name that nothing in the body stores to afterwards, or by a float or bool consta
 and its reads read that name (or constant) instead: the same values, fewer statements.
 
 A local read before its assignment in the body (a value carried from an earlier row or from
-before the loop) keeps its assignment, as does anything assigned in a branch, an inner loop or
-by ``+=``. Integer constants stay named (a literal integer types differently in Numba).
+before the loop) keeps its assignment, as does, at the top level, anything assigned in a
+branch, an inner loop or by ``+=``. Integer constants stay named (a literal integer types
+differently in Numba). The blocks of loops and branches are propagated the same way, each on
+its own, keeping every name used outside the block (an inner loop's ``v_G_0 =
+v__gradients1_return_0``, miniFE's shape-function gradients passed out of a helper, goes; a
+value carried from one iteration to the next stays).
 """
 from __future__ import annotations
 
 import ast
+import copy
 from collections import Counter
 
 from .single_assignment import is_store
@@ -39,7 +44,33 @@ def propagate(body: list, keep: frozenset = frozenset()) -> list:
                 known[target] = value
                 continue
         out.append(substituted(stmt, known) if known else stmt)
+    return _blocks_propagated(out, keep)
+
+
+def _blocks_propagated(body: list, keep: frozenset) -> list:
+    """`body` with the blocks of its loops and branches propagated each on its own (copies:
+    `body` is not changed), every name used outside a block (anywhere in `body` or in `keep`)
+    kept there: an inner loop's copy of another name, assigned once and read only after it
+    in the same iteration, is dropped as at the top level."""
+    if not any(isinstance(stmt, _BLOCKS) for stmt in body):
+        return body
+    used = Counter(n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name))
+    out = []
+    for stmt in body:
+        if isinstance(stmt, _BLOCKS):
+            stmt = copy.copy(stmt)
+            for part in ("body", "orelse"):
+                block = getattr(stmt, part)
+                if block:
+                    inside = Counter(n.id for s in block for n in ast.walk(s)
+                                     if isinstance(n, ast.Name))
+                    outside = {name for name, k in used.items() if k > inside[name]}
+                    setattr(stmt, part, propagate(block, keep | outside))
+        out.append(stmt)
     return out
+
+
+_BLOCKS = (ast.For, ast.While, ast.If)
 
 
 def _single_target(stmt):

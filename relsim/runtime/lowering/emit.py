@@ -70,6 +70,25 @@ def _int_constant(x) -> bool:
     return isinstance(x, ast.Constant) and type(x.value) is int
 
 
+# float64 arithmetic on two constants, done here as the compiled code would do it (Python's
+# floats are IEEE binary64, rounded to nearest: the same bits); a division by zero is left to
+# the compiled code (Python raises)
+_FOLDED = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+           "/": lambda x, y: x / y if y != 0.0 else None}
+
+
+def _folded(op, a, b, t):
+    """The constant `a op b` when both are float constants of an f64 operation, else None."""
+    if t != f64 or op not in _FOLDED or not (
+            isinstance(a, ast.Constant) and type(a.value) is float and
+            isinstance(b, ast.Constant) and type(b.value) is float):
+        return None
+    v = _FOLDED[op](a.value, b.value)
+    if v is None or math.isnan(v) or math.isinf(v) or v == 0.0 and math.copysign(1.0, v) < 0:
+        return None  # (as a name or an operation: an atom, as other constants, it is not)
+    return ast.Constant(v)
+
+
 def _atom(x) -> bool:
     return isinstance(x, (ast.Name, ast.Constant))
 
@@ -111,6 +130,9 @@ class EmitAlgebra:
                 return b
             if _is_true(b):
                 return a
+        folded = _folded(op, a, b, t)
+        if folded is not None:
+            return folded
         e = ast.BinOp(a, _BINOPS[op](), b)
         if t == i32 or (t == bool_ and op not in ("&", "|", "^")):
             e = call(CAST_FN[t], e)  # Numba computes small ints in int64: wrap back

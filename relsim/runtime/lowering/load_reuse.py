@@ -1,24 +1,31 @@
-"""A load a row's body made already is read from its local, not made again (`reuse`).
+"""A load or a computation a row's body made already is read from its local, not made again
+(`reuse`).
 
 The lowering loads a vector field whole where a kernel names it: ``t.Ke[k]`` in a loop of 16
 unrolled iterations loads all 16 components 16 times, and an adjoint or tangent reloads what
-the forward pass loaded. LLVM removes the copies, but its cost grows with the loads it has to
-prove equal: the adjoint of a 16-entry tet assembly (1,339 statements, a third of them repeated
-loads) took 16 s to compile, 12.7 s of it in LLVM.
+the forward pass loaded. Matrix algebra repeats arithmetic the same way: miniFE's element
+kernel forms each node coordinate ``p[0] + h[0]`` four times, and its table rows' indices
+``k + 5`` three times. LLVM removes the repeats, but Numba types and lowers each, and LLVM's
+cost grows with what it has to prove equal: the adjoint of a 16-entry tet assembly (1,339
+statements, a third of them repeated loads) took 16 s to compile, 12.7 s of it in LLVM.
 
-Here, in the body's top-level statements (straight-line code), ``x = A[i]`` where the same
-``A[i]`` (the same array name and index expression) was loaded into ``y`` earlier becomes
-``x = y`` (which `copy_propagation` then drops), as long as nothing in between may have
-changed it: a store into ``A`` (any element: indices are not compared), a store to a name the
-index or ``y`` reads, or a statement that calls anything impure, branches or loops (these
-forget every load). Arrays are the kernel's parameters, never each other's views (the part
-functions are compiled with ``noalias`` on that ground). A store is never forwarded to a
-later load: the array may round what it stores (a float32 field). The same values, fewer
-statements.
+Here, in straight-line code (a body's top-level statements, and those of each loop and branch
+on their own), ``x = e`` where the same ``e`` (a load ``A[i]``: the same array name and index;
+or arithmetic, a compare, a choice or a pure call: the same operations on the same names and
+constants, ``a * b`` and ``b * a`` alike) was computed into ``y`` earlier becomes ``x = y``
+(which `copy_propagation` then drops), as long as nothing in between may have changed it: a
+store into ``A`` (any element: indices are not compared), a store to a name ``e`` or ``y``
+reads, or a statement that calls anything impure, branches or loops (these forget everything).
+Arrays are the kernel's parameters, never each other's views (the part functions are compiled
+with ``noalias`` on that ground). The same operations on the same values give the same bits
+(IEEE arithmetic is deterministic; float constants are told apart by their bits: 0.0 is not
+-0.0). A store is never forwarded to a later load: the array may round what it stores (a
+float32 field). The same values, fewer statements.
 """
 from __future__ import annotations
 
 import ast
+import copy
 from collections import defaultdict
 
 from .purity import array_of, names_read, pure
@@ -26,15 +33,17 @@ from .single_assignment import is_store
 
 
 def reuse(body: list) -> list:
-    """`body` (a loop's statements, not changed) with its repeated loads reading the local
-    the first one stored, as described above."""
+    """`body` (a loop's statements, not changed) with its repeated loads and computations
+    reading the local the first one stored, as described above (in nested loops and branches
+    too, each block on its own)."""
     made: dict = {}  # a load's key (`_key`) -> the local holding it
     deps: dict = defaultdict(set)  # a name -> the keys of `made` that its store forgets
     copies: dict = {}  # local -> the local it copies (here or in `body`), for the keys
     copied_by: dict = defaultdict(set)  # local -> the locals copying it
     out = []
     for stmt in body:
-        target, load = _load(stmt)
+        stmt = _inner_blocks_reused(stmt)
+        target, load = _reusable(stmt)
         key, reads = _key(load, copies) if load is not None else (None, None)
         hit = made.get(key) if key is not None else None
         if hit is not None:
@@ -65,13 +74,32 @@ def reuse(body: list) -> list:
     return out
 
 
-def _load(stmt):
-    """(local, load) when `stmt` is ``local = A[index]`` with a pure index, else (None, None)."""
+def _reusable(stmt):
+    """(local, value) when `stmt` is ``local = A[index]`` with a pure index, or ``local =``
+    pure arithmetic, compare, choice or call, else (None, None)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
-            isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Subscript) and \
-            array_of(stmt.value) is not None and pure(stmt.value):
+            isinstance(stmt.targets[0], ast.Name) and pure(stmt.value) and (
+                isinstance(stmt.value, _COMPUTED) or
+                isinstance(stmt.value, ast.Subscript) and array_of(stmt.value) is not None):
         return stmt.targets[0].id, stmt.value
     return None, None
+
+
+# a + b and a * b are b + a and b * a, bit for bit (IEEE; only which NaN a NaN-NaN operation
+# returns may differ, which LLVM does not keep either)
+_COMMUTING = (ast.Add, ast.Mult)
+_COMPUTED = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp, ast.Call)
+
+
+def _inner_blocks_reused(stmt):
+    """`stmt`, a loop or a branch, with each of its blocks reused on its own (a copy: `stmt`
+    is not changed); any other statement as it is."""
+    if not isinstance(stmt, (ast.For, ast.While, ast.If)):
+        return stmt
+    new = copy.copy(stmt)
+    new.body = reuse(stmt.body)
+    new.orelse = reuse(stmt.orelse)
+    return new
 
 
 def _key(node, copies) -> tuple:
@@ -84,8 +112,9 @@ def _key(node, copies) -> tuple:
             name = copies.get(n.id, n.id)
             reads.add(name)
             return name
-        if isinstance(n, ast.Constant):
-            return (type(n.value).__name__, n.value)
+        if isinstance(n, ast.Constant):  # (a float by its bits: 0.0 == -0.0 in Python)
+            return (type(n.value).__name__, repr(n.value) if isinstance(n.value, float)
+                    else n.value)
         if isinstance(n, ast.Tuple):
             return ("()",) + tuple(key(e) for e in n.elts)
         if isinstance(n, ast.Subscript):
@@ -95,7 +124,10 @@ def _key(node, copies) -> tuple:
         if isinstance(n, ast.Attribute):
             return (".", key(n.value), n.attr)
         if isinstance(n, ast.BinOp):
-            return (type(n.op).__name__, key(n.left), key(n.right))
+            operands = (key(n.left), key(n.right))
+            if isinstance(n.op, _COMMUTING):  # (as LLVM's own CSE takes them)
+                operands = tuple(sorted(operands, key=repr))
+            return (type(n.op).__name__,) + operands
         if isinstance(n, ast.UnaryOp):
             return (type(n.op).__name__, key(n.operand))
         reads.update(names_read(n))  # (anything else: its whole text, copies not followed)
