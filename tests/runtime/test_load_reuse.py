@@ -130,3 +130,25 @@ def test_repeated_arithmetic_reads_the_first_local_also_in_a_loop():
     exec(ast.unparse(ast.Module(after, [])), got)
     assert repr(got["out"][0]) == repr(want["out"][0])  # (repr: -0.0 and 0.0 told apart)
     assert repr(want["out"][0][7]) == "0.0" and repr(want["out"][0][6]) == "-0.0"
+
+
+def test_choices_and_compares_match_through_copies():
+    src = """
+a = G[i]
+w = a if 0 <= a < n else a % n
+b = G[i]
+m = n
+v = b if 0 <= b < m else b % m
+c = b < m and a > 0
+d = a < n and b > 0
+out[0] = (w, v, c, d)
+"""
+    body = ast.parse(src).body
+    after = reuse(body)
+    copies = _copies(after)
+    assert copies["b"] == "a" and copies["v"] == "w" and copies["d"] == "c"
+    for g in ([7, 3], [2, -4]):
+        want, got = {"G": g, "i": 0, "n": 5, "out": [None]}, {"G": g, "i": 0, "n": 5, "out": [None]}
+        exec(src, want)
+        exec(ast.unparse(ast.Module(after, [])), got)
+        assert got["out"] == want["out"]

@@ -130,6 +130,13 @@ def _key(node, copies) -> tuple:
             return (type(n.op).__name__,) + operands
         if isinstance(n, ast.UnaryOp):
             return (type(n.op).__name__, key(n.operand))
+        if isinstance(n, ast.Compare):
+            return ("cmp", key(n.left)) + tuple((type(o).__name__, key(c))
+                                               for o, c in zip(n.ops, n.comparators))
+        if isinstance(n, ast.IfExp):
+            return ("if", key(n.test), key(n.body), key(n.orelse))
+        if isinstance(n, ast.BoolOp):
+            return (type(n.op).__name__,) + tuple(key(v) for v in n.values)
         reads.update(names_read(n))  # (anything else: its whole text, copies not followed)
         return ast.dump(n)
     return key(node), reads
