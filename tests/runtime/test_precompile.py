@@ -58,11 +58,59 @@ def test_precompiled_kernels_give_the_same_bits_and_load_from_the_cache(tmp_path
     # process or another test worker compiled those before (cached once per installation)
     assert shared == len(pending)
     assert len([job for job in pending if job.path.endswith(".py")]) == 2
-    # one compiled here, the other by the worker and loaded from Numba's cache at its launch
-    assert sorted(fn.loaded if hasattr(fn, "loaded") else sum(fn.stats.cache_hits.values())
-                  for fn in fns) == [0, 1]
+    # each compiled once: here, or by the worker and loaded from Numba's cache at its launch
+    # (who takes which depends on who is free first: `test_sharing_...` below)
+    assert all(_loaded(fn) in (0, 1) for fn in fns)
     want, _, _ = _run(rs.Config(target="interp"), precompile=False, kernels=_own_kernels)
     assert T.tobytes() == want.tobytes()
+
+
+def _loaded(fn) -> int:
+    return fn.loaded if hasattr(fn, "loaded") else sum(fn.stats.cache_hits.values())
+
+
+def test_sharing_compiles_each_job_once_whoever_is_free_first(tmp_path):
+    """`compile_jobs.Sharing`: the jobs offered go to a worker as they come; once it has
+    claimed one, `finish` compiles the others here and waits for it; the launches then load
+    the worker's from the disk cache, and compile nothing more."""
+    import os
+
+    from relsim.runtime.host import compile_jobs
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "s"))
+    V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
+    conduct, update = heat_graph.kernels(0.4375)  # (a rate no other test compiles)
+    pairs = [(conduct, E), (update, V)]
+    jobs = _pending(pairs, cfg)
+    assert len(jobs) >= 2
+    sharing = compile_jobs.Sharing(1)
+    sharing.offer(jobs[:1])
+    sharing.offer(jobs)  # (offered twice: sent once)
+    deadline = time.monotonic() + 300
+    while not os.listdir(sharing.claims):  # the worker claims the dearest one first
+        assert time.monotonic() < deadline, "the worker claimed nothing"
+        time.sleep(0.05)
+    sharing.finish()
+    assert not os.path.exists(sharing.claims) and sharing.procs[0].returncode == 0
+    heat_graph.step(V, E, conduct, update, cfg, times=3)
+    exes = [execute.executable(k, R, cfg) for k, R in pairs]
+    fns = [exe.bindings[None].fn for exe in exes]
+    assert sorted(_loaded(fn) for fn in fns) in ([0, 1], [1, 1])  # one at least the worker's
+    want, _, _ = _run(rs.Config(target="interp"), precompile=False, kernels=lambda: (conduct,
+                                                                                     update))
+    assert V.T.numpy().tobytes() == want.tobytes()
+
+
+def test_a_job_is_claimed_once():
+    import tempfile
+
+    from relsim.runtime.host import compile_jobs
+    job = compile_jobs.CompileJob("m", "f", (), ("int64",), 1)
+    other = compile_jobs.CompileJob("m", "f", (), ("float64",), 1)
+    with tempfile.TemporaryDirectory() as claims:
+        assert compile_jobs.claim(claims, job)
+        assert not compile_jobs.claim(claims, job)
+        assert compile_jobs.claim(claims, other)  # another signature: another job
+    assert not compile_jobs.claim(claims, other)  # the folder is gone: nothing to take
 
 
 def test_a_warm_cache_starts_no_worker(tmp_path):
@@ -204,6 +252,14 @@ def test_a_worker_takes_the_cheapest_job_given_so_far_first():
     finally:
         os.close(read)
     assert order == [(1, "f1"), (2, "f3"), (0, "f5")]
+    read, write = os.pipe()  # a shared precompile's worker: the dearest first
+    os.write(write, compile_jobs._frame(jobs))
+    os.close(write)
+    try:
+        order = [(i, job.function) for i, job in compile_jobs._jobs(read, largest_first=True)]
+    finally:
+        os.close(read)
+    assert order == [(0, "f5"), (2, "f3"), (1, "f1")]
 
 
 _WORKER_THEN_NEW_PROCESS = """

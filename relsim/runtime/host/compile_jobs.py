@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import importlib
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,22 +135,25 @@ def background(jobs):
     return worker.submit(jobs)
 
 
-def start(jobs, background: bool = False):
+def start(jobs, background: bool = False, shared: str | None = None):
     """A worker process compiling `jobs` into Numba's disk cache, stopped at exit if still
     running; a background one (`Background`) runs at a lower priority than the program, takes
     more jobs on its stdin while it runs, and is left to finish after the program (so that the
-    next run finds every parallel variant; Ctrl-C stops it too)."""
+    next run finds every parallel variant; Ctrl-C stops it too); a `shared` one (`Sharing`)
+    takes more jobs too, and claims each in that folder before compiling it."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3])] +
                                         [p for p in sys.path if p])
     args = [sys.executable, "-m", "relsim.runtime.host.compile_jobs"] + \
-        (["--background"] if background else [])
+        (["--background"] if background else []) + \
+        (["--shared", shared] if shared is not None else [])
     proc = subprocess.Popen(args, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE if background else subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
     if not background:
-        proc.stdin.write(_frame(jobs))
-        proc.stdin.close()
+        if shared is None:
+            proc.stdin.write(_frame(jobs))
+            proc.stdin.close()
         running.append(proc)
     return proc
 
@@ -208,6 +214,73 @@ class Background:
         return done
 
 
+class Sharing:
+    """Compilations shared out as they are found (`rs.precompile`): `offer` sends jobs to
+    `workers` processes started at the first offer, each of which compiles the dearest job
+    offered so far that nobody has claimed (`claim`: a file made in a folder of their own, the
+    first to make it compiles); `finish` has this process do the same with everything offered,
+    then waits for the workers. A job is thus compiled once, by whoever is free first: the
+    workers start while this process is still analysing the next kernels, and nobody waits on
+    a share that was estimated too small."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.claims = tempfile.mkdtemp(prefix="relsim-claims-")
+        self.procs: list = []
+        self.offered: dict = {}  # (path, function, signature) -> job, in order
+
+    def offer(self, jobs) -> None:
+        new = [job for job in jobs if _key(job) not in self.offered]
+        if not new:
+            return
+        for job in new:
+            self.offered[_key(job)] = job
+        if not self.procs:
+            self.procs = [start([], shared=self.claims) for _ in range(self.workers)]
+        for proc in self.procs:
+            try:
+                proc.stdin.write(_frame(new))
+                proc.stdin.flush()
+            except OSError:  # (it ended: the others, or this process, compile them)
+                pass
+
+    def finish(self) -> None:
+        for proc in self.procs:  # no more jobs: each ends once nothing unclaimed is left
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            for job in sorted(self.offered.values(), key=lambda j: -j.cost):
+                if claim(self.claims, job):
+                    try:
+                        job.here()
+                    except Exception:  # noqa: BLE001, S112  (its launch compiles it again)
+                        continue
+            for proc in self.procs:
+                proc.wait()
+                running.remove(proc)
+        finally:
+            shutil.rmtree(self.claims, ignore_errors=True)
+
+
+def _key(job) -> tuple:
+    return (job.path, job.function, job.signature)
+
+
+def claim(claims: str, job) -> bool:
+    """Whether this process is the first to claim `job` in folder `claims` (it then compiles
+    it): the claim is a file made there, which only one process can create."""
+    name = hashlib.sha1(repr(_key(job)).encode()).hexdigest()
+    try:
+        os.close(os.open(os.path.join(claims, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    except OSError:  # (the folder is gone: the program finished sharing)
+        return False
+    return True
+
+
 @atexit.register
 def _stop_workers() -> None:
     for proc in running:
@@ -226,30 +299,47 @@ def _frame(jobs) -> bytes:
     return len(data).to_bytes(8, "little") + data
 
 
-def _jobs(fd: int):
+class _Reader:
+    """The jobs written to file descriptor `fd` (`_frame`s), as they come."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buf, self.closed = fd, b"", False
+
+    def take(self, wait: bool) -> list:
+        """The jobs written since the last call: waiting for some when `wait` (then [] only
+        once `fd` has closed), else only what can be read without waiting."""
+        out: list = []
+        while not self.closed and (wait and not out or _readable(self.fd)):
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                self.closed = True
+                break
+            self.buf += chunk
+            while len(self.buf) >= 8 and \
+                    len(self.buf) >= 8 + int.from_bytes(self.buf[:8], "little"):
+                size = int.from_bytes(self.buf[:8], "little")
+                out.extend(pickle.loads(self.buf[8:8 + size]))
+                self.buf = self.buf[8 + size:]
+        return out
+
+
+def _jobs(fd: int, largest_first: bool = False):
     """(index, job) of each job written to file descriptor `fd` (`_frame`s, numbered in the
     order given), cheapest first among those given so far (a captured segment or a helper
-    before a parallel kernel: the launches waiting on them run slowest meanwhile), until it
-    closes and none is left."""
-    buf, pending, given, closed = b"", [], 0, False
-    while pending or not closed:
+    before a parallel kernel: the launches waiting on them run slowest meanwhile; or, with
+    `largest_first`, the dearest: a shared precompile's, `Sharing`), until it closes and none
+    is left."""
+    reader, pending, given = _Reader(fd), [], 0
+    while True:
         # take what has been written (waiting only when there is nothing to do)
-        while not closed and (not pending or _readable(fd)):
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                closed = True
-                break
-            buf += chunk
-            while len(buf) >= 8 and len(buf) >= 8 + int.from_bytes(buf[:8], "little"):
-                size = int.from_bytes(buf[:8], "little")
-                for job in pickle.loads(buf[8:8 + size]):
-                    pending.append((job.cost, given, job))
-                    given += 1
-                buf = buf[8 + size:]
-        if pending:
-            pending.sort(key=lambda p: p[:2])
-            _, i, job = pending.pop(0)
-            yield i, job
+        for job in reader.take(wait=not pending):
+            pending.append((-job.cost if largest_first else job.cost, given, job))
+            given += 1
+        if not pending:
+            return
+        pending.sort(key=lambda p: p[:2])
+        _, i, job = pending.pop(0)
+        yield i, job
 
 
 def _readable(fd: int) -> bool:
@@ -263,37 +353,15 @@ def _readable(fd: int) -> bool:
 
 
 def _worker() -> None:
-    from numba import njit
-
-    from .jit import jit_callees
     background = report = "--background" in sys.argv[1:]
+    claims = sys.argv[sys.argv.index("--shared") + 1] if "--shared" in sys.argv[1:] else None
     if background and hasattr(os, "nice"):
         os.nice(10)  # the program's serial launches run meanwhile: they come first
-    for i, job in _jobs(sys.stdin.fileno()):
+    for i, job in _jobs(sys.stdin.fileno(), largest_first=claims is not None):
+        if claims is not None and not claim(claims, job):
+            continue  # the program, or another worker, compiles it
         try:
-            call = dict(job.options).get("call")
-            if call:  # compiled (and saved) by one of relsim's functions: call(path, *signature)
-                where, name = call.rsplit(".", 1)
-                getattr(importlib.import_module(where), name)(job.path, *job.signature)
-                fn = None
-            elif job.path.endswith(".py"):  # a generated module, its callees compiled first
-                module = modules.module_at(Path(job.path))
-                jit_callees(module, **dict(job.options))
-                fn = getattr(module, job.function)  # (a callee is a dispatcher already)
-                fn = fn if hasattr(fn, "py_func") else njit(**dict(job.options))(fn)
-            else:  # one of relsim's compiled folds
-                fn = next(v for v in vars(importlib.import_module(job.path)).values()
-                          if getattr(getattr(v, "py_func", None), "__name__", "") ==
-                          job.function)
-            if fn is not None and not background:
-                fn.compile(job.signature)
-            elif fn is not None:
-                # another program's background worker may be compiling the same function
-                # into the same cache (Numba's index is read-modify-write): one at a time,
-                # and only once
-                with _cache_lock(Path(fn._cache.cache_path)):
-                    if not load_cached(fn, job.signature):
-                        fn.compile(job.signature)
+            _compile(job, background)
         except Exception:  # noqa: BLE001, S112  (the launch compiles it again and reports)
             pass
         if background and report:  # its launch may now load it
@@ -302,6 +370,35 @@ def _worker() -> None:
                 sys.stdout.flush()
             except OSError:  # the program has ended: compile the rest for the next run
                 report = False
+
+
+def _compile(job, background: bool) -> None:
+    """Compile `job` into Numba's disk cache (a background worker: once, under a lock on the
+    cache, and not when another program's worker has saved it meanwhile)."""
+    from numba import njit
+
+    from .jit import jit_callees
+    call = dict(job.options).get("call")
+    if call:  # compiled (and saved) by one of relsim's functions: call(path, *signature)
+        where, name = call.rsplit(".", 1)
+        getattr(importlib.import_module(where), name)(job.path, *job.signature)
+        return
+    if job.path.endswith(".py"):  # a generated module, its callees compiled first
+        module = modules.module_at(Path(job.path))
+        jit_callees(module, **dict(job.options))
+        fn = getattr(module, job.function)  # (a callee is a dispatcher already)
+        fn = fn if hasattr(fn, "py_func") else njit(**dict(job.options))(fn)
+    else:  # one of relsim's compiled folds
+        fn = next(v for v in vars(importlib.import_module(job.path)).values()
+                  if getattr(getattr(v, "py_func", None), "__name__", "") == job.function)
+    if not background:
+        fn.compile(job.signature)
+        return
+    # another program's background worker may be compiling the same function into the same
+    # cache (Numba's index is read-modify-write): one at a time, and only once
+    with _cache_lock(Path(fn._cache.cache_path)):
+        if not load_cached(fn, job.signature):
+            fn.compile(job.signature)
 
 
 @contextlib.contextmanager
