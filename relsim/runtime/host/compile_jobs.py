@@ -375,8 +375,9 @@ def _worker() -> None:
 def _compile(job, background: bool) -> None:
     """Compile `job` into Numba's disk cache (a background worker: once, under a lock on the
     cache, and not when another program's worker has saved it meanwhile)."""
-    from numba import njit
-
+    # (relsim's njit: compiling under the function's lock, `compiled._in_turn`, as another
+    # process may be compiling another signature of it: `Sharing`)
+    from ...compiled import njit
     from .jit import jit_callees
     call = dict(job.options).get("call")
     if call:  # compiled (and saved) by one of relsim's functions: call(path, *signature)
