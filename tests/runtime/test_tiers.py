@@ -12,17 +12,19 @@ from relsim.runtime.backends.cpu import parts
 from tests import heat_graph
 
 
-def _heat(cfg, times=1):
+def _heat(cfg, times=1, rate=0.0875):
     """A heat chain of 200 vertices run `times` steps under `cfg`: (V, E, conduct, update),
-    with kernels whose rate no other test uses (modules of their own, in a cold cache)."""
+    with kernels whose rate no other test file uses (modules of their own, in a cold cache; a
+    test that needs them not compiled yet in this process either takes a rate of its own:
+    tests run in any order, one process running several)."""
     V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
-    conduct, update = heat_graph.kernels(0.0875)
+    conduct, update = heat_graph.kernels(rate)
     heat_graph.step(V, E, conduct, update, cfg, times=times)
     return V, E, conduct, update
 
 
-def _interp(times):
-    return _heat(rs.Config(target="interp"), times)[0].T.numpy().tobytes()
+def _interp(times, rate=0.0875):
+    return _heat(rs.Config(target="interp"), times, rate)[0].T.numpy().tobytes()
 
 
 def _cpu(tmp_path, startup):
@@ -32,12 +34,13 @@ def _cpu(tmp_path, startup):
 
 def test_a_launch_runs_serial_code_until_its_parallel_variant_is_compiled(tmp_path):
     cfg = _cpu(tmp_path, "tiered")
-    V, E, conduct, update = _heat(cfg)
+    rate = 0.0925  # (compiled by no other test: `test_wait_...` compiles 0.0875's parts)
+    V, E, conduct, update = _heat(cfg, rate=rate)
     exe = execute.executable(update, V, cfg)
     # the part function as a plain serial function (`parts.Tier0`), meanwhile
     assert exe.tier0 and not exe.bindings[None].parallel
     assert isinstance(exe.bindings[None].fn, parts.Tier0)
-    assert V.T.numpy().tobytes() == _interp(1)
+    assert V.T.numpy().tobytes() == _interp(1, rate)
     deadline = time.monotonic() + 300
     while not exe.tier_done():
         assert time.monotonic() < deadline, "the background worker did not finish"
@@ -46,12 +49,12 @@ def test_a_launch_runs_serial_code_until_its_parallel_variant_is_compiled(tmp_pa
     b = exe.bindings[None]
     assert not exe.tier0 and b.parallel  # loaded from the disk cache the worker wrote
     assert b.fn.loaded == 1  # (its wrapper; the part function it calls loads too)
-    assert V.T.numpy().tobytes() == _interp(3)
+    assert V.T.numpy().tobytes() == _interp(3, rate)
     # kernels with the same code, later (the next run): the cache has both variants, no tiers
-    V2, _, _, update2 = _heat(cfg, times=3)
+    V2, _, _, update2 = _heat(cfg, times=3, rate=rate)
     exe2 = execute.executable(update2, V2, cfg)
     assert exe2.tier_done is None and exe2.bindings[None].parallel
-    assert V2.T.numpy().tobytes() == _interp(3)
+    assert V2.T.numpy().tobytes() == _interp(3, rate)
 
 
 def test_a_fast_math_kernel_starts_tiered_too(tmp_path):
@@ -102,7 +105,7 @@ def test_a_small_launch_has_its_split_scatter_planned_ahead(tmp_path, monkeypatc
     cfg = rs.Config(target="cpu", cache_dir=str(tmp_path), startup="tiered",
                     parallel_threshold=1000, scatter="auto", threads=2)
     small = heat_graph.chain(100, T=np.sin(np.arange(100.0)))[1]
-    conduct = heat_graph.kernels(0.0875)[0]
+    conduct = heat_graph.kernels(0.0975)[0]  # (its slot targets compiled by no other test)
     small.foreach(conduct, cfg)
     exe = execute.executable(conduct, small, cfg)
     assert exe.bindings[None].scheme == "direct" and exe.planned_ahead is not None
