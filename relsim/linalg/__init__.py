@@ -12,10 +12,10 @@ from .bicgstab import bicgstab
 from .common import Operator, SolveInfo, SolverError
 from .direct import direct
 from .gmres import gmres
-from .krylov import cg
+from .krylov import cg, cg_launches
 from .multigrid import Multigrid
 from .relaxation import SSOR, Chebyshev
 from .sparse import SparseMatrix
 
-__all__ = ["Operator", "SparseMatrix", "SolveInfo", "SolverError", "cg", "bicgstab", "gmres",
-           "direct", "Multigrid", "SSOR", "Chebyshev"]
+__all__ = ["Operator", "SparseMatrix", "SolveInfo", "SolverError", "cg", "cg_launches",
+           "bicgstab", "gmres", "direct", "Multigrid", "SSOR", "Chebyshev"]

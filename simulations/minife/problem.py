@@ -138,14 +138,17 @@ class MiniFE:
         return self.A.entries.size
 
     def precompile(self, background: bool = True) -> int:
-        """Compile the element kernel's variant its launch needs (or load it from the cache)
-        before assembling. With `background` (and a cold cache), a launch that would run its
-        parallel variant runs its serial one (same bits: the sums into A and b in element
-        order) while a worker process compiles the parallel one for later runs (`rs.precompile`):
+        """Compile the element kernel's variant its launch needs, and the CG solve's kernels
+        (`linalg.cg_launches`), or load them from the cache, before assembling. With
+        `background` (and a cold cache), a launch that would run its parallel variant runs its
+        serial one (same bits: the sums into A and b in element order) while a worker process
+        compiles the parallel one for later runs (`rs.precompile`):
         that variant, 72 sites each adding to an owned entry or parking in a shared one, takes
         ~50 s to compile on this project's 2-core machine against ~5 s for the serial one.
         Returns the compilations done or started ahead (0 when the cache is warm)."""
-        return rs.precompile([(self.element, self.elems)], self.config, background=background)
+        launches = [(self.element, self.elems)] + \
+            linalg.cg_launches(self.A, self.nodes.b, self.nodes.x)  # (and the solve's)
+        return rs.precompile(launches, self.config, background=background)
 
     def assemble(self) -> None:
         """The element loop (the diffusion matrices and source vectors summed into A and b

@@ -300,3 +300,37 @@ def test_two_operators_on_the_same_fields_each_solve_their_own_system(solver):
         V.x.fill(0.0)
         assert solver(linalg.Operator(k, x=V.u, y=V.Au), V.b, V.x, config=cfg).converged
         assert np.array_equal(V.x.numpy(), V.b.numpy() / scale)
+
+
+@pytest.mark.parametrize("M", [False, True])
+def test_cg_launches_precompiled_give_the_same_solve(tmp_path, M):
+    """`linalg.cg_launches`: what cg launches (its generated kernels, a SparseMatrix's
+    product), for `rs.precompile`; compiled ahead (nothing more to compile ahead after), the
+    solve gives the bits of a solve that compiled them itself."""
+    results = []
+    for ahead in (False, True):
+        cfg = rs.Config(target="cpu", cache_dir=str(tmp_path / str(ahead)), parallel_threshold=1)
+        V, E = systems.graph()
+        _rhs(V)
+        A = linalg.SparseMatrix.from_scipy(V, systems.matrix(V, E, c=0.5))
+        if M:
+            V.diag.load(systems.matrix(V, E, c=0.5).diagonal())
+        diag = V.diag if M else None
+        if ahead:
+            launches = linalg.cg_launches(A, V.b, V.x, M=diag)
+            kernels = {k.name for k, _ in launches}
+            assert len(launches) >= 4 and all(R is V for _, R in launches)
+            assert any("matvec" in name or "product" in name for name in kernels), kernels
+            rs.precompile(launches, cfg)  # (nothing left when this process solved before)
+            assert rs.precompile(launches, cfg) == 0  # all there now
+        info = linalg.cg(A, V.b, V.x, M=diag, rtol=1e-10, config=cfg)
+        assert info.converged
+        results.append((V.x.numpy(copy=True).tobytes(), list(info.residuals)))
+    assert results[0] == results[1]
+
+
+def test_cg_launches_of_a_preconditioner_object_are_its_own():
+    V, E = systems.graph()
+    A = linalg.SparseMatrix.from_scipy(V, systems.matrix(V, E, c=0.5))
+    with pytest.raises(TypeError, match="preconditioner object"):
+        linalg.cg_launches(A, V.b, V.x, M=linalg.Multigrid(A))
