@@ -288,13 +288,26 @@ def test_what_a_worker_compiled_a_new_process_loads_without_compiling(tmp_path):
     functions they call) are in the disk cache: a new process finds nothing to compile and
     runs them at once (a part function the worker compiled but did not cache made every
     later LULESH run start cold, its threads idle)."""
+    import os
+    # (a cache of its own: the runner a parallel launch calls, `parallel_for.run_parts`, is
+    # compiled behind tier 0 too, which the program never launched in parallel)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+
     def run(mode):
         out = subprocess.run([sys.executable, "-c", _WORKER_THEN_NEW_PROCESS, mode,
                               str(tmp_path / "c")], capture_output=True, text=True,
-                             cwd=ROOT, timeout=600)
+                             cwd=ROOT, timeout=600, env=env)
         assert out.returncode == 0, out.stderr
         return out.stdout.split()
 
     first = run("compile")
     assert int(first[0]) >= 1 and first[1] == "True"
+    runner = ("import sys\nfrom numba import types\n"
+              "from relsim.runtime.backends.cpu import parallel_for\n"
+              "from relsim.runtime.host.compile_jobs import load_cached\n"
+              "sys.exit(0 if load_cached(parallel_for.run_parts, (types.int64, types.int64)) "
+              "else 3)\n")
+    out = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
     assert run("load") == ["0", "False"]

@@ -406,6 +406,8 @@ class CpuExecutable(Launch):
         self.tier0, self.tier_done = on, None
         self.bindings.clear()
         self.kept.clear()
+        if on:
+            tiers.runner_behind()
 
     def settle(self, b):
         """Before a launch, with reductions pending somewhere: fold this kernel's own pending

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 from numba import typeof
+from numba.core import types as numba_types
 
 from ....config import check_choice, choice
 from ....relations.field import key_dtype
 from ...host import compile_jobs, jit
-from . import ownership
+from . import ownership, parallel_for
 
 MODES = ("tiered", "wait")
 # the rows a split's slot targets are computed for, a chunk at a time (read-only, as a
@@ -65,6 +66,15 @@ def start(exe, b) -> bool:
     exe.set_tier0(True)
     exe.tier_done = done
     return True
+
+
+def runner_behind() -> None:
+    """The runner a parallel launch calls (`parallel_for.run_parts`, one of relsim's helpers)
+    given to the background worker when not cached, as a launch enters tier 0: a first run
+    that ends before its parallel variants are ready never compiles it, and the next run would
+    (0.37 s: a cold smoke run's next run compiled it)."""
+    ints = numba_types.int64
+    compile_jobs.helper_in_background(parallel_for.run_parts, (ints, ints))
 
 
 def plan_ahead(exe, b) -> None:
