@@ -55,28 +55,33 @@ def precompile(launches, config=None, workers: int | None = None,
     # rank 0 compiles what is waited for; the others load it (`first_launch`)
     sharing = compile_jobs.Sharing(n) if n >= 1 and rank == 0 else None
     jobs, later, tiered = {}, {}, []
-    for kernel, where in launches:
-        if isinstance(where, Subset):
-            relation, subset = where.relation, where
-        elif isinstance(where, Relation):
-            relation, subset = where, None
-        else:
-            raise TypeError(f"precompile takes (kernel, relation or subset) pairs, got "
-                            f"{where!r}")
-        exe = executable(kernel, relation, cfg)
-        todo = _uncompiled(exe, relation, subset)
-        if background and any(j.parallel for j in todo):
-            keys = [(job.path, job.function, job.signature) for job in todo]
-            for key, job in zip(keys, todo):
-                later.setdefault(key, job)
-            exe.set_tier0(True)  # `tier_done` is set once the worker runs
-            tiered.append((exe, keys))
-            todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
-        if sharing is None:
-            continue
-        for job in todo:
-            jobs.setdefault((job.path, job.function, job.signature), job)
-        sharing.offer(todo)  # (the workers start on them while the next kernels are lowered)
+    try:
+        for kernel, where in launches:
+            if isinstance(where, Subset):
+                relation, subset = where.relation, where
+            elif isinstance(where, Relation):
+                relation, subset = where, None
+            else:
+                raise TypeError(f"precompile takes (kernel, relation or subset) pairs, got "
+                                f"{where!r}")
+            exe = executable(kernel, relation, cfg)
+            todo = _uncompiled(exe, relation, subset)
+            if background and any(j.parallel for j in todo):
+                keys = [(job.path, job.function, job.signature) for job in todo]
+                for key, job in zip(keys, todo):
+                    later.setdefault(key, job)
+                exe.set_tier0(True)  # `tier_done` is set once the worker runs
+                tiered.append((exe, keys))
+                todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
+            if sharing is None:
+                continue
+            for job in todo:
+                jobs.setdefault((job.path, job.function, job.signature), job)
+            sharing.offer(todo)  # (the workers start on them while the next kernels are lowered)
+    except BaseException:  # (a kernel that does not compile: raised as it is)
+        if sharing is not None:
+            sharing.abandon()
+        raise
     if sharing is not None:
         sharing.finish()
     # started last: the compilations waited for come first

@@ -128,6 +128,30 @@ def test_other_targets_and_bad_pairs(tmp_path):
         rs.precompile([(conduct, "E")])
 
 
+def test_a_bad_pair_after_offered_jobs_stops_the_workers(tmp_path, monkeypatch):
+    """A pair that fails after others were offered to a worker: the error as it is, the
+    workers stopped and the claims folder gone (nothing left running or on disk)."""
+    from relsim.runtime.host import compile_jobs
+    made = []
+    real = compile_jobs.Sharing
+
+    class Watched(real):
+        def __init__(self, workers):
+            super().__init__(workers)
+            made.append(self)
+
+    monkeypatch.setattr(compile_jobs, "Sharing", Watched)
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "bad"))
+    V, E = heat_graph.chain(50)
+    conduct, update = heat_graph.kernels(0.3125)  # (a rate no other test compiles)
+    with pytest.raises(TypeError, match="relation or subset"):
+        rs.precompile([(conduct, E), (update, V), (update, "V")], cfg, workers=1)
+    (sharing,) = made
+    assert sharing.procs and all(p.poll() is not None for p in sharing.procs)
+    assert not any(p in compile_jobs.running for p in sharing.procs)
+    assert not Path(sharing.claims).exists()
+
+
 def test_background_runs_serial_variants_until_the_parallel_ones_are_compiled(tmp_path):
     cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "c"))
     V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))

@@ -264,6 +264,18 @@ class Sharing:
             shutil.rmtree(self.claims, ignore_errors=True)
 
 
+    def abandon(self) -> None:
+        """Nothing more is compiled ahead (the program failed while offering): the workers
+        are stopped, the claims folder removed."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            if proc in running:
+                running.remove(proc)
+        shutil.rmtree(self.claims, ignore_errors=True)
+
+
 def _key(job) -> tuple:
     return (job.path, job.function, job.signature)
 
