@@ -54,7 +54,7 @@ def precompile(launches, config=None, workers: int | None = None,
     n = workers if workers is not None else compile_jobs.cores() - 1
     # rank 0 compiles what is waited for; the others load it (`first_launch`)
     sharing = compile_jobs.Sharing(n) if n >= 1 and rank == 0 else None
-    jobs, later, tiered = {}, {}, []
+    later, tiered = {}, []
     try:
         for kernel, where in launches:
             if isinstance(where, Subset):
@@ -73,11 +73,8 @@ def precompile(launches, config=None, workers: int | None = None,
                 exe.set_tier0(True)  # `tier_done` is set once the worker runs
                 tiered.append((exe, keys))
                 todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
-            if sharing is None:
-                continue
-            for job in todo:
-                jobs.setdefault((job.path, job.function, job.signature), job)
-            sharing.offer(todo)  # (the workers start on them while the next kernels are lowered)
+            if sharing is not None:  # (workers start on them while the next are lowered)
+                sharing.offer(todo)
     except BaseException:  # (a kernel that does not compile: raised as it is)
         if sharing is not None:
             sharing.abandon()
@@ -86,7 +83,7 @@ def precompile(launches, config=None, workers: int | None = None,
         sharing.finish()
     # started last: the compilations waited for come first
     compile_jobs.in_background(later, tiered)
-    return len(jobs) + len(later)
+    return (len(sharing.offered) if sharing is not None else 0) + len(later)
 
 
 def _uncompiled(exe, relation, subset) -> list:

@@ -221,11 +221,11 @@ class Sharing:
     first to make it compiles); `finish` has this process do the same with everything offered,
     then waits for the workers. A job is thus compiled once, by whoever is free first: the
     workers start while this process is still analysing the next kernels, and nobody waits on
-    a share that was estimated too small."""
+    a share that was estimated too small. Nothing offered (a warm cache): nothing started."""
 
     def __init__(self, workers: int):
         self.workers = workers
-        self.claims = tempfile.mkdtemp(prefix="relsim-claims-")
+        self.claims = None  # the claims folder, made with the workers at the first offer
         self.procs: list = []
         self.offered: dict = {}  # (path, function, signature) -> job, in order
 
@@ -235,7 +235,8 @@ class Sharing:
             return
         for job in new:
             self.offered[_key(job)] = job
-        if not self.procs:
+        if self.claims is None:
+            self.claims = tempfile.mkdtemp(prefix="relsim-claims-")
             self.procs = [start([], shared=self.claims) for _ in range(self.workers)]
         for proc in self.procs:
             try:
@@ -257,23 +258,24 @@ class Sharing:
                         job.here()
                     except Exception:  # noqa: BLE001, S112  (its launch compiles it again)
                         continue
-            for proc in self.procs:
-                proc.wait()
-                running.remove(proc)
         finally:
-            shutil.rmtree(self.claims, ignore_errors=True)
-
+            self._end(kill=False)
 
     def abandon(self) -> None:
         """Nothing more is compiled ahead (the program failed while offering): the workers
         are stopped, the claims folder removed."""
+        self._end(kill=True)
+
+    def _end(self, kill: bool) -> None:
+        """Wait for the workers (killed first with `kill`), then remove the claims folder."""
         for proc in self.procs:
-            if proc.poll() is None:
+            if kill and proc.poll() is None:
                 proc.kill()
             proc.wait()
             if proc in running:
                 running.remove(proc)
-        shutil.rmtree(self.claims, ignore_errors=True)
+        if self.claims is not None:
+            shutil.rmtree(self.claims, ignore_errors=True)
 
 
 def _key(job) -> tuple:
@@ -286,9 +288,7 @@ def claim(claims: str, job) -> bool:
     name = hashlib.sha1(repr(_key(job)).encode()).hexdigest()
     try:
         os.close(os.open(os.path.join(claims, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return False
-    except OSError:  # (the folder is gone: the program finished sharing)
+    except OSError:  # claimed already (FileExistsError), or the program finished sharing
         return False
     return True
 

@@ -43,8 +43,8 @@ def reuse(body: list) -> list:
     out = []
     for stmt in body:
         stmt = _inner_blocks_reused(stmt)
-        target, load = _reusable(stmt)
-        key, reads = _key(load, copies) if load is not None else (None, None)
+        target, value = _reusable(stmt)
+        key, reads = _key(value, copies) if value is not None else (None, None)
         hit = made.get(key) if key is not None else None
         if hit is not None:
             same = ast.Assign([ast.Name(target, ast.Store())], ast.Name(hit, ast.Load()))
