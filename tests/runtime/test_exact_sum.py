@@ -736,6 +736,58 @@ def test_round_merged_is_the_exact_sum_of_the_pieces_and_the_start(values, start
     assert same(es.round_merged(accs, start, dtype), want)
 
 
+@SETTINGS
+@given(st.lists(st.floats(width=64), max_size=30), st.floats(width=64), st.integers(0, 3),
+       st.sampled_from([np.float64, np.float32]))
+def test_exact_parts_add_up_to_the_sum_and_make_the_accumulator(values, start, cut, dtype):
+    """A rank's few slots as floats adding up to their exact sum (math.fsum only), and from
+    them, in Python, the accumulator `add` and `normalise` make: merged with another rank's
+    and the Global's value, the reference's bits; values with specials (or a partial sum
+    overflowing) give None, for the compiled path."""
+    if dtype == np.float32:
+        with np.errstate(over="ignore"):
+            values = [float(np.float32(v)) for v in values]
+            start = float(np.float32(start))
+    mine, other = values[:cut], values[cut:]
+    parts = es.exact_parts(mine)
+    if parts is None:
+        assert not all(map(math.isfinite, mine)) or _overflows(mine)
+        return
+    assert sum(map(Fraction, parts), Fraction(0)) == sum(map(Fraction, mine), Fraction(0))
+    assert all(p != 0.0 for p in parts) and len(parts) <= 64
+    made, added, acc = es.new(), es.new(), es.new()
+    es.acc_of_parts(parts, made)
+    for v in mine:
+        es.add(added, v)
+    es.normalise(added)
+    assert (made == added).all()  # (the normalised form is canonical)
+    for v in other:
+        es.add(acc, v)
+    want = es.exact_sum_reference([start] + values, dtype)
+    assert same(es.round_merged([acc, made], start, dtype), want)
+
+
+def _overflows(values) -> bool:
+    try:
+        math.fsum(values)
+    except OverflowError:
+        return True
+    return False
+
+
+def test_exact_parts_of_a_wide_spread_and_of_a_tie():
+    """Magnitudes from 1e-300 to 1e300 (one part per ~53 bits of the exact sum's span) and
+    2**53 + 1 (no float holds it: two parts)."""
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        values = (rng.standard_normal(100) * 10.0 ** rng.integers(-300, 300, 100)).tolist()
+        parts = es.exact_parts(values)
+        assert sum(map(Fraction, parts)) == sum(map(Fraction, values))
+    assert es.exact_parts([2.0 ** 53, 1.0]) == [2.0 ** 53, 1.0]
+    assert es.exact_parts([1.0, -1.0]) == [] and es.exact_parts([]) == []
+    assert es.exact_parts([1e300, 1e-300], most=1) is None  # (more parts than allowed)
+
+
 def test_chunks_become_the_integer_they_stand_for_at_any_sign_and_size():
     """A merge's accumulators are read as sum(chunk[j] * 2**(32*j)) through 32-bit digits:
     chunks at the int64 extremes, negative, zero and several accumulators at once."""

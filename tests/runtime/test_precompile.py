@@ -313,8 +313,9 @@ def test_what_a_worker_compiled_a_new_process_loads_without_compiling(tmp_path):
     runs them at once (a part function the worker compiled but did not cache made every
     later LULESH run start cold, its threads idle)."""
     import os
-    # (a cache of its own: the runner a parallel launch calls, `parallel_for.run_parts`, is
-    # compiled behind tier 0 too, which the program never launched in parallel)
+    # (a cache of its own: the runners a parallel and a serial launch call,
+    # `parallel_for.run_parts` and `run_serial`, are compiled behind tier 0 too, which the
+    # program never launched in parallel, nor serially after it)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
 
     def run(mode):
@@ -329,8 +330,8 @@ def test_what_a_worker_compiled_a_new_process_loads_without_compiling(tmp_path):
     runner = ("import sys\nfrom numba import types\n"
               "from relsim.runtime.backends.cpu import parallel_for\n"
               "from relsim.runtime.host.compile_jobs import load_cached\n"
-              "sys.exit(0 if load_cached(parallel_for.run_parts, (types.int64, types.int64)) "
-              "else 3)\n")
+              "sys.exit(0 if all(load_cached(runner, (types.int64, types.int64)) for runner in "
+              "(parallel_for.run_parts, parallel_for.run_serial)) else 3)\n")
     out = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True,
                          cwd=ROOT, timeout=300, env=env)
     assert out.returncode == 0, out.stderr

@@ -60,6 +60,9 @@ class Launch(ABC):
     # set by the MPI layer (`parallel.global_merge.GlobalMerge`): ``partials.collect(glob, op,
     # values, per_row, rows)`` receives a Global's slots instead of the launch folding them
     partials = None
+    # Globals whose float64 sums the launch may hand over as lanes instead of slots
+    # (``partials.collect_lanes(sums, lanes_ran)``, when ``partials.takes_lanes()`` at binding)
+    lane_globals = ()
     # set by the MPI layer (`parallel.elastic.RowChanges`): receives rows inserted and deleted
     # (`host/row_changes.apply_flagged`'s `sink`) instead of the relations changing
     row_sink = None

@@ -821,6 +821,41 @@ def fsum_columns(g, vals):
     return out
 
 
+def exact_parts(values, most: int = 64):
+    """Floats whose exact sum is that of `values` (a list of floats), by math.fsum alone: each
+    the correctly rounded rest of the sum less the ones before (a nonzero rest never rounds to
+    zero; each is below half an ulp of the one before, so a few suffice), with nothing to
+    compile; None where a value or a partial sum is not finite, or after `most` parts."""
+    parts: list = []
+    rest = list(values)  # the values less the parts so far (exactly, as fsum sums them)
+    try:
+        for _ in range(most):
+            p = math.fsum(rest)
+            if p == 0.0:
+                return parts
+            if not math.isfinite(p):
+                return None
+            parts.append(p)
+            rest.append(-p)
+    except (OverflowError, ValueError):  # a partial sum overflowed; inf - inf
+        return None
+    return None
+
+
+def acc_of_parts(parts, out) -> None:
+    """`out` (an accumulator, int64[ACC_LEN]) becomes the normalised accumulator of finite
+    floats `parts` (`exact_parts`), in Python: what `add` of each and `normalise` give."""
+    total = 0  # in units of 2**-1075
+    for x in parts:
+        n, d = x.as_integer_ratio()  # d a power of two, at most 2**1074
+        total += n << (1075 - (d.bit_length() - 1))
+    low = total & ((1 << (32 * TOP)) - 1)  # chunks 0..65 in [0, 2**32), the signed rest on top
+    out[:] = 0
+    out[:TOP] = np.frombuffer(low.to_bytes(4 * TOP, "little"), dtype="<u4")
+    out[TOP] = total >> (32 * TOP)
+    out[I_HEAD] = 1
+
+
 def _fold_blocks(g, vals) -> None:
     single = g.dtype == np.float32
     accs = new_many(g.shape[0])

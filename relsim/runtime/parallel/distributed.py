@@ -53,7 +53,8 @@ class DistributedLaunch(Launch):
         self.merge = None
         global_layouts = [lay for lay in a.layouts if isinstance(lay.target, Global)]
         if global_layouts:
-            self.merge = inner.partials = GlobalMerge(world, global_layouts)
+            self.merge = inner.partials = GlobalMerge(world, global_layouts,
+                                                      inner.lane_globals)
         targets = a.summary.targets()
         self.touched = tuple(t for t in targets if isinstance(t, Field) and not t.is_key)
         # in the order of the kernel's accesses, the same on every rank: after the launch each
@@ -161,6 +162,8 @@ class DistributedLaunch(Launch):
         load them at their first launch (see `first_launch`); background workers take a lock
         on the cache directory of each function they compile."""
         p = self.plan(relation, subset)
+        if self.merge is not None:  # (the binding asks it whether lanes may be handed over)
+            self.merge.begin(p)
         return self.inner.compile_jobs(relation, p.subset)
 
     def set_tier0(self, on: bool) -> None:

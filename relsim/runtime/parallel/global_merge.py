@@ -7,6 +7,11 @@ Global contributions are their owner's). Then, with the other ranks (`finish`, c
 
 * float sums: each rank's exact accumulator (`exact_sum`) is gathered and merged with the
   Global's value before the launch, and rounded once: `math.fsum`'s value, as on one process;
+  a cpu launch that folded float64 sums in lanes (`backends/cpu/lanes.py`: every row it ran is
+  this rank's) hands its lanes instead (`collect_lanes`): every rank's are gathered and rounded
+  once from the Global's value, as one process rounds its own chunks' (`lane_sums.finish`, no
+  other compiled code); when any rank has slots instead, or the lanes leave the value
+  undecided, every rank merges exact accumulators of its slots as above (the same value);
 * float sums into a Global with sum="ordered": every rank's contributions and their rows are
   gathered and folded in ascending row from the value before the launch, as on one process (all
   contributions travel: for reproducing a serial code's order, not for speed);
@@ -24,18 +29,25 @@ import numpy as np
 from ...types import elem_of
 from .. import semantics
 from ..analysis.slots import identity
-from ..folds import exact_sum, host_folds
+from ..folds import exact_sum, host_folds, lane_sums
 
 NO_ROW = np.iinfo(np.int64).max
+# how the lane-summed Globals were merged: from every rank's lanes, or exactly from slots (tests
+# check that each path is taken)
+PATHS = {"lanes": 0, "exact": 0}
 
 
 class GlobalMerge:
     """The sink a wrapped launch hands its Global contributions to (``launch.partials``)."""
 
-    def __init__(self, world, layouts):
+    def __init__(self, world, layouts, lane_globals=()):
         self.world = world
         self.layouts = layouts  # the kernel's Global reduction layouts: merged in this order
+        # the Globals whose sums the wrapped launch may hand over as lanes (the same on every
+        # rank: each such Global's merge starts with the ranks' lanes, or None, gathered)
+        self.lane_ids = {id(g) for g in lane_globals}
         self.items = {}
+        self.lanes = None  # (the launch's `LaneSums`, whether its lanes variant ran)
         self.plan = None
 
     def begin(self, plan) -> None:
@@ -56,12 +68,35 @@ class GlobalMerge:
         self.items[id(g)] = (np.ascontiguousarray(vals[counted]),
                              np.repeat(positions, per_row)[counted] if arg else None)
 
+    def takes_lanes(self) -> bool:
+        """Whether the launch may fold its float64 Global sums in lanes: it runs no other
+        rank's row (a halo row's contributions are its owner's, and lanes cannot leave them
+        out)."""
+        return self.plan is not None and len(self.plan.halo) == 0
+
+    def collect_lanes(self, sums, lanes_ran: bool) -> None:
+        """A cpu launch's float64 sums (`lanes.LaneSums`): in lanes when `lanes_ran`, else in
+        its slots (the variant that folds pending reductions first ran)."""
+        self.lanes = (sums, lanes_ran)
+
     def finish(self) -> None:
         """Merge every Global reduction of the kernel (collective: in the kernel's layout
         order on every rank, also those this rank's launch handed nothing for)."""
         items, self.items = self.items, {}
+        lanes, self.lanes = self.lanes, None
+        slots = None  # the lane-summed Globals' slots, once one needs them
         for lay in self.layouts:
             g = lay.target
+            if id(g) in self.lane_ids:
+                sums, ran = lanes if lanes is not None else (None, False)
+                if _lanes_merged(self.world, g, sums.part(g) if ran else None):
+                    PATHS["lanes"] += 1
+                    continue
+                PATHS["exact"] += 1
+                if sums is not None:  # the exact path, from this rank's slots
+                    if slots is None:
+                        slots = sums.slot_arrays(ran)
+                    items[id(g)] = (slots[id(g)], None)
             vals, rows = items.get(id(g), (None, None))
             if vals is None:
                 vals = np.zeros((0, g.type.ncomp), dtype=g.type.dtype)
@@ -69,16 +104,76 @@ class GlobalMerge:
             _merge(self.world, g, lay.op, vals, rows)
 
 
+def _lanes_merged(world, g, mine) -> bool:
+    """Every rank's lanes of g (`mine`: this rank's (lanes, depth bound), or None) rounded
+    once into g, from its value before the launch: False (g untouched) when a rank had none
+    or the rounding is undecided (every rank decides alike: they hold the same lanes)."""
+    everyone = world.comm.allgather(mine)
+    if any(part is None for part in everyone):
+        return False
+    flat = g.data.reshape(-1)
+    out = np.empty(flat.shape[0])
+    # (the depth bounds add up: each counts its rank's chunks and lanes merged)
+    if not lane_sums.finish(np.concatenate([lanes for lanes, _ in everyone]), 0,
+                            flat.shape[0], sum(depth for _, depth in everyone), flat, out):
+        return False
+    flat[:] = out
+    return True
+
+
+def _exact_sums(vals, ncomp: int):
+    """This rank's exact accumulators (ncomp, ACC_LEN) of the columns of `vals` (slots,
+    components), by the compiled folds (`sum_slots` is a one-process run's too), or, for few
+    finite values while the serial fold is not compiled (a one-process run folds its slots
+    with other code), from floats adding up to each sum (`exact_sum.exact_parts`: math.fsum,
+    ~30 ns a value and a pass) while the background worker compiles it: a first `mpiexec` run
+    compiles nothing of its own."""
+    accs = exact_sum.new_many(ncomp)
+    if len(vals) * ncomp > exact_sum.SERIAL_SLOTS:
+        exact_sum.sum_slots(vals, accs)
+        return accs
+    if not _serial_fold_ready(vals, accs):
+        parts = [exact_sum.exact_parts(vals[:, c].tolist()) for c in range(ncomp)]
+        if all(p is not None for p in parts):
+            for c, p in enumerate(parts):
+                exact_sum.acc_of_parts(p, accs[c])
+            return accs
+    if len(vals):
+        exact_sum.add_slots_serial(vals, accs)
+    return accs
+
+
+# the slots' dtype (their arrays: 2-D, C-contiguous) -> [add_slots_serial loaded, the
+# background worker's done test]: found once (Numba's typeof, ~15 us, not at every launch)
+_SERIAL_FOLD: dict = {}
+
+
+def _serial_fold_ready(vals, accs) -> bool:
+    """Whether `exact_sum.add_slots_serial` for these arguments is compiled here or in the disk
+    cache (then loaded); if not, it is given to the background worker, once."""
+    key = vals.dtype
+    state = _SERIAL_FOLD.get(key)
+    if state is not None and state[0]:
+        return True
+    from numba import typeof
+
+    from ..host.compile_jobs import helper_in_background, load_cached
+    sig = (typeof(vals), typeof(accs))
+    if state is None:
+        state = _SERIAL_FOLD[key] = list(helper_in_background(exact_sum.add_slots_serial, sig))
+    elif state[1]():
+        state[0] = load_cached(exact_sum.add_slots_serial, sig)
+        if not state[0]:  # (the worker failed: compiled here at the next call)
+            state[:] = [True, None]
+    return state[0]
+
+
 def _merge(world, g, op, vals, rows) -> None:
     et = elem_of(g.type)
     flat = g.data.reshape(-1)
     comm = world.comm
     if semantics.sums_exactly(g, op):
-        accs = exact_sum.new_many(flat.shape[0])
-        if len(vals) * vals.shape[1] > exact_sum.SERIAL_SLOTS:
-            exact_sum.sum_slots(vals, accs)
-        elif len(vals):  # (the same accumulator: compiled in a fraction of the time)
-            exact_sum.add_slots_serial(vals, accs)
+        accs = _exact_sums(vals, flat.shape[0])
         everyone = np.empty((world.size, *accs.shape), dtype=accs.dtype)
         comm.Allgather(accs, everyone)  # (buffers: no pickling)
         for c in range(flat.shape[0]):  # (in Python: a few integers per rank, no compiling)

@@ -163,6 +163,51 @@ def heat(outdir):
             "count": digest(V.count.numpy()), "history": repr(history)}
 
 
+def lane_sums(outdir):
+    """Float64 Global sums a cpu launch folds in lanes, merged over ranks: sums the lanes
+    decide, and an exact tie and a complete cancellation, which they leave to the slots (a
+    kernel with no other effect runs again with them; one that writes a field wrote them), a
+    vector sum, and a subset launch of rows of one rank only. "paths": how this process merged
+    them (`global_merge.PATHS`)."""
+    from relsim.runtime.parallel import global_merge
+    n = 40_000  # (a few chunks of lanes on each rank)
+    rng = np.random.default_rng(11)
+    V = rs.Relation("V", n)
+    x = rng.standard_normal(n)
+    V.new_field("x", rs.f64)
+    V.new_field("y", rs.f64)
+    V.new_field("p", rs.vec(2, rs.f64)).load(rng.random((n, 2)))
+    s, t = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
+    w = rs.Global(rs.vec(2, rs.f64), 0.0)
+
+    @rs.kernel
+    def sums(v):  # (no other effect)
+        s += v.x
+        w += v.p * v.x
+
+    @rs.kernel
+    def doubled(v):
+        v.y = 2.0 * v.x
+        t += v.y
+
+    tie = np.zeros(n)
+    tie[0], tie[-1] = 2.0 ** 53, 1.0  # 2**53 + 1: halfway, rounds to even
+    half = x[: n // 2]
+    cases = {"random": x, "tie": tie, "cancel": np.concatenate([half, -half[::-1]])}
+    history = []
+    for case, values in cases.items():
+        V.x.load(values)
+        for _ in range(2):
+            s.value, t.value, w.value = 0.0, 0.0, (0.0, 0.0)
+            V.foreach(sums)
+            V.foreach(doubled)
+            history.append((case, s.value.hex(), t.value.hex(), *(c.hex() for c in w.value)))
+    first = V.subset("first", np.arange(n) < 50)
+    first.foreach(sums)
+    history.append(("subset", s.value.hex(), *(c.hex() for c in w.value)))
+    return {"history": history, "y": digest(V.y.numpy()), "paths": global_merge.PATHS}
+
+
 def tetheat(outdir):
     """tetheat on a box mesh whose vertices and tets are shuffled (no locality in row order),
     vertices partitioned by METIS, writing a .pvd (VTU) and an .xdmf (HDF5) time series to
@@ -685,16 +730,41 @@ PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing, "captured": captured,
-            "whole": whole, "waiting": waiting}
+            "whole": whole, "waiting": waiting, "lane_sums": lane_sums}
 
 
 def main(argv) -> None:
     name, target, outdir = argv
     rs.configure(target=target)
+    compiled = _compilations() if os.environ.get("RELSIM_TEST_COMPILED") else None
     out = PROGRAMS[name](outdir)
     r = rs.ranks()
+    if compiled is not None:  # what Numba compiled here, after the background worker ended
+        from relsim.runtime.host import compile_jobs
+        for worker in compile_jobs._background.values():
+            worker.close()
+            worker.proc.wait(timeout=300)
+        out["compiled"] = compiled
     with open(os.path.join(outdir, f"{r.rank}.json"), "w") as f:
         json.dump({"rank": r.rank, "size": r.size, **out}, f)
+
+
+def _compilations() -> list:
+    """The names of the functions Numba compiles in this process from now on (loads from its
+    disk cache are not compilations)."""
+    from numba.core import event
+    names: list = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            pass
+
+        def on_end(self, ev):
+            fn = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+            names.append(getattr(fn, "__qualname__", "?"))
+
+    event.register("numba:compile", Listener())
+    return names
 
 
 if __name__ == "__main__":

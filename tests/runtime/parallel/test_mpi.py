@@ -181,6 +181,49 @@ def test_keys_through_locals_groupings_subsets_and_every_global_reduction(target
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
+def test_float_sums_merged_from_every_ranks_lanes_or_else_exactly(ranks, tmp_path):
+    """A cpu launch's float64 Global sums folded in lanes on each rank: the lanes of every
+    rank rounded once, or, where they leave the value undecided (a tie, a cancellation),
+    every rank's slots summed exactly: one process's bits either way."""
+    if ("lane_sums", "cpu") not in _ONE_PROCESS:
+        (_ONE_PROCESS["lane_sums", "cpu"],) = digests("lane_sums", "cpu", 1, tmp_path)
+    single = _ONE_PROCESS["lane_sums", "cpu"]
+    for d in digests("lane_sums", "cpu", ranks, tmp_path):
+        paths = d.pop("paths")
+        assert {k: v for k, v in d.items() if k not in ("rank", "size")} == \
+            {k: v for k, v in single.items() if k not in ("rank", "size", "paths")}
+        # s and t (a tie, then a cancellation, twice each) exactly, the other sums from lanes
+        assert paths == {"exact": 2 * 2 * 2, "lanes": 3 * 2 * 3 + 2 - 8}, paths
+    history = single["history"]
+    assert history[2][:3] == ["tie", float(2 ** 53).hex(), float(2 ** 54).hex()]  # (to even)
+    assert history[4][:3] == ["cancel", (0.0).hex(), (0.0).hex()]
+
+
+def test_a_first_mpiexec_run_after_one_process_compiles_nothing(tmp_path):
+    """Empty caches, one process, then `mpiexec -n 2` of the same program: the ranks load
+    what the one process compiled (its background worker included) and compile nothing,
+    the float64 Global sum included (ranks merge lanes, as one process rounds them)."""
+    env = dict(_env(), RELSIM_TEST_COMPILED="1", NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               RELSIM_CACHE_DIR=str(tmp_path / "relsim"))
+    outs = {}
+    for ranks in (1, 2):
+        outdir = tmp_path / f"design-{ranks}"
+        outdir.mkdir()
+        cmd = [sys.executable, str(PROGRAMS), "design", "cpu", str(outdir)]
+        p = subprocess.run(cmd if ranks == 1 else [MPIEXEC, "-n", "2", *cmd],
+                           capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+        assert p.returncode == 0, p.stderr[-3000:]
+        outs[ranks] = [json.loads(f.read_text()) for f in sorted(outdir.glob("*.json"))]
+    (one,) = outs[1]
+    assert one.pop("compiled")  # (the cold run did compile)
+    assert len(outs[2]) == 2
+    for d in outs[2]:
+        assert d.pop("compiled") == [], f"rank {d['rank']} compiled"
+        assert {k: v for k, v in d.items() if k not in ("rank", "size")} == \
+            {k: v for k, v in one.items() if k not in ("rank", "size")}
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
 def test_tetheat_on_a_shuffled_mesh_and_its_output_files(ranks, tmp_path):
     same_as_one_process("tetheat", "cpu", ranks, tmp_path, once=False)  # (its files too)
     one, many = tmp_path / "tetheat-cpu-1" / "files", tmp_path / f"tetheat-cpu-{ranks}" / "files"

@@ -28,9 +28,9 @@ EXACT_PATH = {"count": 0}
 
 
 class LaneSums:
-    __slots__ = ("lanes", "sums", "depth", "rerun", "chunks", "finish_fn")
+    __slots__ = ("lanes", "sums", "depth", "rerun", "chunks", "finish_fn", "slots")
 
-    def __init__(self, lanes, sums, depth, rerun, chunks=()):
+    def __init__(self, lanes, sums, depth, rerun, chunks=(), slots=()):
         self.lanes = lanes  # lane_sums.new_lanes(...), passed to the kernel as `_lanes`
         # per Global: (Global, its flat storage, first and end component in the lanes, the
         # rounded values, the exact fold over its slots)
@@ -42,6 +42,7 @@ class LaneSums:
         # sum's arguments (whose types never change: no dispatch by them, ~0.3 us a launch;
         # False after the first)
         self.finish_fn = None
+        self.slots = slots  # per sum, its slot array (slots, components)
 
     def finish(self) -> None:
         """After the lanes variant ran: every Global's new value, from its lanes, or else
@@ -82,6 +83,23 @@ class LaneSums:
             c.slot_fold()
             _host_written(c.glob)
         self.exact_sums()
+
+    def part(self, g) -> tuple:
+        """Global g's lanes (a copy) and the launch's depth bound: what a rank hands the
+        other ranks (`parallel.global_merge`)."""
+        for h, _flat, q0, q1, _out, _fold in self.sums:
+            if h is g:
+                return self.lanes[:, q0:q1].copy(), self.depth
+        raise KeyError(g.name)
+
+    def slot_arrays(self, lanes_ran: bool) -> dict:
+        """{id of each summed Global: its slots (slots, components)} as the launch that just
+        ran left them; after the lanes variant of a kernel with no other effect, written now
+        by running it again with its slots (call once per launch)."""
+        if lanes_ran and self.rerun is not None:
+            fn, args = self.rerun
+            fn(*args)
+        return {id(g): v for (g, *_), v in zip(self.sums, self.slots)}
 
     def exact_sums(self) -> None:
         """The float64 sums' values from their slots (written by the launch that just ran)."""
@@ -152,4 +170,5 @@ def make(layouts, offsets, slot_vals, n, rerun, chunk_folds=None, least=None):
         out = flat if len(offsets) == 1 and q1 - q0 == 1 else np.empty(q1 - q0)
         sums.append((g, flat, q0, q1, out, exact_sum.fold_of(flat, slot_vals[k])))
     return LaneSums(lane_sums.new_lanes(nch, ncomp), tuple(sums),
-                    lane_sums.depth_bound(n, per_row, nch), rerun, chunks)
+                    lane_sums.depth_bound(n, per_row, nch), rerun, chunks,
+                    tuple(slot_vals[k] for k in offsets))

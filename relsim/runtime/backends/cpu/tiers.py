@@ -69,12 +69,15 @@ def start(exe, b) -> bool:
 
 
 def runner_behind() -> None:
-    """The runner a parallel launch calls (`parallel_for.run_parts`, one of relsim's helpers)
-    given to the background worker when not cached, as a launch enters tier 0: a first run
-    that ends before its parallel variants are ready never compiles it, and the next run would
-    (0.37 s: a cold smoke run's next run compiled it)."""
+    """The runners a parallel launch and a serial one call (`parallel_for.run_parts`,
+    `run_serial`: relsim's helpers) given to the background worker when not cached, as a
+    launch enters tier 0: a first run that ends before its parallel variants are ready never
+    compiles the first (0.37 s: a cold smoke run's next run compiled it), one of 2 threads
+    launches none serially after tier 0, and the ranks of a first `mpiexec` run, a thread
+    each, would compile the second (0.19 s)."""
     ints = numba_types.int64
-    compile_jobs.helper_in_background(parallel_for.run_parts, (ints, ints))
+    for runner in (parallel_for.run_parts, parallel_for.run_serial):
+        compile_jobs.helper_in_background(runner, (ints, ints))
 
 
 def plan_ahead(exe, b) -> None:
