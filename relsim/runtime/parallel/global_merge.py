@@ -15,12 +15,13 @@ Global contributions are their owner's). Then, with the other ranks (`finish`, c
 * float sums into a Global with sum="ordered": every rank's contributions and their rows are
   gathered and folded in ascending row from the value before the launch, as on one process (all
   contributions travel: for reproducing a serial code's order, not for speed);
-* min/max and arg-min/arg-max: each rank's first best contribution in row order, with its row;
-  the candidates, in ascending row after the Global's own value, are folded by the arg rule
-  (`host_folds.fold_arg`: strictly better or the first NaN): the lowest row wins ties, the lowest
-  row's NaN wins, exactly as a fold in row order over every rank's rows;
-* integer sums and products, and/or: each rank's fold, then the ranks' results in rank order
-  (they commute: wrapping integer arithmetic).
+* min/max and arg-min/arg-max: each rank's first best contribution in row order, with its row
+  (from its slots, or from its lanes' candidates: each lane's first best); the candidates, in
+  ascending row after the Global's own value, are folded by the arg rule (`first_best`, in
+  NumPy, as `host_folds.fold_arg`: strictly better or the first NaN): the lowest row wins ties,
+  the lowest row's NaN wins, exactly as a fold in row order over every rank's rows;
+* integer sums and products, and/or: each rank's fold (of its slots, or of its lanes' partial
+  sums), then the ranks' results in rank order (they commute: wrapping integer arithmetic).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ class GlobalMerge:
         # rank: each such Global's merge starts with the ranks' lanes, or None, gathered)
         self.lane_ids = {id(g) for g in lane_globals}
         self.items = {}
-        self.lanes = None  # (the launch's `LaneSums`, whether its lanes variant ran)
+        self.lanes = None  # the launch's `LaneSums`
         self.plan = None
 
     def begin(self, plan) -> None:
@@ -74,10 +75,13 @@ class GlobalMerge:
         out)."""
         return self.plan is not None and len(self.plan.halo) == 0
 
-    def collect_lanes(self, sums, lanes_ran: bool) -> None:
-        """A cpu launch's float64 sums (`lanes.LaneSums`): in lanes when `lanes_ran`, else in
-        its slots (the variant that folds pending reductions first ran)."""
-        self.lanes = (sums, lanes_ran)
+    def collect_lanes(self, sums) -> None:
+        """A cpu launch's Global reductions folded in its loop (`lanes.LaneSums`): its float64
+        sums' lanes, merged at `finish`, and its chunk-folded Globals' lanes, as candidates
+        (min/max and arg: each lane's first best and its row) or partial integer sums."""
+        self.lanes = sums
+        for c in sums.chunks:
+            self.items[id(c.glob)] = c.handed()
 
     def finish(self) -> None:
         """Merge every Global reduction of the kernel (collective: in the kernel's layout
@@ -88,14 +92,13 @@ class GlobalMerge:
         for lay in self.layouts:
             g = lay.target
             if id(g) in self.lane_ids:
-                sums, ran = lanes if lanes is not None else (None, False)
-                if _lanes_merged(self.world, g, sums.part(g) if ran else None):
+                if _lanes_merged(self.world, g, None if lanes is None else lanes.part(g)):
                     PATHS["lanes"] += 1
                     continue
                 PATHS["exact"] += 1
-                if sums is not None:  # the exact path, from this rank's slots
+                if lanes is not None:  # the exact path, from this rank's slots
                     if slots is None:
-                        slots = sums.slot_arrays(ran)
+                        slots = lanes.slot_arrays()
                     items[id(g)] = (slots[id(g)], None)
             vals, rows = items.get(id(g), (None, None))
             if vals is None:
@@ -168,6 +171,34 @@ def _serial_fold_ready(vals, accs) -> bool:
     return state[0]
 
 
+def first_best(vals, rows, value, row, is_min: bool) -> tuple:
+    """`host_folds.fold_arg`'s rule in NumPy (nothing to compile): from (value, row), the
+    first of `vals` (in ascending `rows`) strictly better than the best so far, or the first
+    NaN, which then stays. Returns the (value, row) it ends with."""
+    if value != value or len(vals) == 0:
+        return value, row
+    nan = np.flatnonzero(vals != vals)
+    if len(nan):
+        return vals[nan[0]], rows[nan[0]]
+    best = vals.min() if is_min else vals.max()
+    if not (best < value if is_min else best > value):
+        return value, row
+    first = np.flatnonzero(vals == best)[0]  # (no earlier one is strictly better: the first)
+    return vals[first], rows[first]
+
+
+def _in_row_order(vals, rows, c: int) -> tuple:
+    """Column c's contributions and rows in ascending row: `rows` of slots (one per slot,
+    ascending already) or of lanes' candidates (one per candidate and component, -1 where
+    the lane had none, in no order)."""
+    if rows.ndim == 1:
+        return vals, rows
+    r = rows[:, c]
+    kept = np.flatnonzero(r >= 0)
+    order = kept[np.argsort(r[kept], kind="stable")]
+    return vals[order], r[order]
+
+
 def _merge(world, g, op, vals, rows) -> None:
     et = elem_of(g.type)
     flat = g.data.reshape(-1)
@@ -190,25 +221,19 @@ def _merge(world, g, op, vals, rows) -> None:
         return
     if op in ("min", "max", "argmin", "argmax"):
         is_min = op in ("min", "argmin")
-        ident = np.array([identity(op, et)], dtype=flat.dtype)
-        mine = []
-        for c in range(flat.shape[0]):
-            best, brow = ident.copy(), np.array([NO_ROW])
-            if len(vals):
-                host_folds.fold_arg(best, brow, np.ascontiguousarray(vals[:, c:c + 1]), 1,
-                                   rows, True, is_min)
-            mine.append((best[0], brow[0]))
+        ident = flat.dtype.type(identity(op, et))
+        mine = [first_best(*_in_row_order(vals[:, c], rows, c), ident, NO_ROW, is_min)
+                for c in range(flat.shape[0])]
         everyone = comm.allgather(mine)
+        arg = op.startswith("arg")
         for c in range(flat.shape[0]):
             cands = sorted((pair[c] for pair in everyone), key=lambda p: p[1])
-            cvals = np.array([[v] for v, _ in cands], dtype=flat.dtype)
-            crows = np.array([r for _, r in cands], dtype=np.int64)
-            value = flat[c:c + 1].copy()
-            row = g._row_data.copy() if op.startswith("arg") else np.array([-1])
-            host_folds.fold_arg(value, row, cvals, 1, crows, True, is_min)
-            flat[c] = value[0]
-            if op.startswith("arg"):
-                g._row_data[0] = row[0]
+            value, row = first_best(np.array([v for v, _ in cands], dtype=flat.dtype),
+                                    np.array([r for _, r in cands], dtype=np.int64), flat[c],
+                                    g._row_data[0] if arg else -1, is_min)
+            flat[c] = value
+            if arg:
+                g._row_data[0] = row
         return
     part = np.full(flat.shape, identity(op, et), dtype=flat.dtype)
     fold = host_folds.fold_bool if et.is_bool else host_folds.fold_num

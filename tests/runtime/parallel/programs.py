@@ -205,6 +205,28 @@ def lane_sums(outdir):
     first = V.subset("first", np.arange(n) < 50)
     first.foreach(sums)
     history.append(("subset", s.value.hex(), *(c.hex() for c in w.value)))
+    # min/max, arg-max and integer sums, folded per chunk in lanes: their candidates merged
+    # over ranks (signed zeros, ties and NaNs: the lowest row's wins)
+    lo, top = rs.Global(rs.f64, 1.0), rs.Global(rs.f64, -1.0)
+    hi, count = rs.Global(rs.vec(2, rs.f64), 0.0), rs.Global(rs.i64, 0)
+
+    @rs.kernel
+    def extremes(v):
+        lo = min(lo, v.x)
+        hi = max(hi, v.p * v.x)
+        rs.reduce_argmax(top, v.x)
+        count += 1
+
+    nan = np.abs(x)
+    nan[[3 * n // 4, n // 2 + 1, 3 * n // 4 + 5]] = np.nan
+    zeros = np.where(rng.random(n) < 0.5, 0.0, -0.0)
+    for case, values in {"zeros": zeros, "nan": nan, "ties": np.floor(4 * rng.random(n)),
+                         "random": x}.items():
+        V.x.load(values)
+        lo.value, top.value, hi.value = 1.0, -1.0, (0.0, 0.0)
+        V.foreach(extremes)
+        history.append((case, lo.value.hex(), top.value.hex(), top.row,
+                        *(c.hex() for c in hi.value), int(count.value)))
     return {"history": history, "y": digest(V.y.numpy()), "paths": global_merge.PATHS}
 
 

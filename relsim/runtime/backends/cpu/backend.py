@@ -228,9 +228,9 @@ class CpuExecutable(Launch):
         # and the Global reductions they fold per chunk of rows (`lanes.Chunks`)
         self.chunk_ops = chunk_layouts(analysed) if lanes_variant else {}
         self.lanes_pure = pure_reduction(analysed)
-        # on several ranks, what a launch may hand over as lanes (`Launch.lane_globals`): the
-        # float64 sums of a kernel with no chunk-folded Global (those merge from slots)
-        self.lane_globals = () if self.chunk_ops or options.fast_math else \
+        # on several ranks, the float64 sums a launch may hand over as lanes
+        # (`Launch.lane_globals`)
+        self.lane_globals = () if options.fast_math else \
             tuple(analysed.layouts[k].target for k in self.lane_offsets)
         self.lanes_fns = _Variants(lambda mode: run("kernel_lanes_parallel", mode))
         # serial: they run once per binding, and a parallel compilation costs ~2.4x
@@ -330,7 +330,9 @@ class CpuExecutable(Launch):
             debug_checks.raise_flagged(self.analysed.kernel_name, self.err)
         if b.lanes is not None:  # Globals folded in the loop: their values now
             if self.partials is not None:  # (on several ranks: merged with the others')
-                self.partials.collect_lanes(b.lanes, fn is b.fn)
+                if fn is not b.fn:  # (a subset launch never runs the absorbing variant)
+                    raise AssertionError("a distributed launch ran without its lanes")
+                self.partials.collect_lanes(b.lanes)
             elif fn is b.fn:
                 b.lanes.finish()
             else:  # the variant folding pending reductions first (`settle`) parks them all
@@ -720,8 +722,8 @@ class CpuExecutable(Launch):
         b.call_args = b.row_args = (b.n, b.rows, b.has_rows, self.err) + b.args
         # (not under fast_math: LLVM could fuse a product into a TwoSum's addition)
         lanes_ok = bool(self.lane_offsets or self.chunk_ops) and scheme == "plain" \
-            and not self.options.fast_math and (self.partials is None or (
-                self.lane_globals and self.partials.takes_lanes()))
+            and not self.options.fast_math and (self.partials is None or
+                                                self.partials.takes_lanes())
         # the grid's nested loops save the neighbours' index arithmetic; a kernel reading no
         # neighbour saves nothing there, while its float Global sums in lanes skip the slots'
         # exact fold (a dot product over 16k cells: ~40 us)

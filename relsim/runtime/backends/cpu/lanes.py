@@ -92,11 +92,11 @@ class LaneSums:
                 return self.lanes[:, q0:q1].copy(), self.depth
         raise KeyError(g.name)
 
-    def slot_arrays(self, lanes_ran: bool) -> dict:
-        """{id of each summed Global: its slots (slots, components)} as the launch that just
-        ran left them; after the lanes variant of a kernel with no other effect, written now
-        by running it again with its slots (call once per launch)."""
-        if lanes_ran and self.rerun is not None:
+    def slot_arrays(self) -> dict:
+        """{id of each summed Global: its slots (slots, components)} after the lanes variant
+        ran; for a kernel with no other effect, written now by running it again with its
+        slots (call once per launch)."""
+        if self.rerun is not None:
             fn, args = self.rerun
             fn(*args)
         return {id(g): v for (g, *_), v in zip(self.sums, self.slots)}
@@ -127,6 +127,19 @@ class Chunks:
 
     def arrays(self) -> tuple:
         return (self.vals,) if self.rows is None else (self.vals, self.rows)
+
+    def handed(self) -> tuple:
+        """The lanes as (values, rows), (chunks x lanes, components) each (rows None for an
+        integer sum, -1 where a lane had no candidate), for the MPI layer's merge; then back
+        to the identity for the next launch."""
+        ncomp = self.vals.shape[1]
+        vals = self.vals.transpose(0, 2, 1).reshape(-1, ncomp).copy()
+        rows = None
+        if self.rows is not None:
+            rows = self.rows.transpose(0, 2, 1).reshape(-1, ncomp).copy()
+            self.rows.fill(-1)
+        self.vals.fill(self.ident)
+        return vals, rows
 
     def fold(self) -> None:
         """The lanes into the Global (the slot fold's value and row); then back to the
