@@ -791,7 +791,11 @@ class CpuExecutable(Launch):
         slots (unless `lanes.LaneSums` needs them); a kernel with no other effect can be run
         again as bound so far, with its slots (`rerun`)."""
         layouts = self.analysed.layouts
-        rerun = (b.fn, b.call_args) if self.lanes_pure else None
+        rerun = None
+        if self.lanes_pure:  # (in tier 0 through its serial part function, not the plain
+            # dispatcher: what a serial launch elsewhere calls, an MPI rank's, finds compiled)
+            mode = self.mode(b.parallel)
+            rerun = (self.row_loops["serial" if mode == "tier0" else mode], b.call_args)
         slot_folds = {id(lay): fold for _, fold, lay, _ in b.folds}
         chunk_folds = {k: slot_folds[id(layouts[k])] for k in self.chunk_ops}
         # chunks of at least twice the parallel threshold (a lower threshold, for heavy rows,
