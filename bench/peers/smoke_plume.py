@@ -257,7 +257,7 @@ class Relsim:
 
     def __init__(self, n):
         from relsim_simulations import smoke
-        self.grid, self.step_, _, self.kernels = smoke.build(n)
+        self.grid, self.step_, _, self.kernels, _ = smoke.build(n)
         self.C = self.grid.cells
         source = np.zeros(n * n, dtype=bool)
         source[smoke.source_rows(self.C.center.numpy())] = True

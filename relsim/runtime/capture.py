@@ -23,7 +23,9 @@ as it ran. A plan is made
 for the arrays the step's fields hold and the relations' structure (sizes, keys, schemas) at
 the replay's start, and kept: a double buffer swapped each step uses two plans, each made once.
 Anything else changed from the host (a relation resized, keys reloaded, a field added) makes a
-new plan at the next replay. A step replays under the configuration it was recorded with; a
+new plan at the next replay, as does a plan made while a launch could not yet join a segment
+until its compiled code is at hand (the cpu's tier 0: `Launch.capture_later`), once it can.
+A step replays under the configuration it was recorded with; a
 launch recorded under the process default refuses to replay once the default is another
 (`rs.configure`), naming both.
 
@@ -86,6 +88,8 @@ class Step:
             else:
                 state = self._state()
                 plan = self.plans.get(state) or self._plan(state)
+        if plan.waiting and plan.stale():  # (made while launches were in tier 0)
+            plan = self._replan(plan)
         plan.run()
         if not plan.repeatable:  # (the state it ends in depends on more than its start)
             self.ended = self.next = self.ended_epoch = None
@@ -113,6 +117,8 @@ class Step:
             raise CaptureError("a step cannot be asked about inside its own rs.capture block")
         state = self._state()
         plan = self.plans.get(state) or self._plan(state)
+        if plan.waiting and plan.stale():  # (made while launches were in tier 0)
+            plan = self._replan(plan)
         done = [segment.poll() for segment in plan.segments]  # (each polled: each starts)
         rest = None if plan.rest is None else plan.rest.compiled()
         if not done and rest is None:
@@ -145,6 +151,19 @@ class Step:
         raise CaptureError(f"{op!r} was captured under {op.config!r}, the default "
                            f"configuration then; the default is now {_config.current()!r}: "
                            f"capture the step again (or pass the configuration to foreach)")
+
+    def _replan(self, stale: Plan) -> Plan:
+        """A plan for the state now in place of `stale`, whose waiting launches now have
+        their compiled code (the plans leading to it find theirs again)."""
+        state = self._state()
+        plan = self.plans.get(state)
+        if plan is None or plan is stale:
+            self.plans.pop(state, None)
+            plan = self._plan(state)
+        for other in self.plans.values():
+            if other.next is stale:
+                other.next = None
+        return plan
 
     def _plan(self, state) -> Plan:
         if len(self.plans) >= PLANS_KEPT:

@@ -23,6 +23,9 @@ class Plan:
         self.repeatable = True
         self.moves = False  # an operation bound so far changes arrays unforeseeably
         self.rest = None  # the step of the operations after it (`rest(ops)`)
+        # the launches replayed as they are only until their compiled code is at hand
+        # (`Launch.capture_later`: the cpu's tier 0): once all are, the plan is made again
+        self.waiting = []
         run = []  # (op, [(launch op, launch)], call) of the segment being gathered
         backend = None  # the run's
         # assignments before a run's first launch: computed inside the segment that launch
@@ -85,6 +88,8 @@ class Plan:
                 return None
             call = exe.capture_call(op.relation, op.subset)
             if call is None:
+                if exe.capture_later():
+                    self.waiting.append(exe)
                 return None
             colours = op.kernel._colours[id(exe)]
             if colours is not None:  # (the launch space and keys are this plan's)
@@ -153,6 +158,11 @@ class Plan:
                 segment.compile()
         run.clear()
         self.items += [op.replay for op, _, _ in tail]
+
+    def stale(self) -> bool:
+        """Whether every launch it waited for can now join a segment: a plan made now would
+        fuse more."""
+        return not any(exe.capture_later() for exe in self.waiting)
 
     def run(self) -> None:
         for item in self.items:

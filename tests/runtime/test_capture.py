@@ -152,6 +152,37 @@ def test_a_plan_is_made_again_when_the_relations_change():
     assert len(step.plans) >= 3
 
 
+def test_a_plan_made_in_tier_0_is_made_again_with_segments_once_it_ends():
+    """Launches recorded (or first planned) while in tier 0 replay as launches, and a step
+    asked whether it is compiled says it has no segment; once their parallel variants are at
+    hand (the launch leaves tier 0), the next replay makes the plan again: a compiled
+    segment, the same bits (smoke's cold run solved every step launch by launch)."""
+    from relsim.runtime import execute
+    cfg = rs.Config(target="cpu", segments="now")
+    V, _, _ = _graph()
+    exes = [execute.executable(k, V, cfg) for k in (relax, damp)]
+    ready = []
+    for exe in exes:
+        exe.set_tier0(True)
+        exe.tier_done = lambda: bool(ready)
+    with rs.capture() as step:
+        V.foreach(relax, cfg)
+        V.foreach(damp, cfg)
+    step()
+    assert step.compiled() is None and step.segments == 0
+    assert all(exe.capture_later() for exe in exes)
+    ready.append(True)
+    step()  # (launch by launch still: each launch leaves tier 0 as it runs)
+    assert not any(exe.capture_later() for exe in exes)
+    assert step.compiled() is True and step.segments == 1 and len(step.plans) == 1
+    step()
+    W, _, _ = _graph()
+    for _ in range(4):
+        W.foreach(relax, cfg)
+        W.foreach(damp, cfg)
+    assert np.array_equal(_bits(V.T), _bits(W.T)) and np.array_equal(_bits(V.Tn), _bits(W.Tn))
+
+
 def test_what_a_replay_would_not_repeat_is_refused():
     V, _, _ = _graph()
     with pytest.raises(rs.CaptureError, match=r"Global 'total'\.value read inside rs.capture"):

@@ -713,6 +713,20 @@ def test_the_host_path_leaves_specials_and_overflow_to_the_compiled_fold():
     assert same(g[0], np.float64(math.fsum([0.5, 0.1, 0.2, -0.3])))
 
 
+def test_the_exact_folds_compilation_comes_after_the_kernels(monkeypatch):
+    """The first undecided sum has the background worker compile the exact fold after the
+    kernels' parallel variants given to it (its cost: `AFTER_KERNELS`; math.fsum gives the
+    bits meanwhile): compiled first, it held smoke's whole cold run in tier 0."""
+    from relsim.runtime.host import compile_jobs
+    given = []
+    monkeypatch.setattr(compile_jobs, "helper_in_background",
+                        lambda fn, sig, cost=1: given.append((fn, cost)) or (False, lambda: 0))
+    fold = es.fold_of(g := np.array([0.5]), np.array([[0.1], [0.2], [-0.3]]))
+    fold()
+    assert given == [(es.fold_serial_f64, compile_jobs.AFTER_KERNELS)]
+    assert same(g[0], np.float64(math.fsum([0.5, 0.1, 0.2, -0.3])))
+
+
 @SETTINGS
 @given(st.lists(st.floats(width=64), max_size=30), st.floats(width=64), st.integers(0, 3),
        st.sampled_from([np.float64, np.float32]))

@@ -24,7 +24,7 @@ def test_the_plume_rises_divergence_free(capsys):
 
 
 def test_the_source_block_and_the_projection():
-    g, step, measured, _ = smoke.build(32)
+    g, step, measured, _, _ = smoke.build(32)
     C = g.cells
     assert len(smoke.source_rows(C.center.numpy())) == 4 * 2  # 4 x 2 cells at n = 32
     info = step()

@@ -101,6 +101,12 @@ class Launch(ABC):
         work after its loop, distributed rows; the default)."""
         return None
 
+    def capture_later(self) -> bool:
+        """Whether a `capture_call` that gave None now may give a call later, with nothing
+        changed but the compiled code at hand (the cpu: in tier 0, until its parallel variants
+        are compiled); a captured step's plan is then made again (default: False)."""
+        return False
+
     def describe_halo(self, relation, subset=None) -> str | None:
         """What this process runs and reads for a launch over `relation` (or `subset`) when rows
         are distributed over ranks (`rs.explain`); None when they are not (default)."""

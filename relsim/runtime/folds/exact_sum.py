@@ -787,9 +787,9 @@ class _HostFirst:
         if self.compiled is None:  # first call: look for it, else have it compiled
             from numba import typeof
 
-            from ..host.compile_jobs import helper_in_background
+            from ..host.compile_jobs import AFTER_KERNELS, helper_in_background
             self.compiled, self.ready = helper_in_background(
-                fold_serial_f64, (typeof(g), typeof(vals)))
+                fold_serial_f64, (typeof(g), typeof(vals)), AFTER_KERNELS)
         elif not self.compiled and self.ready():
             from numba import typeof
 

@@ -100,17 +100,25 @@ def in_background(later: dict, tiered: list) -> None:
 _helpers: dict = {}  # (module, function, signature) -> its background worker's `done` test
 
 
-def helper_in_background(fn, signature):
+# the cost of a helper job that only speeds up a path with a slower way to the same bits (an
+# exact fold): the worker takes the cheapest job first, so it comes after the kernels'
+# parallel variants (smoke's first undecided sum had the worker compile the exact fold for
+# 5 s before any of them: the whole run stayed in tier 0)
+AFTER_KERNELS = 1 << 40
+
+
+def helper_in_background(fn, signature, cost: int = 1):
     """One of relsim's compiled helpers `fn` (a cached njit dispatcher) for `signature`:
     (True, None) when its machine code is here or in Numba's disk cache (now loaded), else
-    (False, done) after giving it, once per process, to the background worker; ``done()``
-    tells, cheaply, when `load_cached` may find it. For a helper whose first compilation
-    would stall a launch for seconds while a slower way to the same bits exists."""
+    (False, done) after giving it, once per process, to the background worker, as a job of
+    `cost` (default: before anything dearer; `AFTER_KERNELS`); ``done()`` tells, cheaply,
+    when `load_cached` may find it. For a helper whose first compilation would stall a
+    launch for seconds while a slower way to the same bits exists."""
     if load_cached(fn, signature):
         return True, None
     key = (fn.py_func.__module__, fn.py_func.__name__, tuple(signature))
     if key not in _helpers:
-        job = CompileJob(key[0], key[1], (), key[2], 1)
+        job = CompileJob(key[0], key[1], (), key[2], cost)
         try:
             _helpers[key] = background([job])({0})
         except OSError:  # no process to start: the slower way it is

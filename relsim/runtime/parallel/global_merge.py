@@ -160,10 +160,11 @@ def _serial_fold_ready(vals, accs) -> bool:
         return True
     from numba import typeof
 
-    from ..host.compile_jobs import helper_in_background, load_cached
+    from ..host.compile_jobs import AFTER_KERNELS, helper_in_background, load_cached
     sig = (typeof(vals), typeof(accs))
     if state is None:
-        state = _SERIAL_FOLD[key] = list(helper_in_background(exact_sum.add_slots_serial, sig))
+        state = _SERIAL_FOLD[key] = list(helper_in_background(exact_sum.add_slots_serial, sig,
+                                                              AFTER_KERNELS))
     elif state[1]():
         state[0] = load_cached(exact_sum.add_slots_serial, sig)
         if not state[0]:  # (the worker failed: compiled here at the next call)

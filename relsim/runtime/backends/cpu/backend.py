@@ -400,6 +400,11 @@ class CpuExecutable(Launch):
                                     self.options.cache_path(), segment.mode(self.options),
                                     keep=keep)
 
+    def capture_later(self) -> bool:
+        """In tier 0 (`capture_call` gives None): once its parallel variants are compiled."""
+        return self.tier_done is not None and self.partials is None and \
+            segment.mode(self.options) != "off"
+
     def write_prints(self, b, relation) -> None:
         flags, fvals, ivals = b.prints
         prints.emit(prints.lines(self.analysed.kernel_name, relation, self.print_stmts, flags,
