@@ -63,7 +63,8 @@ def lattice(m: int, seed: int = 1, density: float = DENSITY):
 
 def build(pos, vel, box_side: float, dt_value: float = DT):
     """The grid, the atoms and the kernels for atoms at `pos` with velocities `vel` in a
-    periodic cube of side `box_side`."""
+    periodic cube of side `box_side`: (grid, atoms, setup, step, energies, kernels), kernels
+    by name (the step's and the set-up's)."""
     nc = int(box_side // CUTOFF)
     if nc < 3:
         raise rs.DomainError(f"a box of side {box_side:.3g} holds {nc} cells of width "
@@ -135,7 +136,7 @@ def build(pos, vel, box_side: float, dt_value: float = DT):
         momentum.value = (0.0, 0.0, 0.0)
         A.foreach(kick)
 
-    kernels = dict(kick_drift=kick_drift, forces=forces, kick=kick)
+    kernels = dict(kick_drift=kick_drift, forces=forces, kick=kick, measure=measure)
     return g, atoms, setup, step, energies, kernels
 
 
@@ -144,8 +145,11 @@ def simulate(m: int = 8, steps: int = 500, every: int = 10, output: str | None =
     """Run 4 m^3 atoms for `steps` steps; returns (atoms, the history every `every` steps:
     kinetic, potential, total energy, momentum)."""
     pos, vel, side = lattice(m, density=density)
-    g, atoms, setup, step, energies, _ = build(pos, vel, side, dt)
+    g, atoms, setup, step, energies, kernels = build(pos, vel, side, dt)
     A = atoms.rel
+    # with a cold cache, the kernels' serial variants compiled on every core before the
+    # set-up, the parallel ones behind it (cold 6.6-6.9 -> 6.5 s on 2 cores)
+    rs.precompile([(k, A) for k in kernels.values()], background=True)
     series = None
     if output:
         from relsim.output import TimeSeries
