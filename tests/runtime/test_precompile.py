@@ -181,6 +181,44 @@ def test_background_runs_serial_variants_until_the_parallel_ones_are_compiled(tm
     assert V.T.numpy().tobytes() == V2.T.numpy().tobytes()
 
 
+def test_a_split_scatters_plan_compiles_behind_the_serial_variants(tmp_path, monkeypatch):
+    """Tiered `rs.precompile` of a key reduction whose split scatter's plan needs code not
+    compiled yet: this process compiles none of it (its slot targets go to the background
+    worker); the launch runs its serial variant until then, its parallel variant is bound
+    at the next launch of any kernel after (`tiers.bind_awaiting`), tiered in turn, then
+    run: the one-process bits throughout."""
+    from relsim.runtime.backends.cpu import tiers
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "c"),
+                    startup="tiered", scatter="split", threads=2)
+    V, E = heat_graph.chain(300, T=np.sin(np.arange(300.0)), k=0.375)
+    conduct, update = heat_graph.conduct_kernel(weighted=True), heat_graph.update_kernel(0.1875)
+    assert rs.precompile([(conduct, E), (update, V)], cfg, workers=1, background=True) >= 1
+    exe = execute.executable(conduct, E, cfg)
+    assert exe.tier0 and any(a[0] is exe for a in tiers.awaiting)
+    assert not any(t.overloads for t in exe.targets.values())  # (nothing planned here)
+    ops = ["c", "u"]
+    heat_graph.step(V, E, conduct, update, cfg)
+    assert exe.bindings[None].scheme == "direct"  # (tier 0: serial)
+    deadline = time.monotonic() + 300
+    while exe.tier0 or exe.tier_done is not None:  # planned, tiered again, then compiled
+        assert time.monotonic() < deadline, "the background worker did not finish"
+        V.foreach(update, cfg)  # (any launch binds the awaiting ones)
+        E.foreach(conduct, cfg)
+        ops += ["u", "c"]
+        time.sleep(0.1)
+    assert not any(a[0] is exe for a in tiers.awaiting)
+    E.foreach(conduct, cfg)
+    ops.append("c")
+    assert exe.bindings[None].scheme == "split" and exe.bindings[None].parallel
+    V2, E2 = heat_graph.chain(300, T=np.sin(np.arange(300.0)), k=0.375)
+    one = rs.Config(target="interp")
+    for op in ops:
+        E2.foreach(conduct, one) if op == "c" else V2.foreach(update, one)
+    assert V.T.numpy().tobytes() == V2.T.numpy().tobytes()
+    assert V.flux.numpy().tobytes() == V2.flux.numpy().tobytes()
+
+
 def test_background_with_a_warm_cache_starts_nothing(tmp_path):
     cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "d"))
     _run(cfg, precompile=True)

@@ -90,6 +90,13 @@ class Launch(ABC):
         them on other cores (default: none: the launch compiles what it needs itself)."""
         return []
 
+    def planning_jobs(self, relation, subset) -> list:
+        """The compilations that binding the preferred variant over `relation` (or `subset`)
+        would run on the host to plan it (the cpu's split scatter), as `CompileJob`s not in any
+        cache, listed from the binding of the fastest-compiling variant, which it leaves in
+        place (`set_tier0(True)`); [] when it needs none, the launch unchanged (default)."""
+        return []
+
     def set_tier0(self, on: bool) -> None:  # noqa: B027 (optional: most launches have one tier)
         """`on`: run the variants that compile fastest (same bits) until `tier_done()` says
         the preferred ones are compiled; off: the preferred ones again (default: no tiers)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import importlib
 import os
@@ -118,12 +119,20 @@ def helper_in_background(fn, signature, cost: int = 1):
         return True, None
     key = (fn.py_func.__module__, fn.py_func.__name__, tuple(signature))
     if key not in _helpers:
-        job = CompileJob(key[0], key[1], (), key[2], cost)
+        job = helper_job(fn, signature, cost)
         try:
             _helpers[key] = background([job])({0})
         except OSError:  # no process to start: the slower way it is
             _helpers[key] = lambda: False
     return False, _helpers[key]
+
+
+def helper_job(fn, signature, cost: int = 1) -> CompileJob:
+    """The `CompileJob` of one of relsim's compiled helpers `fn` for `signature` (a worker
+    finds it by its module's name)."""
+    return CompileJob(fn.py_func.__module__, fn.py_func.__name__, (), tuple(signature), cost,
+                      functools.partial(fn.compile, tuple(signature)),
+                      functools.partial(load_cached, fn, tuple(signature)))
 
 
 _background: dict = {}  # NUMBA_CACHE_DIR -> this process's background worker (`Background`)

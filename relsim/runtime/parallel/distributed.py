@@ -166,6 +166,13 @@ class DistributedLaunch(Launch):
             self.merge.begin(p)
         return self.inner.compile_jobs(relation, p.subset)
 
+    def planning_jobs(self, relation, subset) -> list:
+        """The wrapped launch's, for this rank's rows (as `compile_jobs`)."""
+        p = self.plan(relation, subset)
+        if self.merge is not None:
+            self.merge.begin(p)
+        return self.inner.planning_jobs(relation, p.subset)
+
     def set_tier0(self, on: bool) -> None:
         self.inner.set_tier0(on)
 

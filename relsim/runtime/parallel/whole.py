@@ -30,6 +30,9 @@ class WholeLaunch(Launch):
     def compile_jobs(self, relation, subset) -> list:
         return self.inner.compile_jobs(relation, subset)
 
+    def planning_jobs(self, relation, subset) -> list:
+        return self.inner.planning_jobs(relation, subset)
+
     def set_tier0(self, on: bool) -> None:
         self.inner.set_tier0(on)
 

@@ -299,6 +299,8 @@ class CpuExecutable(Launch):
 
     # -- launching ------------------------------------------------------------------------
     def launch(self, relation, subset) -> None:
+        if tiers.awaiting:  # (precompiled launches waiting for their plans' code)
+            tiers.bind_awaiting()
         if self.tier_done is not None and self.tier_done():
             self.set_tier0(False)  # the parallel variants are compiled: bind them
         b = self.bindings.get(subset)
@@ -475,6 +477,19 @@ class CpuExecutable(Launch):
         and not compiled (or loaded) yet (binding now, as that launch would; the launch then
         reuses the binding)."""
         return self.jobs_of(self.current(relation, subset))
+
+    def planning_jobs(self, relation, subset) -> list:
+        """A split scatter's plan (`tiers.planning_jobs`), listed from the serial binding; the
+        parallel one is bound once they are compiled (`tiers.bind_awaiting`)."""
+        if not self.gather_fields or self.force_serial or self.scatter not in ("auto", "split"):
+            return []
+        self.set_tier0(True)
+        jobs = tiers.planning_jobs(self, self.current(relation, subset))
+        if jobs:  # (bound once they are compiled: `tiers.bind_awaiting`)
+            tiers.awaiting.append((self, relation, subset))
+        else:
+            self.set_tier0(False)
+        return jobs
 
     @staticmethod
     def calls_of(b) -> list:

@@ -15,6 +15,10 @@ their first launch. On several MPI ranks the distributed layer turns it off (`fi
 rank 0 compiles each function once, the others load it)."""
 from __future__ import annotations
 
+import atexit
+import contextlib
+from dataclasses import replace
+
 import numpy as np
 from numba import typeof
 from numba.core import types as numba_types
@@ -80,22 +84,71 @@ def runner_behind() -> None:
         compile_jobs.helper_in_background(runner, (ints, ints))
 
 
+# (launch, relation, subset) of the launches `rs.precompile` left in tier 0 until the background
+# worker has compiled what planning their parallel variant needs (`planning_jobs`): once it
+# has, the next launch of any kernel binds them (`bind_awaiting`), so that a kernel launched
+# once (miniFE's element loop) still has its parallel variant compiled behind the run
+awaiting: list = []
+
+
+def bind_awaiting(now: bool = False) -> None:
+    """Bind the parallel variant of each awaiting launch whose planning code is compiled
+    (with `now`: every one, compiling what the worker has not yet), its plan made with it,
+    and give what that variant still needs to the background worker (`start`); a launch
+    that left tier 0 itself is dropped."""
+    for entry in list(awaiting):
+        exe, relation, subset = entry
+        if not exe.tier0:
+            awaiting.remove(entry)
+        elif now or (exe.tier_done is not None and exe.tier_done()):
+            awaiting.remove(entry)
+            exe.set_tier0(False)
+            start(exe, exe.current(relation, subset))
+
+
+@atexit.register
+def _bind_awaiting_at_exit() -> None:
+    """A run that ends before its awaiting launches were bound (LULESH's 10 cycles: the
+    worker had not compiled the hourglass kernel's slot targets yet) binds them now, so that
+    the background worker, which finishes after the program, compiles their parallel
+    variants: the next run finds them, as it would had they been bound before the run."""
+    if awaiting:
+        with contextlib.suppress(Exception):  # (exiting: the next run tiers them itself)
+            bind_awaiting(now=True)
+
+
 def plan_ahead(exe, b) -> None:
     """`b`, a launch run serially because it is below the parallel threshold, reduces into
     fields through keys (the direct scatter): give the background worker, once per launch,
     what a parallel launch of it would first compile on the host to plan its split scatter
-    (its slot targets and `ownership.split_chunks`'s folds), so that a run past the
-    threshold after small ones does not stall on them (1-3 s on a 2-core machine). Sets
-    `exe.planned_ahead` to a cheap test of whether the worker is done with them."""
+    (`planning_jobs`), so that a run past the threshold after small ones does not stall on
+    them (1-3 s on a 2-core machine). Sets `exe.planned_ahead` to a cheap test of whether the
+    worker is done with them."""
+    jobs = planning_jobs(exe, b)
+    done = lambda: True  # noqa: E731
+    if jobs:
+        try:
+            done = compile_jobs.background(jobs)(set(range(len(jobs))))
+        except OSError:  # no process to start: planned when a parallel launch needs it
+            pass
+    exe.planned_ahead = done
+
+
+def planning_jobs(exe, b) -> list:
+    """What a parallel launch of `exe` would first compile on the host to plan its split
+    scatter, for the arguments' types of `b` (a binding of it, serial): its slot targets
+    (`targets_<k>`) and `ownership.split_chunks`'s folds, as `CompileJob`s neither compiled
+    nor in the disk cache (those there are loaded now). Empty for a kernel reducing into no
+    field through keys."""
     ints = typeof(0)
-    jobs, tests = [], []
+    jobs = {}
     for k, lay in enumerate(exe.analysed.layouts):
         if not getattr(lay, "on_field", False):
             continue
         tgt = np.empty(0, dtype=key_dtype(lay.target.relation.size))
         job = exe.job(exe.targets[k], (b.n, _READ_ONLY_ROWS, True, exe.err, *b.args, tgt), True)
-        if job is not None and not job.cached():
-            jobs.append(job)
+        if job is not None and not job.cached():  # (first: what the variant waits on)
+            jobs[(job.path, job.function, job.signature)] = replace(job, cost=1)
         tgt_t, i64 = typeof(tgt), typeof(np.empty(0, np.int64))
         own_t = mixed_t = typeof(np.empty(0, np.int32))  # (mixed: int32 below 2^31 positions)
         for fn, sig in ((ownership._fold_owners, (tgt_t, ints, ints, i64, own_t)),
@@ -103,12 +156,7 @@ def plan_ahead(exe, b) -> None:
                         (ownership._count_shared, (tgt_t, ints, own_t, ints, mixed_t, i64, ints)),
                         (ownership._place_shared, (tgt_t, ints, own_t, ints, mixed_t, i64,
                                                    i64))):
-            here, done = compile_jobs.helper_in_background(fn, sig)
-            if not here:
-                tests.append(done)
-    if jobs:
-        try:
-            tests.append(compile_jobs.background(jobs)(set(range(len(jobs)))))
-        except OSError:  # no process to start: planned when a parallel launch needs it
-            pass
-    exe.planned_ahead = lambda: all(done() for done in tests)
+            job = compile_jobs.helper_job(fn, sig)
+            if not job.cached():
+                jobs[(job.path, job.function, job.signature)] = job
+    return list(jobs.values())
