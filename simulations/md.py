@@ -141,15 +141,17 @@ def build(pos, vel, box_side: float, dt_value: float = DT):
 
 
 def simulate(m: int = 8, steps: int = 500, every: int = 10, output: str | None = None,
-             dt: float = DT, density: float = DENSITY):
+             dt: float = DT, density: float = DENSITY, precompile: bool = False):
     """Run 4 m^3 atoms for `steps` steps; returns (atoms, the history every `every` steps:
-    kinetic, potential, total energy, momentum)."""
+    kinetic, potential, total energy, momentum). `precompile`: the kernels compiled ahead, on
+    every core, tiered (`rs.precompile(..., background=True)`), as `relsim run md` does."""
     pos, vel, side = lattice(m, density=density)
     g, atoms, setup, step, energies, kernels = build(pos, vel, side, dt)
     A = atoms.rel
-    # with a cold cache, the kernels' serial variants compiled on every core before the
-    # set-up, the parallel ones behind it (cold 6.6-6.9 -> 6.5 s on 2 cores)
-    rs.precompile([(k, A) for k in kernels.values()], background=True)
+    if precompile:  # (`relsim run md`) with a cold cache, the kernels' serial variants
+        # compiled on every core before the set-up, the parallel ones behind it (cold 6.6-6.9
+        # -> 6.5 s on 2 cores)
+        rs.precompile([(k, A) for k in kernels.values()], background=True)
     series = None
     if output:
         from relsim.output import TimeSeries
@@ -218,7 +220,8 @@ def main(argv=None) -> int:
     n = 4 * a.m ** 3
     t0 = time.perf_counter()
     try:
-        atoms, history = simulate(a.m, a.steps, a.every, a.output, a.dt, a.density)
+        atoms, history = simulate(a.m, a.steps, a.every, a.output, a.dt, a.density,
+                                  precompile=True)
     except rs.DomainError as exc:
         print(f"relsim run md: {exc}")
         return 2

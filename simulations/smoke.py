@@ -183,15 +183,17 @@ def velocity_at_centres(C) -> None:
 
 
 def simulate(n: int = 128, steps: int = 150, every: int = 10, output: str | None = None,
-             dt: float = DT, rtol: float = RTOL):
+             dt: float = DT, rtol: float = RTOL, precompile: bool = False):
     """Run `steps` steps on an n x n grid; returns (the cells, the per-step history: max |div|
     before and after the projection, the smoke's mass and height, CG iterations, and each
-    solve's residual norms)."""
+    solve's residual norms). `precompile`: the kernels compiled ahead, on every core, tiered
+    (`rs.precompile(..., background=True)`), as `relsim run smoke` does."""
     g, step, measured, _, launches = build(n, dt, rtol)
-    # with a cold cache, every kernel's serial variant compiled on every core before the
-    # first step, the parallel ones behind it (one core compiled them one by one as each
-    # was first launched: 9.3-9.6 s to the end, 7.3-7.5 s with this, on 2 cores)
-    rs.precompile(launches, background=True)
+    if precompile:  # (`relsim run smoke`) with a cold cache, every kernel's serial variant
+        # compiled on every core before the first step, the parallel ones behind it (one core
+        # compiled them one by one as each was first launched: 9.3-9.6 s to the end, 7.3-7.8
+        # s with this, on 2 cores)
+        rs.precompile(launches, background=True)
     C = g.cells
     series = None
     if output:
@@ -259,7 +261,7 @@ def main(argv=None) -> int:
         rs.configure(**changes)
     t0 = time.perf_counter()
     try:
-        C, history = simulate(a.n, a.steps, a.every, a.output, a.dt, a.rtol)
+        C, history = simulate(a.n, a.steps, a.every, a.output, a.dt, a.rtol, precompile=True)
     except rs.DomainError as exc:
         print(f"relsim run smoke: {exc}")
         return 2

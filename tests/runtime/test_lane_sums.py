@@ -178,3 +178,29 @@ def test_a_failed_launch_leaves_the_global_as_it_was(cfg):
     with pytest.raises(rs.KernelRuntimeError, match="index out of range at line"):
         R.foreach(picks, cfg)
     assert total.value == 5.0 + N
+
+
+def test_a_pure_kernels_rerun_in_tier_0_calls_its_serial_part_function(tmp_path):
+    """A kernel whose only effect is its sums runs again with its slots where the lanes leave
+    a sum undecided: in tier 0 through its serial part function (not the plain dispatcher
+    tier 0 runs), the code an MPI rank's serial launch calls, so that a first `mpiexec` run
+    finds it compiled (md's compiled its momentum kernel's slot variant); the same bits."""
+    from relsim.runtime import execute
+    from relsim.runtime.backends.cpu import parts
+    cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path))
+    V = rs.Relation("V", 3000)
+    half = np.random.default_rng(4).standard_normal(1500)
+    V.new_field("x", rs.f64).load(np.concatenate([half, -half[::-1]]))  # (cancels exactly)
+    s = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def total(v):
+        s += v.x
+
+    exe = execute.executable(total, V, cfg)
+    exe.set_tier0(True)
+    before = lanes.EXACT_PATH["count"]
+    V.foreach(total, cfg)
+    rerun, _ = exe.bindings[None].lanes.rerun
+    assert isinstance(rerun, parts.Parts) and rerun.serial
+    assert lanes.EXACT_PATH["count"] == before + 1 and s.value == 0.0

@@ -192,7 +192,13 @@ def test_a_split_scatters_plan_compiles_behind_the_serial_variants(tmp_path, mon
     cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "c"),
                     startup="tiered", scatter="split", threads=2)
     V, E = heat_graph.chain(300, T=np.sin(np.arange(300.0)), k=0.375)
-    conduct, update = heat_graph.conduct_kernel(weighted=True), heat_graph.update_kernel(0.1875)
+
+    @rs.kernel
+    def conduct(e):  # (a kernel of its own: no other test compiled its slot targets)
+        d = 0.4375 * e.k * (e.head.T - e.tail.T)
+        e.tail.flux += d
+        e.head.flux -= d
+    update = heat_graph.update_kernel(0.1875)
     assert rs.precompile([(conduct, E), (update, V)], cfg, workers=1, background=True) >= 1
     exe = execute.executable(conduct, E, cfg)
     assert exe.tier0 and any(a[0] is exe for a in tiers.awaiting)
