@@ -144,14 +144,15 @@ def simulate(m: int = 8, steps: int = 500, every: int = 10, output: str | None =
              dt: float = DT, density: float = DENSITY, precompile: bool = False):
     """Run 4 m^3 atoms for `steps` steps; returns (atoms, the history every `every` steps:
     kinetic, potential, total energy, momentum). `precompile`: the kernels compiled ahead, on
-    every core, tiered (`rs.precompile(..., background=True)`), as `relsim run md` does."""
+    every core, tiered as the start-up mode says (`rs.precompile(..., background=None)`), as
+    `relsim run md` does."""
     pos, vel, side = lattice(m, density=density)
     g, atoms, setup, step, energies, kernels = build(pos, vel, side, dt)
     A = atoms.rel
     if precompile:  # (`relsim run md`) with a cold cache, the kernels' serial variants
         # compiled on every core before the set-up, the parallel ones behind it (cold 6.6-6.9
         # -> 6.5 s on 2 cores)
-        rs.precompile([(k, A) for k in kernels.values()], background=True)
+        rs.precompile([(k, A) for k in kernels.values()], background=None)
     series = None
     if output:
         from relsim.output import TimeSeries

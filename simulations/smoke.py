@@ -187,13 +187,14 @@ def simulate(n: int = 128, steps: int = 150, every: int = 10, output: str | None
     """Run `steps` steps on an n x n grid; returns (the cells, the per-step history: max |div|
     before and after the projection, the smoke's mass and height, CG iterations, and each
     solve's residual norms). `precompile`: the kernels compiled ahead, on every core, tiered
-    (`rs.precompile(..., background=True)`), as `relsim run smoke` does."""
+    as the start-up mode says (`rs.precompile(..., background=None)`), as `relsim run smoke`
+    does."""
     g, step, measured, _, launches = build(n, dt, rtol)
     if precompile:  # (`relsim run smoke`) with a cold cache, every kernel's serial variant
         # compiled on every core before the first step, the parallel ones behind it (one core
         # compiled them one by one as each was first launched: 9.3-9.6 s to the end, 7.3-7.8
         # s with this, on 2 cores)
-        rs.precompile(launches, background=True)
+        rs.precompile(launches, background=None)
     C = g.cells
     series = None
     if output:

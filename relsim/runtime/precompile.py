@@ -32,7 +32,7 @@ from .host import compile_jobs
 
 
 def precompile(launches, config=None, workers: int | None = None,
-               background: bool = False) -> int:
+               background: bool | None = False) -> int:
     """Compile the kernels of `launches` — ``(kernel, relation_or_subset)`` pairs, as the
     program will launch them — in this process and up to `workers` others at once (default:
     one per CPU core but this one), before their first launch; returns the number of
@@ -44,7 +44,9 @@ def precompile(launches, config=None, workers: int | None = None,
     (smallest first); its next launch then loads it. A short run thus starts sooner and a long
     one starts computing sooner; a worker still running when the program ends finishes its
     compilations on its own, at low priority, so that the next run finds them. Results never
-    change: every variant gives the same bits."""
+    change: every variant gives the same bits. `background=None`: as each launch's start-up
+    mode says (`Config.startup`, `$RELSIM_STARTUP`: "tiered", in the background; "wait",
+    not)."""
     from ..relations.relation import Relation
     from ..relations.subset import Subset
     from .execute import executable
@@ -65,12 +67,13 @@ def precompile(launches, config=None, workers: int | None = None,
                 raise TypeError(f"precompile takes (kernel, relation or subset) pairs, got "
                                 f"{where!r}")
             exe = executable(kernel, relation, cfg)
-            if background and _planned_behind(exe, relation, subset, later, tiered):
+            behind = exe.self_tiering if background is None else background
+            if behind and _planned_behind(exe, relation, subset, later, tiered):
                 if sharing is not None:  # (its serial variant's)
                     sharing.offer(_uncompiled(exe, relation, subset))
                 continue
             todo = _uncompiled(exe, relation, subset)
-            if background and any(j.parallel for j in todo):
+            if behind and any(j.parallel for j in todo):
                 _tier(exe, todo, later, tiered)
                 todo = _uncompiled(exe, relation, subset)  # bound again: its serial variant
             if sharing is not None:  # (workers start on them while the next are lowered)
