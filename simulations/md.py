@@ -144,7 +144,7 @@ def simulate(m: int = 8, steps: int = 500, every: int = 10, output: str | None =
              dt: float = DT, density: float = DENSITY, precompile: bool = False):
     """Run 4 m^3 atoms for `steps` steps; returns (atoms, the history every `every` steps:
     kinetic, potential, total energy, momentum). `precompile`: the kernels compiled ahead, on
-    every core, tiered as the start-up mode says (`rs.precompile(..., background=None)`), as
+    every core, tiered, where the start-up mode is (`rs.precompile(..., background=None)`), as
     `relsim run md` does."""
     pos, vel, side = lattice(m, density=density)
     g, atoms, setup, step, energies, kernels = build(pos, vel, side, dt)

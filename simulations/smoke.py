@@ -186,8 +186,8 @@ def simulate(n: int = 128, steps: int = 150, every: int = 10, output: str | None
              dt: float = DT, rtol: float = RTOL, precompile: bool = False):
     """Run `steps` steps on an n x n grid; returns (the cells, the per-step history: max |div|
     before and after the projection, the smoke's mass and height, CG iterations, and each
-    solve's residual norms). `precompile`: the kernels compiled ahead, on every core, tiered
-    as the start-up mode says (`rs.precompile(..., background=None)`), as `relsim run smoke`
+    solve's residual norms). `precompile`: the kernels compiled ahead, on every core, tiered,
+    where the start-up mode is (`rs.precompile(..., background=None)`), as `relsim run smoke`
     does."""
     g, step, measured, _, launches = build(n, dt, rtol)
     if precompile:  # (`relsim run smoke`) with a cold cache, every kernel's serial variant

@@ -44,9 +44,9 @@ def precompile(launches, config=None, workers: int | None = None,
     (smallest first); its next launch then loads it. A short run thus starts sooner and a long
     one starts computing sooner; a worker still running when the program ends finishes its
     compilations on its own, at low priority, so that the next run finds them. Results never
-    change: every variant gives the same bits. `background=None`: as each launch's start-up
-    mode says (`Config.startup`, `$RELSIM_STARTUP`: "tiered", in the background; "wait",
-    not)."""
+    change: every variant gives the same bits. `background=None`: the launches whose start-up
+    mode is "tiered" (`Config.startup`, `$RELSIM_STARTUP`) as with `background`, the others
+    left to their first launch (with "wait" nothing is compiled ahead)."""
     from ..relations.relation import Relation
     from ..relations.subset import Subset
     from .execute import executable
@@ -68,6 +68,8 @@ def precompile(launches, config=None, workers: int | None = None,
                                 f"{where!r}")
             exe = executable(kernel, relation, cfg)
             behind = exe.self_tiering if background is None else background
+            if background is None and not behind:
+                continue  # (not tiered: compiled at its first launch, as without precompile)
             if behind and _planned_behind(exe, relation, subset, later, tiered):
                 if sharing is not None:  # (its serial variant's)
                     sharing.offer(_uncompiled(exe, relation, subset))
