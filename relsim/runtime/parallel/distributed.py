@@ -161,17 +161,19 @@ class DistributedLaunch(Launch):
         its own tiers), but `rs.precompile` runs the ones waited for on rank 0 only: the others
         load them at their first launch (see `first_launch`); background workers take a lock
         on the cache directory of each function they compile."""
-        p = self.plan(relation, subset)
-        if self.merge is not None:  # (the binding asks it whether lanes may be handed over)
-            self.merge.begin(p)
-        return self.inner.compile_jobs(relation, p.subset)
+        return self.inner.compile_jobs(relation, self._bound_rows(relation, subset))
 
     def planning_jobs(self, relation, subset) -> list:
         """The wrapped launch's, for this rank's rows (as `compile_jobs`)."""
+        return self.inner.planning_jobs(relation, self._bound_rows(relation, subset))
+
+    def _bound_rows(self, relation, subset):
+        """This rank's rows of the launch (its plan's subset), the Global merge told of the
+        plan: a binding made outside a launch asks it whether lanes may be handed over."""
         p = self.plan(relation, subset)
         if self.merge is not None:
             self.merge.begin(p)
-        return self.inner.planning_jobs(relation, p.subset)
+        return p.subset
 
     def set_tier0(self, on: bool) -> None:
         self.inner.set_tier0(on)
