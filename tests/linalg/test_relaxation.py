@@ -2,6 +2,8 @@
 use: a sweep is the multicolour Gauss-Seidel / Chebyshev recurrence written out in NumPy, bit
 for bit; each preconditioner is a symmetric positive definite operator (what cg needs), cuts
 cg's iterations, gives the same bits on every target, and refuses bad use with names."""
+import functools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -121,24 +123,30 @@ def test_each_preconditioner_cuts_cgs_iterations_to_the_same_solution():
         assert np.abs(V.x.numpy() - want).max() <= 1e-8 * np.abs(want).max()
 
 
+def _preconditioned_solves(config):
+    A, V = _system(80)
+    out = []
+    for M in (linalg.SSOR(A, omega=1.2), linalg.Chebyshev(A, 3),
+              linalg.Multigrid(A, smoother="gauss-seidel", max_coarse=10),
+              linalg.Multigrid(A, smoother="chebyshev", sweeps=2, max_coarse=10, name="m2")):
+        V.x.fill(0.0)
+        history = []
+        assert linalg.cg(A, V.b, V.x, rtol=1e-10, M=M, config=config,
+                         callback=lambda it, norm, h=history: h.append(norm)).converged
+        out.append((V.x.numpy().tobytes(), history))
+    return out
+
+
+@functools.cache
+def _interp_solves():
+    """interp's solves, once per test process (every target's test compares with them)."""
+    with configured(target="interp"):
+        return _preconditioned_solves(None)
+
+
 @pytest.mark.device_sized  # (the cuda target in the simulator too)
 def test_preconditioned_cg_is_the_same_bits_on_every_target(target):
-    def solve(config):
-        A, V = _system(80)
-        out = []
-        for M in (linalg.SSOR(A, omega=1.2), linalg.Chebyshev(A, 3),
-                  linalg.Multigrid(A, smoother="gauss-seidel", max_coarse=10),
-                  linalg.Multigrid(A, smoother="chebyshev", sweeps=2, max_coarse=10, name="m2")):
-            V.x.fill(0.0)
-            history = []
-            assert linalg.cg(A, V.b, V.x, rtol=1e-10, M=M, config=config,
-                             callback=lambda it, norm, h=history: h.append(norm)).converged
-            out.append((V.x.numpy().tobytes(), history))
-        return out
-
-    with configured(target="interp"):
-        want = solve(None)
-    assert solve(target) == want
+    assert _preconditioned_solves(target) == _interp_solves()
 
 
 def test_bad_use_is_refused_with_names():

@@ -1,6 +1,8 @@
 """`rs.capture()`: a recorded step replays with the bits of the launches it recorded, on every
 target; on the cpu consecutive launches become one compiled segment; what a replay could not
 repeat is refused while recording; what changed since is re-planned or named."""
+import time
+
 import numpy as np
 import pytest
 
@@ -427,6 +429,34 @@ def test_config_segments_compiles_at_the_first_replay_or_never(segments):
     step()
     assert step.segments == (1 if segments == "now" else 0)
     assert all(s.ready for p in step.plans.values() for s in p.segments)
+
+
+def test_a_background_segment_takes_over_once_compiled_with_the_same_bits(tmp_path):
+    """`segments="background"` (the default): replays run the launches until the worker
+    process has compiled the segment, then the segment, the bits unchanged across the switch
+    (elsewhere the suite's tests call `step.compile()` or ask for "now"). A cache folder of its
+    own: nothing compiled before."""
+    cfg = rs.Config(target="cpu", segments="background", cache_dir=str(tmp_path))
+    V, _, _ = _graph()
+    with rs.capture() as step:
+        V.foreach(damp, cfg)
+        V.foreach(relax, cfg)
+    step()  # planned at the first replay: the segment handed to the worker, the launches run
+    segments = [s for p in step.plans.values() for s in p.segments]
+    assert len(segments) == 1 and not segments[0].ready
+    replays, deadline = 1, time.monotonic() + 120.0
+    while not segments[0].ready:
+        assert time.monotonic() < deadline, "the background worker never finished the segment"
+        step()
+        replays += 1
+        time.sleep(0.01)
+    for _ in range(3):
+        step()
+    W, _, _ = _graph()
+    for _ in range(replays + 4):  # (the recording ran the launches once)
+        W.foreach(damp, cfg)
+        W.foreach(relax, cfg)
+    assert np.array_equal(_bits(V.T), _bits(W.T)) and np.array_equal(_bits(V.Tn), _bits(W.Tn))
 
 
 iterations = rs.Global(rs.f64, 0.0, name="iterations")
