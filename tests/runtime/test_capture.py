@@ -1,7 +1,11 @@
 """`rs.capture()`: a recorded step replays with the bits of the launches it recorded, on every
 target; on the cpu consecutive launches become one compiled segment; what a replay could not
 repeat is refused while recording; what changed since is re-planned or named."""
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -431,19 +435,19 @@ def test_config_segments_compiles_at_the_first_replay_or_never(segments):
     assert all(s.ready for p in step.plans.values() for s in p.segments)
 
 
-def test_a_background_segment_takes_over_once_compiled_with_the_same_bits(tmp_path):
+def background_switch() -> None:
     """`segments="background"` (the default): replays run the launches until the worker
-    process has compiled the segment, then the segment, the bits unchanged across the switch
-    (elsewhere the suite's tests call `step.compile()` or ask for "now"). A cache folder of its
-    own: nothing compiled before."""
-    cfg = rs.Config(target="cpu", segments="background", cache_dir=str(tmp_path))
+    process has compiled the segment, then the segment, the bits unchanged across the switch.
+    (Segments are shared by every capture of the same shape: run in a process of its own, with
+    empty caches, by the test below.)"""
+    cfg = rs.Config(target="cpu", segments="background")
     V, _, _ = _graph()
     with rs.capture() as step:
         V.foreach(damp, cfg)
         V.foreach(relax, cfg)
     step()  # planned at the first replay: the segment handed to the worker, the launches run
     segments = [s for p in step.plans.values() for s in p.segments]
-    assert len(segments) == 1 and not segments[0].ready
+    assert len(segments) == 1 and not segments[0].ready and segments[0].background
     replays, deadline = 1, time.monotonic() + 120.0
     while not segments[0].ready:
         assert time.monotonic() < deadline, "the background worker never finished the segment"
@@ -457,6 +461,21 @@ def test_a_background_segment_takes_over_once_compiled_with_the_same_bits(tmp_pa
         W.foreach(damp, cfg)
         W.foreach(relax, cfg)
     assert np.array_equal(_bits(V.T), _bits(W.T)) and np.array_equal(_bits(V.Tn), _bits(W.Tn))
+    print("switched after", replays, "replays")
+
+
+def test_a_background_segment_takes_over_once_compiled_with_the_same_bits(tmp_path):
+    """(The suite's other tests call `step.compile()` or ask for "now": they would meet the
+    switch only by timing.)"""
+    env = dict(os.environ, RELSIM_CACHE_DIR=str(tmp_path / "relsim"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"), RELSIM_STARTUP="wait")
+    env.pop("RELSIM_SEGMENTS", None)
+    out = subprocess.run([sys.executable, "-c", "from tests.runtime.test_capture import "
+                          "background_switch; background_switch()"],
+                         env=env, cwd=Path(__file__).parents[2], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "switched after" in out.stdout, out.stdout
 
 
 iterations = rs.Global(rs.f64, 0.0, name="iterations")
