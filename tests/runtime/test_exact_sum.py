@@ -621,7 +621,7 @@ def test_sum_slots_columns_layouts_and_threads(dtype):
     want = [es.exact_sum_reference(vals[:, c], dtype) for c in range(3)]
     assert same(want[2], np.asarray(-np.inf, dtype))
     views = {"C": vals, "strided": np.repeat(vals, 2, axis=0)[::2]}
-    if dtype == np.float64:  # (each layout and dtype is a compilation of its own)
+    if dtype == np.float64:  # (copied C-contiguous: one compilation per dtype)
         views["F"] = np.asfortranarray(vals)
     states = set()
     for threads in (1, numba.config.NUMBA_NUM_THREADS):

@@ -557,14 +557,21 @@ def add_slots_serial(vals, out_acc):
         normalise(acc)
 
 
-@njit(parallel=True, **_JIT)
-def sum_slots(vals, out_acc, nblocks=0):
+def sum_slots(vals, out_acc, nblocks=0) -> None:
     """out_acc[c] += vals[:, c] for every column c, exactly; out_acc ends normalised.
 
-    vals: (nslots, ncomp) float64 or float32, any layout; out_acc: (ncomp, ACC_LEN) int64. The
-    rows are cut into nblocks contiguous blocks (0: a fixed function of nslots, never of the
-    thread count), each summed into its own accumulators in a prange, then merged. Exact sums do
-    not depend on how they are split, so neither does the result (nor the bits of out_acc)."""
+    vals: (nslots, ncomp) float64 or float32, any layout (one that is not C-contiguous is
+    copied first: the parallel fold compiles once per dtype, ~4 s each, not once per layout;
+    relsim's slot arrays are C-contiguous); out_acc: (ncomp, ACC_LEN) int64. The rows are cut
+    into nblocks contiguous blocks (0: a fixed function of nslots, never of the thread count),
+    each summed into its own accumulators in a prange, then merged. Exact sums do not depend on
+    how they are split, so neither does the result (nor the bits of out_acc)."""
+    _sum_slots(np.ascontiguousarray(vals), out_acc, nblocks)
+
+
+@njit(parallel=True, **_JIT)
+def _sum_slots(vals, out_acc, nblocks):
+    """`sum_slots` of a C-contiguous vals."""
     n = vals.shape[0]
     ncomp = vals.shape[1]
     nb = nblocks
