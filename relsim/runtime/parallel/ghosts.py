@@ -40,7 +40,7 @@ def refresh(world, field, ghosts) -> int:
     if not isinstance(r, StaleGhosts) or ghosts.id in r.fresh:
         return 0
     r.fresh.add(ghosts.id)
-    return exchange.exchange(world, field._stored(), ghosts.recv, ghosts.send)
+    return exchange.exchange(world, field._stored(), ghosts.recv, ghosts.send, ghosts.routes)
 
 
 def detach(fields) -> dict:

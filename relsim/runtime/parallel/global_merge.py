@@ -50,6 +50,7 @@ class GlobalMerge:
         self.items = {}
         self.lanes = None  # the launch's `LaneSums`
         self.plan = None
+        self.messages = {}  # component count -> its `_LaneMessage` (made at the first merge)
 
     def begin(self, plan) -> None:
         self.plan = plan
@@ -92,7 +93,8 @@ class GlobalMerge:
         for lay in self.layouts:
             g = lay.target
             if id(g) in self.lane_ids:
-                if _lanes_merged(self.world, g, None if lanes is None else lanes.part(g)):
+                if _lanes_merged(self.world, g, None if lanes is None else lanes.part(g),
+                                 self.messages):
                     PATHS["lanes"] += 1
                     continue
                 PATHS["exact"] += 1
@@ -107,21 +109,84 @@ class GlobalMerge:
             _merge(self.world, g, lay.op, vals, rows)
 
 
-def _lanes_merged(world, g, mine) -> bool:
+def _lanes_merged(world, g, mine, messages) -> bool:
     """Every rank's lanes of g (`mine`: this rank's (lanes, depth bound), or None) rounded
     once into g, from its value before the launch: False (g untouched) when a rank had none
     or the rounding is undecided (every rank decides alike: they hold the same lanes)."""
-    everyone = world.comm.allgather(mine)
-    if any(part is None for part in everyone):
+    gathered = _gather_lanes(world, mine, g.type.ncomp, messages)
+    if gathered is None:
         return False
+    lanes, depth = gathered
     flat = g.data.reshape(-1)
     out = np.empty(flat.shape[0])
-    # (the depth bounds add up: each counts its rank's chunks and lanes merged)
-    if not lane_sums.finish(np.concatenate([lanes for lanes, _ in everyone]), 0,
-                            flat.shape[0], sum(depth for _, depth in everyone), flat, out):
+    if not lane_sums.finish(lanes, 0, flat.shape[0], depth, flat, out):
         return False
     flat[:] = out
     return True
+
+
+# chunks of lanes a rank sends in the merge's first message; a launch with more (over
+# INLINE_CHUNKS * lane_sums.CHUNK_ROWS rows on the rank) sends the rest in a second
+INLINE_CHUNKS = 4
+
+
+class _LaneMessage:
+    """The buffers of a launch's lanes merges (per component count): this rank's message (its
+    count of chunks, or -1 for none, and its depth bound, then its first INLINE_CHUNKS
+    chunks) and every rank's, made once (a merge then costs a few NumPy operations: it runs
+    after every launch with a float64 Global sum)."""
+
+    __slots__ = ("chunk", "buf", "head", "every", "heads")
+
+    def __init__(self, ncomp: int, size: int):
+        self.chunk = ncomp * lane_sums.STATE * lane_sums.LANES  # floats a chunk holds
+        self.buf = np.zeros(2 + INLINE_CHUNKS * self.chunk)
+        self.head = self.buf[:2].view(np.int64)
+        self.every = np.empty((size, len(self.buf)))
+        self.heads = self.every[:, :2].view(np.int64)
+
+
+def _gather_lanes(world, mine, ncomp: int, messages: dict):
+    """Every rank's lanes, in rank order, as one array (chunks, components, STATE, LANES), and
+    the sum of their depth bounds (each counts its rank's chunks and lanes merged); None when
+    a rank had none. One collective of buffers (no pickling: a pickled allgather is two
+    collectives and ~25 us more) when no rank has more than INLINE_CHUNKS chunks, else two.
+    `messages`: the buffers kept between merges, per component count."""
+    m = messages.get(ncomp)
+    if m is None:
+        m = messages[ncomp] = _LaneMessage(ncomp, world.size)
+    chunk = m.chunk
+    flat = None
+    if mine is None:
+        m.head[0] = -1
+    else:
+        lanes, depth = mine
+        flat = lanes.reshape(-1)
+        m.head[0], m.head[1] = len(lanes), depth
+        n = min(len(lanes), INLINE_CHUNKS) * chunk
+        m.buf[2:2 + n] = flat[:n]
+    world.comm.Allgather(m.buf, m.every)
+    heads = m.heads.tolist()
+    if any(nch < 0 for nch, _ in heads):
+        return None
+    shape = (-1, ncomp, lane_sums.STATE, lane_sums.LANES)
+    depth = sum(d for _, d in heads)
+    counts = [max(nch - INLINE_CHUNKS, 0) * chunk for nch, _ in heads]
+    if not any(counts):  # (every rank's chunks in the first message)
+        nchs = {nch for nch, _ in heads}
+        if len(nchs) == 1:  # (as many on every rank: one copy)
+            return m.every[:, 2:2 + nchs.pop() * chunk].reshape(shape), depth
+        return np.concatenate([m.every[q, 2:2 + nch * chunk]
+                               for q, (nch, _) in enumerate(heads)]).reshape(shape), depth
+    rest = np.empty(sum(counts))  # (every rank takes part: each knows every count)
+    displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    world.comm.Allgatherv(np.ascontiguousarray(flat[INLINE_CHUNKS * chunk:]),
+                          [rest, (counts, displs)])
+    parts = []
+    for q, (nch, _) in enumerate(heads):
+        parts += [m.every[q, 2:2 + min(nch, INLINE_CHUNKS) * chunk],
+                  rest[displs[q]:displs[q] + counts[q]]]
+    return np.concatenate(parts).reshape(shape), depth
 
 
 def _exact_sums(vals, ncomp: int):

@@ -28,12 +28,13 @@ _ids = itertools.count(1)
 class RelationGhosts:
     """The ghost rows of one relation for one plan, and the value fields read there."""
 
-    __slots__ = ("id", "relation", "fields", "recv", "send")
+    __slots__ = ("id", "relation", "fields", "recv", "send", "routes")
 
     def __init__(self, relation, fields, recv, send):
         self.id = next(_ids)
         self.relation, self.fields = relation, fields
         self.recv, self.send = recv, send
+        self.routes = {}  # (`exchange.Route`s, per array layout: made at their first use)
 
 
 class Plan:

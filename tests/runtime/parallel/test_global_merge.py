@@ -1,12 +1,21 @@
 """The Global merge's host rules, on one process: the NumPy arg rule against the compiled fold
-it stands for, and candidates from lanes put in row order."""
+it stands for, candidates from lanes put in row order, and every rank's lanes gathered (ranks
+played by threads)."""
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
 
-from relsim.runtime.folds import host_folds
-from relsim.runtime.parallel.global_merge import NO_ROW, _in_row_order, first_best
+from relsim.runtime.folds import host_folds, lane_sums
+from relsim.runtime.parallel.global_merge import (
+    INLINE_CHUNKS,
+    NO_ROW,
+    _gather_lanes,
+    _in_row_order,
+    first_best,
+)
 
 
 def _pool(rng, kind):
@@ -51,3 +60,72 @@ def test_lanes_candidates_in_row_order_without_empty_lanes():
     assert _in_row_order(vals[:, 1], slots, 1)[1] is slots
     assert first_best(*_in_row_order(vals[:, 1], rows, 1), np.float64(np.inf), NO_ROW,
                       True) == (2.0, 40)
+
+
+class _ThreadRank:
+    """A world of `size` ranks played by threads: Allgather and Allgatherv through a board."""
+
+    def __init__(self, rank, size, board, barrier):
+        self.rank, self.size, self.comm = rank, size, self
+        self.board, self.barrier = board, barrier
+
+    def _post(self, buf):
+        self.board[self.rank] = np.array(buf, copy=True)
+        self.barrier.wait()
+
+    def Allgather(self, send, recv):  # noqa: N802 (mpi4py's name)
+        self._post(send)
+        recv[:] = np.stack(self.board)
+        self.barrier.wait()
+
+    def Allgatherv(self, send, spec):  # noqa: N802
+        recv, (counts, displs) = spec
+        self._post(send)
+        for q in range(self.size):
+            recv[displs[q]:displs[q] + counts[q]] = self.board[q]
+        self.barrier.wait()
+
+
+def _gathered_by_threads(chunk_counts, ncomp=2):
+    """What each rank's `_gather_lanes` returns, each rank holding `chunk_counts[q]` chunks of
+    distinct lanes (None: no lanes); and the lanes."""
+    size = len(chunk_counts)
+    board, barrier = [None] * size, threading.Barrier(size)
+    rng = np.random.default_rng(len(chunk_counts) + sum(c or 0 for c in chunk_counts))
+    mine = [None if n is None else
+            (rng.standard_normal((n, ncomp, lane_sums.STATE, lane_sums.LANES)), 10 + q)
+            for q, n in enumerate(chunk_counts)]
+    out = [None] * size
+
+    def rank(q):
+        messages = {}
+        world = _ThreadRank(q, size, board, barrier)
+        out[q] = [_gather_lanes(world, mine[q], ncomp, messages) for _ in range(2)]
+    threads = [threading.Thread(target=rank, args=(q,)) for q in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out, mine
+
+
+MORE = INLINE_CHUNKS + 1  # (chunks past the first message)
+
+
+@pytest.mark.parametrize("counts", [[1, 1], [2, 1, 3], [MORE + 2, 1, 2], [2, MORE],
+                                    [MORE + 1, 1, MORE], [3, 3, 3]])
+def test_every_ranks_lanes_gathered_in_rank_order(counts):
+    """Ranks with as many chunks each, or not, some with more than the first message holds
+    (the rest in a second): every rank gets every rank's lanes in rank order and the depth
+    bounds added, at each merge (the buffers are kept between merges)."""
+    out, mine = _gathered_by_threads(counts)
+    want = np.concatenate([lanes for lanes, _ in mine])
+    for got in out:
+        for lanes, depth in got:
+            assert np.array_equal(lanes, want)
+            assert depth == sum(d for _, d in mine)
+
+
+def test_a_rank_without_lanes_makes_every_rank_merge_exactly():
+    out, _ = _gathered_by_threads([2, None, INLINE_CHUNKS + 2])
+    assert all(got == [None, None] for got in out)
