@@ -15,12 +15,18 @@ relations, and a digest of the result. Workloads:
 * ``airfoil``: OP2 Airfoil on the generated NACA0012 mesh I=n, J=1.5n (n=400: the standard
   720 000-cell mesh), one iteration per step.
 
+``--capture both`` (the default) times each rank count twice: the step as a Python loop of
+launches, and recorded with ``rs.capture`` and replayed (compiled segments; on several ranks
+they return to the host for each ghost exchange and Global merge); "us/launch" is the step's
+time over its launches.
+
 On a machine with fewer cores than ranks the runs are oversubscribed (said in the table): the
 point is then the exchange volumes and the bits, not the speed-up.
 
 Usage::
 
     python bench/mpi_ranks.py [--workload heat] [--n 200] [--ranks 1 2 3] [--steps 50]
+                              [--capture both|yes|no]
                               [--markdown docs/benchmarks/history.md] [--chart PATH]
 """
 from __future__ import annotations
@@ -39,18 +45,20 @@ from _common import ROOT, add_chart_argument, chart, machine_line, table, update
 
 
 def _heat(n):
+    import relsim as rs
     sys.path.insert(0, str(ROOT))
     from relsim_simulations.heat import build
     V, E, conduct, update, heat = build(n, n, 0.1)
 
     def step():
-        heat.value = 0.0
+        rs.assign(heat, 0.0)
         E.foreach(conduct)
         V.foreach(update)
     return step, [V, E], lambda: [V.T.numpy(copy=True), np.array([heat.value])]
 
 
 def _tetheat(n):
+    import relsim as rs
     sys.path.insert(0, str(ROOT))
     from relsim.domains import tetmesh
     from relsim_simulations.tetheat import build, initial_temperature
@@ -61,7 +69,7 @@ def _tetheat(n):
     setup()
 
     def step():
-        heat.value = 0.0
+        rs.assign(heat, 0.0)
         E.foreach(conduct)
         V.foreach(update)
     return step, [V, E, mesh.tets], lambda: [V.T.numpy(copy=True), np.array([heat.value])]
@@ -88,6 +96,7 @@ def _diffusion2d(n):
 
 
 def _airfoil(n):
+    import relsim as rs
     sys.path.insert(0, str(ROOT))
     from relsim_simulations.airfoil import solver
     af = solver.build(solver.op2mesh.naca_mesh(n, max(2, 3 * n // 2)))
@@ -99,7 +108,7 @@ def _airfoil(n):
             cells.foreach(k["adt_calc"])
             af.edges.foreach(k["res_calc"])
             af.bedges.foreach(k["bres_calc"])
-            af.rms.value = 0.0
+            rs.assign(af.rms, 0.0)
             cells.foreach(k["update"])
     return step, [af.nodes, cells, af.edges, af.bedges], \
         lambda: [cells.q.numpy(copy=True), np.array([af.rms.value])]
@@ -109,11 +118,18 @@ WORKLOADS = {"heat": _heat, "tetheat": _tetheat, "diffusion2d": _diffusion2d,
              "airfoil": _airfoil}
 
 
-def worker(workload: str, n: int, steps: int, warmup: int) -> None:
+def worker(workload: str, n: int, steps: int, warmup: int, capture: bool) -> None:
     import relsim as rs
+    from relsim.runtime.capture_ops import LaunchOp, walk
     from relsim.runtime.parallel import exchange
     step, relations, result = WORKLOADS[workload](n)
-    for _ in range(warmup):
+    with rs.capture() as captured:  # (the first warm-up step, recorded)
+        step()
+    launches = sum(isinstance(op, LaunchOp) for op in walk(captured.ops))
+    if capture:  # replays: compiled segments (on several ranks: back on the host for each
+        captured.compile()  # ghost exchange and Global merge)
+        step = captured
+    for _ in range(warmup - 1):
         step()
     result()  # (a host read: collective)
     r = rs.ranks()
@@ -145,6 +161,7 @@ def worker(workload: str, n: int, steps: int, warmup: int) -> None:
             "ghosts": {name: sum(e[2][name][2] for e in everyone) for name in rows},
             "sizes": {name: rows[name][0] for name in rows},
             "threads": rs.configure().thread_count(),
+            "launches": launches,
             "digest": digest}))
 
 
@@ -157,45 +174,54 @@ def main(argv=None) -> int:
                     help="Numba threads per rank (default: cores / ranks on the node)")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--capture", choices=("both", "yes", "no"), default="both",
+                    help="time the step as launches, captured (rs.capture), or both")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--markdown", metavar="PATH", default=None)
     add_chart_argument(ap, "mpi_ranks")
     a = ap.parse_args(argv)
     if a.worker:
-        worker(a.workload, a.n, a.steps, a.warmup)
+        worker(a.workload, a.n, a.steps, a.warmup, a.capture == "yes")
         return 0
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or \
         shutil.which("mpiexec")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    rows, base = [], None
+    rows, base, digest = [], {}, None
+    modes = {"both": ("no", "yes"), "yes": ("yes",), "no": ("no",)}[a.capture]
     for n in a.ranks:
-        cmd = [sys.executable, __file__, "--worker", "--workload", a.workload, "--n", str(a.n),
-               "--steps", str(a.steps), "--warmup", str(a.warmup)]
-        env = dict(os.environ)
-        if a.threads:
-            env["NUMBA_NUM_THREADS"] = str(a.threads)
-        if n > 1:
-            if mpiexec is None:
-                print(f"{n} ranks: skipped (no mpiexec: pip install 'relsim[mpi]')")
-                continue
-            cmd = [mpiexec, "-n", str(n), *cmd]
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-        if p.returncode or not line:
-            print(f"{n} ranks failed:\n{p.stderr[-2000:]}")
-            return 1
-        r = json.loads(line[0][len("RESULT "):])
-        base = base or r
-        ghosts = ", ".join(f"{k} {v / r['sizes'][k]:.1%}" for k, v in r["ghosts"].items())
-        rows.append([f"{n} x {r['threads']} thread(s)" + (" (oversubscribed)" if n > cores
-                                                           else ""),
-                     f"{r['seconds'] * 1e3:.2f}", f"{base['seconds'] / r['seconds']:.2f}",
-                     f"{r['messages']:.0f}", f"{r['bytes'] / 1024:.1f}",
-                     f"{r['exchange'] * 1e3:.3f}", f"{r['exchange'] / r['seconds']:.1%}",
-                     ghosts,
-                     "yes" if r["digest"] == base["digest"] else "NO"])
+        for mode in modes:
+            cmd = [sys.executable, __file__, "--worker", "--workload", a.workload, "--n",
+                   str(a.n), "--steps", str(a.steps), "--warmup", str(max(a.warmup, 1)),
+                   "--capture", mode]
+            env = dict(os.environ)
+            if a.threads:
+                env["NUMBA_NUM_THREADS"] = str(a.threads)
+            if n > 1:
+                if mpiexec is None:
+                    print(f"{n} ranks: skipped (no mpiexec: pip install 'relsim[mpi]')")
+                    continue
+                cmd = [mpiexec, "-n", str(n), *cmd]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+            if p.returncode or not line:
+                print(f"{n} ranks failed:\n{p.stderr[-2000:]}")
+                return 1
+            r = json.loads(line[0][len("RESULT "):])
+            first = base.setdefault(mode, r)
+            digest = digest or r["digest"]
+            ghosts = ", ".join(f"{k} {v / r['sizes'][k]:.1%}" for k, v in r["ghosts"].items())
+            rows.append([f"{n} x {r['threads']} thread(s)" + (" (oversubscribed)" if n > cores
+                                                               else ""),
+                         "captured" if mode == "yes" else "launches",
+                         f"{r['seconds'] * 1e3:.3f}", f"{r['seconds'] * 1e6 / r['launches']:.1f}",
+                         f"{first['seconds'] / r['seconds']:.2f}",
+                         f"{r['messages']:.0f}", f"{r['bytes'] / 1024:.1f}",
+                         f"{r['exchange'] * 1e3:.3f}", f"{r['exchange'] / r['seconds']:.1%}",
+                         ghosts,
+                         "yes" if r["digest"] == digest else "NO"])
     body = (f"{a.workload}, n={a.n}, {a.steps} steps after {a.warmup} warm-up; {machine_line()}"
-            f"\n\n" + table(["ranks x threads", "ms/step", "speed-up", "ghost msgs/step",
+            f"\n\n" + table(["ranks x threads", "step", "ms/step", "us/launch",
+                             "speed-up (over 1 rank, same step)", "ghost msgs/step",
                              "ghost KiB/step", "exchange ms/step (slowest rank)",
                              "time in exchanges",
                              "ghost rows (of each relation)",
@@ -203,8 +229,8 @@ def main(argv=None) -> int:
     print(body)
     if a.markdown:
         update_markdown(a.markdown, f"MPI ranks: {a.workload}", body)
-    chart(a.chart, f"{a.workload} on MPI ranks", [r[0] for r in rows],
-          {"ms/step": [float(r[1]) for r in rows]}, "ms per step")
+    chart(a.chart, f"{a.workload} on MPI ranks", [f"{r[0]}, {r[1]}" for r in rows],
+          {"ms/step": [float(r[2]) for r in rows]}, "ms per step")
     return 0 if all(r[-1] == "yes" for r in rows) else 1
 
 

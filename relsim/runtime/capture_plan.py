@@ -128,7 +128,7 @@ class Plan:
                     return None
                 backend = bound[2]
             launched += bound[0]
-            calls.append(bound[1])
+            calls += _flat(bound[1])
         return launched, tuple(calls), backend
 
     def _close(self, run, backend) -> None:
@@ -143,7 +143,8 @@ class Plan:
             def fallback():
                 for replay in replays:
                     replay()
-            segment = backend.compile_segment([c for _, _, c in run], fallback)
+            segment = backend.compile_segment([x for _, _, c in run for x in _flat(c)],
+                                              fallback)
         if segment is None:
             self.items += [op.replay for op, _, _ in run]
         else:
@@ -167,6 +168,11 @@ class Plan:
     def run(self) -> None:
         for item in self.items:
             item()
+
+
+def _flat(call) -> tuple:
+    """A launch's capture call as calls in order (a distributed launch gives a tuple)."""
+    return call if isinstance(call, tuple) else (call,)
 
 
 def segment_item(segment, watches, writes):

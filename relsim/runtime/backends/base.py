@@ -104,8 +104,9 @@ class Launch(ABC):
     def capture_call(self, relation, subset):
         """For a captured step (`rs.capture`): what the launch over `relation` (or `subset`)
         runs, bound to the arrays the fields hold now, as an object this backend's
-        `Backend.compile_segment` takes; or None when the launch must run as a launch (host
-        work after its loop, distributed rows; the default)."""
+        `Backend.compile_segment` takes, or a tuple of them in order (`HostStop`s around a
+        call: a distributed launch's); or None when the launch must run as a launch (host
+        work after its loop; the default)."""
         return None
 
     def capture_later(self) -> bool:
@@ -195,6 +196,17 @@ class Loop:
     def __init__(self, condition, calls, max_iterations, count, record=None):
         self.condition, self.calls = condition, calls
         self.max_iterations, self.count, self.record = max_iterations, count, record
+
+
+class HostStop:
+    """In a captured step: host work between two compiled calls (`run()`, no arguments; a
+    distributed launch's ghost exchange before its loop, its Global merge after it): the
+    segment returns to the host for it, then goes on from the next call."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run):
+        self.run = run
 
 
 class Branch:

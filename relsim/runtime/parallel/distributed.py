@@ -20,7 +20,7 @@ from ...relations.field import Field
 from ...relations.globals import Global
 from ...relations.subset import Subset
 from .. import epoch
-from ..backends.base import Launch
+from ..backends.base import HostStop, Launch
 from ..host import prints
 from . import ghosts, partition
 from . import plan as plans
@@ -129,6 +129,45 @@ class DistributedLaunch(Launch):
         else:
             self.world.waiting_barrier()
             self.inner.launch(relation, p.subset)
+
+    def capture_call(self, relation, subset):
+        """In a captured step: the wrapped launch's call over this rank's rows (its float64
+        Global sums handed over, not rounded), between host stops doing what `launch` does
+        around it: ghost rows received where stale before it; after it, the written fields
+        marked stale outside the owned rows (exposed ones gathered) and the Globals merged
+        across ranks. The same collectives in the same order as `launch`, so ranks replaying
+        the step's launches (its segment still compiling) and ranks running it compiled work
+        together. None (a launch) for row changes, prints, a plan not launched yet, or a
+        wrapped launch that cannot join (Global slots merged on the host...)."""
+        if self.rows is not None or self.prints is not None:
+            return None
+        p = self.plan(relation, subset)
+        if p not in self.launched:
+            return None
+        if self.merge is not None:
+            self.merge.begin(p)  # (the binding asks it whether lanes may be handed over)
+        call = self.inner.capture_call(relation, p.subset)
+        if call is None:
+            return None
+        world, written, merge = self.world, self.written, self.merge
+        stale = tuple((f, g) for g in p.ghosts for f in g.fields)
+
+        def receive():
+            for f, g in stale:
+                ghosts.refresh(world, f, g)
+
+        def settle():
+            ghosts.after_launch(world, ghosts.detach(written), written)
+            if merge is not None:
+                merge.begin(p)
+                if call.handed is not None:
+                    merge.collect_lanes(call.handed)
+                merge.finish()
+
+        return ((HostStop(receive),) if stale else ()) + (call, HostStop(settle))
+
+    def capture_later(self) -> bool:
+        return self.inner.capture_later()
 
     def describe_halo(self, relation, subset=None) -> str:
         """What this rank runs and reads for a launch over `relation` (or `subset`): for

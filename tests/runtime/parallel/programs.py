@@ -171,6 +171,9 @@ def lane_sums(outdir):
     them (`global_merge.PATHS`)."""
     from relsim.runtime.parallel import global_merge
     n = 40_000  # (a few chunks of lanes on each rank)
+    # a rank sends its first chunk of lanes with its count, the rest in a second message (2
+    # ranks: two chunks each; 3 ranks: one)
+    global_merge.INLINE_CHUNKS = 1
     rng = np.random.default_rng(11)
     V = rs.Relation("V", n)
     x = rng.standard_normal(n)
@@ -687,13 +690,17 @@ def captured(outdir):
     """A step captured with `rs.capture` (a key reduction over a subset, a double buffer, a
     Global sum), run 21 times (recorded once, replayed 20 times), and the same 21 steps
     uncaptured on a second copy of the graph: the same bits (checked here), and one process's
-    (the test)."""
+    (the test). Captured twice: compiled at once on every rank (each replay one compiled
+    segment, back on the host for ghost exchanges and Global merges), and compiled on rank 0
+    only, the others replaying launch by launch (the same collectives in the same order)."""
+    rank = rs.ranks().rank
     out = {}
-    for captures in (True, False):
+    for mode in ("every", "rank0", "uncaptured"):
         V, E = shuffled_graph()
         V.new_field("Tn", rs.f64)
         total = rs.Global(rs.f64, 0.0)
         odd = E.subset("odd", np.arange(1, E.size, 2))
+        cfg = rs.Config(segments="now" if mode == "every" or rank == 0 else "off")
 
         @rs.kernel
         def conduct(e):
@@ -710,22 +717,24 @@ def captured(outdir):
         def add(v):
             total += v.T
 
-        def step(V=V, odd=odd):
-            odd.foreach(conduct)
-            V.foreach(relax)
+        def step(V=V, odd=odd, cfg=cfg):
+            odd.foreach(conduct, cfg)
+            V.foreach(relax, cfg)
             V.T.swap(V.Tn)
-            V.foreach(add)
+            V.foreach(add, cfg)
 
-        if captures:
+        if mode != "uncaptured":
             with rs.capture() as replay:
                 step()
             for _ in range(20):
                 replay()
+            compiled = replay.compiled()
+            assert compiled is (None if cfg.segments == "off" else True), (mode, compiled)
         else:
             for _ in range(21):
                 step()
         got = {"T": digest(V.T.numpy()), "total": total.value.hex()}
-        assert not out or got == out, (got, out)
+        assert not out or got == out, (mode, got, out)
         out = got
     return out
 

@@ -101,7 +101,9 @@ def test_ranks_waiting_for_a_first_launchs_compilation_sleep(tmp_path):
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_captured_steps_give_one_processs_bits(ranks, tmp_path):
-    """rs.capture's replays (distributed launches replay as launches, with their exchanges)."""
+    """rs.capture's replays: compiled segments on every rank (back on the host for each ghost
+    exchange and Global merge), and compiled on rank 0 only while the others replay launch by
+    launch (their collectives must match, or the ranks wait for each other for ever)."""
     same_as_one_process("captured", "cpu", ranks, tmp_path)
 
 

@@ -330,9 +330,10 @@ class CpuExecutable(Binder, Launch):
         """The launch as bound now, for a captured step (`segment.CapturedCall`), when all it
         does runs compiled: Global reductions folded by compiled folds (not exact sums from
         slots, nor the lanes' chunks) or float64 sums in lanes; no row changes, prints, debug
-        checks or other target's copies (those replay as launches)."""
-        if self.tier_done is not None or self.partials is not None or \
-                segment.mode(self.options) == "off":
+        checks or other target's copies (those replay as launches). On several ranks
+        (`partials` set) only float64 sums in lanes, handed to the distributed layer
+        (`CapturedCall.handed`), which merges them on the host."""
+        if self.tier_done is not None or segment.mode(self.options) == "off":
             return None
         b = self.current(relation, subset)
         if b.device or b.prints is not None or b.debug is not None or \
@@ -343,6 +344,11 @@ class CpuExecutable(Binder, Launch):
         if len(post) != len(b.post) or not all(isinstance(f, segment.CompiledFold)
                                                 for f in folds):  # (host work after the loop)
             return None
+        lanes, handed = b.lanes, None
+        if self.partials is not None:  # (slots are merged from the host: a launch)
+            if folds:
+                return None
+            lanes, handed = None, b.lanes
         if b.outstanding:  # its last launch's folds, still pending: folded now (the same)
             for f in self.gather_fields:
                 pending.flush(f)
@@ -353,16 +359,15 @@ class CpuExecutable(Binder, Launch):
         calls = (first, *post, *((pf.fn, pf.args) for pf in b.deferred),
                  *((f.fn, f.args) for f in folds))
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
-                                    self.array_fields, b.globals, b.lanes,
+                                    self.array_fields, b.globals, lanes,
                                     tuple(g for g, *_ in b.folds),
                                     self.threads if b.parallel else None,
                                     self.options.cache_path(), segment.mode(self.options),
-                                    keep=keep)
+                                    keep=keep, handed=handed)
 
     def capture_later(self) -> bool:
         """In tier 0 (`capture_call` gives None): once its parallel variants are compiled."""
-        return self.tier_done is not None and self.partials is None and \
-            segment.mode(self.options) != "off"
+        return self.tier_done is not None and segment.mode(self.options) != "off"
 
     def write_prints(self, b, relation) -> None:
         flags, fvals, ivals = b.prints

@@ -34,7 +34,7 @@ from ...caches import modules
 from ...host import compile_jobs, debug_checks
 from ...host.jit import describe_callee, entry_point, njit
 from .. import base
-from ..base import Assign, Branch, Loop
+from ..base import Assign, Branch, HostStop, Loop
 from . import lanes, pending
 from .segment_code import SegmentCode
 
@@ -73,18 +73,21 @@ class CapturedCall:
     """One launch as bound: `calls` ((compiled function, arguments), the kernel's first),
     its error word, the fields and Globals whose pending work must be done before it, its
     float64 Global sums in lanes (`lanes.LaneSums`, or None), its thread count (parallel
-    launches of a Config with one), cache directory and `Config.segments`."""
+    launches of a Config with one), cache directory and `Config.segments`. `handed`: on
+    several ranks, the lanes the distributed layer merges (in a `HostStop` after the call;
+    `lanes` is then None)."""
 
     __slots__ = ("kernel_name", "calls", "err", "fields", "globals", "lanes", "folded",
-                 "threads", "cache_dir", "mode", "keep")
+                 "threads", "cache_dir", "mode", "keep", "handed")
 
     def __init__(self, kernel_name, calls, err, fields, globals_, lanes, folded, threads,
-                 cache_dir, mode, keep=()):
+                 cache_dir, mode, keep=(), handed=None):
         self.kernel_name, self.calls, self.err = kernel_name, calls, err
         self.keep = keep  # the arrays a call reaches by address only (`parts.Parts.bound`)
         self.fields, self.globals, self.lanes = fields, globals_, lanes
         self.folded = folded  # the Globals its compiled slot folds write
         self.threads, self.cache_dir, self.mode = threads, cache_dir, mode
+        self.handed = handed
 
     def exact_rest(self) -> None:
         """After its loop ran in a segment, whose lanes left a sum undecided: the exact path
@@ -168,7 +171,7 @@ class _Runner:
         # compiled by a worker (not: a module in memory, or Config.segments "now")
         self.background = background
         self.entry = None
-        flat = [c for c in _walk(calls) if not isinstance(c, (Loop, Branch))]
+        flat = [c for c in _walk(calls) if isinstance(c, (CapturedCall, Assign))]
         launches = [c for c in flat if isinstance(c, CapturedCall)]
         loops = [c for c in _walk(calls) if isinstance(c, Loop)]
         tests = [c.condition for c in _walk(calls) if isinstance(c, (Loop, Branch))]
@@ -180,7 +183,8 @@ class _Runner:
             [c.record[0] for c in loops if c.record is not None]
         written = [g for c in flat for g in (
             [c.target] if isinstance(c, Assign) else
-            [s[0] for s in c.lanes.sums] + list(c.folded) if c.lanes else c.folded)] + \
+            [s[0] for s in (c.lanes or c.handed).sums] + list(c.folded)
+            if c.lanes or c.handed else c.folded)] + \
             [c.count for c in loops if c.count is not None]
         self.globals = tuple({id(g): g for g in read + written}.values())
         self.written = tuple({id(g): g for g in written}.values())
@@ -267,6 +271,10 @@ class _Runner:
             if code >= 0:
                 c = self.positions[code]
                 debug_checks.raise_flagged(c.kernel_name, c.err)
-            p = -2 - code  # its lanes left a sum undecided
-            self.positions[p].exact_rest()
+            p = -2 - code  # a host stop, or a launch whose lanes left a sum undecided
+            stop = self.positions[p]
+            if isinstance(stop, HostStop):
+                stop.run()
+            else:
+                stop.exact_rest()
             start, code = p + 1, None

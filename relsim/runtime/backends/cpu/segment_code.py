@@ -9,7 +9,9 @@ sums them exactly: `_Runner`). A loop keeps its iteration count in an array of i
 a position of its own at the end of its body (what the last launch of the body resumes at); a
 branch has one at the end of each side, and a resume inside a side continues that side without
 testing the condition again. The function returns -1 when done, a launch's position when its
-kernel flagged a failure, -2 - position when its lanes left a sum undecided.
+kernel flagged a failure, -2 - position when its lanes left a sum undecided or at a
+`HostStop` (host work, such as a distributed launch's ghost exchange and Global merge: the
+runner does it and calls the function again from the next position).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from ....relations.global_expr import Expr
 from ...folds import lane_sums
-from ..base import Assign, Branch, Loop
+from ..base import Assign, Branch, HostStop, Loop
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 _COMPARE = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
@@ -90,6 +92,9 @@ class SegmentCode:
             elif isinstance(c, Branch):
                 out += self.branch(c, before)
                 before = []
+            elif isinstance(c, HostStop):
+                out.append(self.host_stop(c, before))
+                before = []
             else:
                 out.append(self.launch(c, before))
                 before = []
@@ -105,6 +110,12 @@ class SegmentCode:
 
     def resumes(self, position: int) -> ast.Compare:
         return ast.Compare(_name("_start"), [ast.LtE()], [ast.Constant(position)])
+
+    def host_stop(self, c: HostStop, before) -> ast.If:
+        """Back to the host (after the assignments before it), which goes on after it."""
+        p = len(self.positions)
+        self.positions.append(c)
+        return ast.If(self.resumes(p), before + [ast.Return(ast.Constant(-2 - p))], [])
 
     def launch(self, c, before) -> ast.If:
         p = len(self.positions)
