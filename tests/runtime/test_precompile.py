@@ -25,16 +25,17 @@ def _pending(pairs, cfg) -> list:
     return list(jobs.values())
 
 
-def _own_kernels():
+def _own_kernels(scale=0.5, rate=0.0625):
     """(conduct, update) no other test compiles (a kernel compiled earlier in the same process
-    needs no compilation, so precompile would have one function to share, hence nothing)."""
+    needs no compilation, so precompile would have one function to share, hence nothing):
+    the captured `scale` and `rate` are constants of their code."""
     @rs.kernel
     def conduct(e):
-        d = 0.5 * (e.head.T - e.tail.T)
+        d = scale * (e.head.T - e.tail.T)
         e.tail.flux += d
         e.head.flux -= d
 
-    return conduct, heat_graph.update_kernel(0.0625)
+    return conduct, heat_graph.update_kernel(rate)
 
 
 def _run(cfg, precompile, kernels=heat_graph.kernels):
@@ -78,7 +79,9 @@ def test_sharing_compiles_each_job_once_whoever_is_free_first(tmp_path):
     from relsim.runtime.host import compile_jobs
     cfg = rs.Config(target="cpu", parallel_threshold=1, cache_dir=str(tmp_path / "s"))
     V, E = heat_graph.chain(200, T=np.sin(np.arange(200.0)))
-    conduct, update = heat_graph.kernels(0.4375)  # (a rate no other test compiles)
+    # (kernels of its own: test_tiers, run before it in one process, compiles the shared
+    # conduct kernel's parallel variant, and then only one job was left to share)
+    conduct, update = _own_kernels(0.4375, 0.4375)
     pairs = [(conduct, E), (update, V)]
     jobs = _pending(pairs, cfg)
     assert len(jobs) >= 2

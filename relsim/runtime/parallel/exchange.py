@@ -77,8 +77,8 @@ class Route:
     def run(self, world, arr) -> int:
         comm = world.comm
         reqs = [comm.Irecv(spec, source=q, tag=TAG) for spec, q in self.receives]
-        for rows, buf in self.outgoing:
-            np.take(arr, rows, axis=0, out=buf)
+        for rows, buf in self.outgoing:  # (rows in range: "clip" skips np.take's checks and
+            arr.take(rows, 0, buf, "clip")  # its copy of `out`, ~2 us of a 6-row exchange)
         reqs += [comm.Isend(spec, dest=q, tag=TAG) for spec, q in self.sends]
         if reqs:
             _mpi().Request.Waitall(reqs)

@@ -174,8 +174,10 @@ def _gather_lanes(world, mine, ncomp: int, messages: dict):
     counts = [max(nch - INLINE_CHUNKS, 0) * chunk for nch, _ in heads]
     if not any(counts):  # (every rank's chunks in the first message)
         nchs = {nch for nch, _ in heads}
-        if len(nchs) == 1:  # (as many on every rank: one copy)
-            return m.every[:, 2:2 + nchs.pop() * chunk].reshape(shape), depth
+        if len(nchs) == 1:  # (as many on every rank: one copy, C-contiguous as
+            # `lane_sums.finish` is compiled for: a reshape may give a strided view)
+            return np.ascontiguousarray(m.every[:, 2:2 + nchs.pop() * chunk]).reshape(
+                shape), depth
         return np.concatenate([m.every[q, 2:2 + nch * chunk]
                                for q, (nch, _) in enumerate(heads)]).reshape(shape), depth
     rest = np.empty(sum(counts))  # (every rank takes part: each knows every count)
