@@ -77,6 +77,9 @@ class Launch(ABC):
     # whether a launch may tier itself when it binds (`Config.startup`: the cpu's
     # `backends/cpu/tiers.py`); the MPI layer turns it off (its ranks compile a function once)
     self_tiering = False
+    # whether captured segments this launch joins may be compiled by a background worker
+    # while their launches replay (`Config.segments`); the MPI layer turns it off
+    background_segments = True
 
     @abstractmethod
     def launch(self, relation, subset) -> None:

@@ -43,6 +43,9 @@ class DistributedLaunch(Launch):
         # rank 0 compiles what a first launch needs, the others load it (`first_launch`): no
         # rank runs serial variants while a background process of its own compiles
         inner.self_tiering = False
+        # nor background workers compiling captured segments: every rank compiles a segment at
+        # its first replay (rank 0 compiles, the others wait for its lock and load it)
+        inner.background_segments = False
         self.rows = None
         if a.inserts or a.deletes:
             self.rows = inner.row_sink = RowChanges(world, a.relation,

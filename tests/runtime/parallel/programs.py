@@ -692,13 +692,18 @@ def captured(outdir):
     uncaptured on a second copy of the graph: the same bits (checked here), and one process's
     (the test). Captured twice: compiled at once on every rank (each replay one compiled
     segment, back on the host for ghost exchanges and Global merges), and compiled on rank 0
-    only, the others replaying launch by launch (the same collectives in the same order)."""
+    only, the others replaying launch by launch (the same collectives in the same order). A
+    second Global sum is a tie the lanes leave undecided (2**53 + 1, on two ranks' rows): its
+    merge takes the exact path from the slots."""
     rank = rs.ranks().rank
     out = {}
     for mode in ("every", "rank0", "uncaptured"):
         V, E = shuffled_graph()
         V.new_field("Tn", rs.f64)
-        total = rs.Global(rs.f64, 0.0)
+        w = np.zeros(V.size)
+        w[0], w[-1] = 2.0 ** 53, 1.0
+        V.new_field("w", rs.f64).load(w)
+        total, tied = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
         odd = E.subset("odd", np.arange(1, E.size, 2))
         cfg = rs.Config(segments="now" if mode == "every" or rank == 0 else "off")
 
@@ -717,11 +722,17 @@ def captured(outdir):
         def add(v):
             total += v.T
 
-        def step(V=V, odd=odd, cfg=cfg):
+        @rs.kernel
+        def tally(v):
+            tied += v.w
+
+        def step(V=V, odd=odd, cfg=cfg, tied=tied):
             odd.foreach(conduct, cfg)
             V.foreach(relax, cfg)
             V.T.swap(V.Tn)
             V.foreach(add, cfg)
+            rs.assign(tied, 0.0)
+            V.foreach(tally, cfg)
 
         if mode != "uncaptured":
             with rs.capture() as replay:
@@ -733,7 +744,8 @@ def captured(outdir):
         else:
             for _ in range(21):
                 step()
-        got = {"T": digest(V.T.numpy()), "total": total.value.hex()}
+        got = {"T": digest(V.T.numpy()), "total": total.value.hex(), "tied": tied.value.hex()}
+        assert tied.value == 2.0 ** 53  # (2**53 + 1 rounds to even)
         assert not out or got == out, (mode, got, out)
         out = got
     return out

@@ -358,12 +358,14 @@ class CpuExecutable(Binder, Launch):
             first, keep = (fn, call_args), (b.call_args, packed)
         calls = (first, *post, *((pf.fn, pf.args) for pf in b.deferred),
                  *((f.fn, f.args) for f in folds))
+        mode = segment.mode(self.options)
+        if mode == "background" and not self.background_segments:
+            mode = "now"
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
                                     self.array_fields, b.globals, lanes,
                                     tuple(g for g, *_ in b.folds),
                                     self.threads if b.parallel else None,
-                                    self.options.cache_path(), segment.mode(self.options),
-                                    keep=keep, handed=handed)
+                                    self.options.cache_path(), mode, keep=keep, handed=handed)
 
     def capture_later(self) -> bool:
         """In tier 0 (`capture_call` gives None): once its parallel variants are compiled."""
