@@ -51,7 +51,7 @@ def exchange(world, arr: np.ndarray, recv, send, routes=None) -> int:
     key = (arr.dtype.str, arr.shape[1:])
     route = None if routes is None else routes.get(key)
     if route is None:
-        route = Route(world, arr.dtype, arr.shape[1:], recv, send)
+        route = Route(arr.dtype, arr.shape[1:], recv, send)
         if routes is not None:
             routes[key] = route
     got = route.run(world, arr)
@@ -67,7 +67,7 @@ class Route:
 
     __slots__ = ("incoming", "outgoing", "receives", "sends", "nbytes")
 
-    def __init__(self, world, dtype, shape, recv, send):
+    def __init__(self, dtype, shape, recv, send):
         self.incoming = [(rows, np.empty((len(rows),) + shape, dtype=dtype)) for _, rows in recv]
         self.outgoing = [(rows, np.empty((len(rows),) + shape, dtype=dtype)) for _, rows in send]
         self.receives = [(_bytes(buf), q) for (q, _), (_, buf) in zip(recv, self.incoming)]
