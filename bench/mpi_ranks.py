@@ -26,7 +26,7 @@ point is then the exchange volumes and the bits, not the speed-up.
 Usage::
 
     python bench/mpi_ranks.py [--workload heat] [--n 200] [--ranks 1 2 3] [--steps 50]
-                              [--capture both|yes|no]
+                              [--capture both|yes|no] [--busy K]
                               [--markdown docs/benchmarks/history.md] [--chart PATH]
 """
 from __future__ import annotations
@@ -176,6 +176,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--capture", choices=("both", "yes", "no"), default="both",
                     help="time the step as launches, captured (rs.capture), or both")
+    ap.add_argument("--busy", type=int, default=0, metavar="K",
+                    help="K busy Python loops running beside every run (a loaded machine)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--markdown", metavar="PATH", default=None)
     add_chart_argument(ap, "mpi_ranks")
@@ -186,6 +188,15 @@ def main(argv=None) -> int:
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or \
         shutil.which("mpiexec")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]
+    try:
+        return _runs(a, mpiexec, cores)
+    finally:
+        for p in busy:
+            p.kill()
+
+
+def _runs(a, mpiexec, cores) -> int:
     rows, base, digest = [], {}, None
     modes = {"both": ("no", "yes"), "yes": ("yes",), "no": ("no",)}[a.capture]
     for n in a.ranks:
@@ -219,7 +230,8 @@ def main(argv=None) -> int:
                          f"{r['exchange'] * 1e3:.3f}", f"{r['exchange'] / r['seconds']:.1%}",
                          ghosts,
                          "yes" if r["digest"] == digest else "NO"])
-    body = (f"{a.workload}, n={a.n}, {a.steps} steps after {a.warmup} warm-up; {machine_line()}"
+    body = (f"{a.workload}, n={a.n}, {a.steps} steps after {a.warmup} warm-up"
+            + (f", {a.busy} busy process(es) beside it" if a.busy else "") + f"; {machine_line()}"
             f"\n\n" + table(["ranks x threads", "step", "ms/step", "us/launch",
                              "speed-up (over 1 rank, same step)", "ghost msgs/step",
                              "ghost KiB/step", "exchange ms/step (slowest rank)",
