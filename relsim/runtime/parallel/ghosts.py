@@ -64,3 +64,20 @@ def after_launch(world, saved: dict, written) -> None:
         f.residency = StaleGhosts(world)
         if f.exposed:
             f.data  # noqa: B018 - gathered now
+
+
+def after_compiled_launch(world, written) -> None:
+    """`after_launch` for a launch run inside a compiled segment (its folds ran there: nothing
+    pending, nothing detached): each written field stale at the rows this rank does not own
+    (a stale field's residency kept, its received rows forgotten), exposed ones gathered."""
+    for f in written:
+        r = f.residency
+        if isinstance(r, StaleGhosts):
+            r.fresh.clear()
+        elif r is None:
+            f.residency = StaleGhosts(world)
+        else:  # (another residency: the general path)
+            after_launch(world, {}, (f,))
+            continue
+        if f.exposed:
+            f.data  # noqa: B018 - gathered now

@@ -110,7 +110,7 @@ class GlobalMerge:
 
 
 def _lanes_merged(world, g, mine, messages) -> bool:
-    """Every rank's lanes of g (`mine`: this rank's (lanes, depth bound), or None) rounded
+    """Every rank's lanes of g (`mine`: this rank's, `LaneSums.part`, or None) rounded
     once into g, from its value before the launch: False (g untouched) when a rank had none
     or the rounding is undecided (every rank decides alike: they hold the same lanes)."""
     gathered = _gather_lanes(world, mine, g.type.ncomp, messages)
@@ -136,59 +136,63 @@ class _LaneMessage:
     chunks) and every rank's, made once (a merge then costs a few NumPy operations: it runs
     after every launch with a float64 Global sum)."""
 
-    __slots__ = ("chunk", "buf", "head", "every", "heads")
+    __slots__ = ("chunk", "buf", "head", "body", "every", "heads", "bodies")
 
     def __init__(self, ncomp: int, size: int):
         self.chunk = ncomp * lane_sums.STATE * lane_sums.LANES  # floats a chunk holds
+        shape = (INLINE_CHUNKS, ncomp, lane_sums.STATE, lane_sums.LANES)
         self.buf = np.zeros(2 + INLINE_CHUNKS * self.chunk)
         self.head = self.buf[:2].view(np.int64)
+        self.body = self.buf[2:].reshape(shape)  # (views: chunks written and read in place)
         self.every = np.empty((size, len(self.buf)))
         self.heads = self.every[:, :2].view(np.int64)
+        self.bodies = self.every[:, 2:].reshape((size, *shape))
 
 
 def _gather_lanes(world, mine, ncomp: int, messages: dict):
     """Every rank's lanes, in rank order, as one array (chunks, components, STATE, LANES), and
     the sum of their depth bounds (each counts its rank's chunks and lanes merged); None when
-    a rank had none. One collective of buffers (no pickling: a pickled allgather is two
-    collectives and ~25 us more) when no rank has more than INLINE_CHUNKS chunks, else two.
-    `messages`: the buffers kept between merges, per component count."""
+    a rank had none. `mine`: this rank's (lanes of every summed Global, first and end
+    component of this one, depth bound), or None. One collective of buffers (no pickling: a
+    pickled allgather is two collectives and ~25 us more) when no rank has more than
+    INLINE_CHUNKS chunks, else two. `messages`: the buffers kept between merges, per
+    component count."""
     m = messages.get(ncomp)
     if m is None:
         m = messages[ncomp] = _LaneMessage(ncomp, world.size)
-    chunk = m.chunk
-    flat = None
+    lanes = None
     if mine is None:
         m.head[0] = -1
     else:
-        lanes, depth = mine
-        flat = lanes.reshape(-1)
+        every_sum, q0, q1, depth = mine
+        lanes = every_sum[:, q0:q1]  # (a view: copied into the message, and the rest once)
         m.head[0], m.head[1] = len(lanes), depth
-        n = min(len(lanes), INLINE_CHUNKS) * chunk
-        m.buf[2:2 + n] = flat[:n]
+        m.body[:len(lanes)] = lanes[:INLINE_CHUNKS]
     world.comm.Allgather(m.buf, m.every)
     heads = m.heads.tolist()
     if any(nch < 0 for nch, _ in heads):
         return None
-    shape = (-1, ncomp, lane_sums.STATE, lane_sums.LANES)
     depth = sum(d for _, d in heads)
-    counts = [max(nch - INLINE_CHUNKS, 0) * chunk for nch, _ in heads]
+    counts = [max(nch - INLINE_CHUNKS, 0) for nch, _ in heads]
     if not any(counts):  # (every rank's chunks in the first message)
         nchs = {nch for nch, _ in heads}
-        if len(nchs) == 1:  # (as many on every rank: one copy, C-contiguous as
-            # `lane_sums.finish` is compiled for: a reshape may give a strided view)
-            return np.ascontiguousarray(m.every[:, 2:2 + nchs.pop() * chunk]).reshape(
-                shape), depth
-        return np.concatenate([m.every[q, 2:2 + nch * chunk]
-                               for q, (nch, _) in enumerate(heads)]).reshape(shape), depth
-    rest = np.empty(sum(counts))  # (every rank takes part: each knows every count)
-    displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    world.comm.Allgatherv(np.ascontiguousarray(flat[INLINE_CHUNKS * chunk:]),
-                          [rest, (counts, displs)])
+        if len(nchs) == 1:  # (as many on every rank: one C-contiguous copy, as
+            # `lane_sums.finish` is compiled for)
+            every = np.ascontiguousarray(m.bodies[:, :nchs.pop()])
+            return every.reshape(-1, *every.shape[2:]), depth
+        return np.concatenate([m.bodies[q, :nch] for q, (nch, _) in enumerate(heads)]), depth
+    chunk = m.chunk
+    sizes = [c * chunk for c in counts]  # (every rank takes part: each knows every count)
+    rest = np.empty(sum(sizes))
+    displs = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    mine_rest = np.zeros(0) if lanes is None else \
+        np.ascontiguousarray(lanes[INLINE_CHUNKS:]).reshape(-1)
+    world.comm.Allgatherv(mine_rest, [rest, (sizes, displs)])
     parts = []
     for q, (nch, _) in enumerate(heads):
-        parts += [m.every[q, 2:2 + min(nch, INLINE_CHUNKS) * chunk],
-                  rest[displs[q]:displs[q] + counts[q]]]
-    return np.concatenate(parts).reshape(shape), depth
+        parts += [m.bodies[q, :min(nch, INLINE_CHUNKS)],
+                  rest[displs[q]:displs[q] + sizes[q]].reshape(-1, *m.bodies.shape[2:])]
+    return np.concatenate(parts), depth
 
 
 def _exact_sums(vals, ncomp: int):

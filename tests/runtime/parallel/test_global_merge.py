@@ -92,9 +92,10 @@ def _gathered_by_threads(chunk_counts, ncomp=2):
     size = len(chunk_counts)
     board, barrier = [None] * size, threading.Barrier(size)
     rng = np.random.default_rng(len(chunk_counts) + sum(c or 0 for c in chunk_counts))
+    # (each rank's lanes of two sums, this Global's the second: `LaneSums.part`)
     mine = [None if n is None else
-            (rng.standard_normal((n, ncomp, lane_sums.STATE, lane_sums.LANES)), 10 + q)
-            for q, n in enumerate(chunk_counts)]
+            (rng.standard_normal((n, ncomp + 1, lane_sums.STATE, lane_sums.LANES)), 1,
+             ncomp + 1, 10 + q) for q, n in enumerate(chunk_counts)]
     out = [None] * size
 
     def rank(q):
@@ -119,11 +120,12 @@ def test_every_ranks_lanes_gathered_in_rank_order(counts):
     (the rest in a second): every rank gets every rank's lanes in rank order and the depth
     bounds added, at each merge (the buffers are kept between merges)."""
     out, mine = _gathered_by_threads(counts)
-    want = np.concatenate([lanes for lanes, _ in mine])
+    want = np.concatenate([lanes[:, q0:q1] for lanes, q0, q1, _ in mine])
     for got in out:
         for lanes, depth in got:
+            assert lanes.flags.c_contiguous  # (what `lane_sums.finish` is compiled for)
             assert np.array_equal(lanes, want)
-            assert depth == sum(d for _, d in mine)
+            assert depth == sum(d for *_, d in mine)
 
 
 def test_a_rank_without_lanes_makes_every_rank_merge_exactly():

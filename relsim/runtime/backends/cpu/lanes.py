@@ -85,11 +85,12 @@ class LaneSums:
         self.exact_sums()
 
     def part(self, g) -> tuple:
-        """Global g's lanes (a copy) and the launch's depth bound: what a rank hands the
-        other ranks (`parallel.global_merge`)."""
+        """What a rank hands the other ranks of Global g (`parallel.global_merge`): the lanes
+        of every sum (not a copy), g's first and end component in them, the launch's depth
+        bound."""
         for h, _flat, q0, q1, _out, _fold in self.sums:
             if h is g:
-                return self.lanes[:, q0:q1].copy(), self.depth
+                return self.lanes, q0, q1, self.depth
         raise KeyError(g.name)
 
     def slot_arrays(self) -> dict:
