@@ -160,7 +160,7 @@ class DistributedLaunch(Launch):
                 ghosts.refresh(world, f, g)
 
         def settle():
-            ghosts.after_compiled_launch(world, written)
+            ghosts.after_launch(world, ghosts.detach(written), written)
             if merge is not None:
                 merge.begin(p)
                 if call.handed is not None:

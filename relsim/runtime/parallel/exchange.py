@@ -43,17 +43,15 @@ def _bytes(buf):
     return [buf.reshape(-1).view(np.uint8), _mpi().BYTE]
 
 
-def exchange(world, arr: np.ndarray, recv, send, routes=None) -> int:
+def exchange(world, arr: np.ndarray, recv, send, routes: dict) -> int:
     """arr[rows] for every (q, rows) of `recv` becomes q's values; q receives arr[rows] for every
     (q, rows) of `send`. Returns the bytes received. `routes`: a dict kept with `recv` and
     `send` (a plan's ghost rows), where each array layout's `Route` is kept between calls."""
     t0 = time.perf_counter()
     key = (arr.dtype.str, arr.shape[1:])
-    route = None if routes is None else routes.get(key)
+    route = routes.get(key)
     if route is None:
-        route = Route(arr.dtype, arr.shape[1:], recv, send)
-        if routes is not None:
-            routes[key] = route
+        route = routes[key] = Route(arr.dtype, arr.shape[1:], recv, send)
     got = route.run(world, arr)
     TRAFFIC["ghost_messages"] += len(route.incoming)
     TRAFFIC["ghost_bytes"] += got

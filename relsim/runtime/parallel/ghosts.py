@@ -61,23 +61,12 @@ def after_launch(world, saved: dict, written) -> None:
             f.residency = r
     for f in written:
         f.data  # noqa: B018 - folds the wrapped backend left pending land in the host array
-        f.residency = StaleGhosts(world)
-        if f.exposed:
-            f.data  # noqa: B018 - gathered now
-
-
-def after_compiled_launch(world, written) -> None:
-    """`after_launch` for a launch run inside a compiled segment (its folds ran there: nothing
-    pending, nothing detached): each written field stale at the rows this rank does not own
-    (a stale field's residency kept, its received rows forgotten), exposed ones gathered."""
-    for f in written:
-        r = f.residency
-        if isinstance(r, StaleGhosts):
+        r = saved.get(f)
+        if r is None:
+            r = StaleGhosts(world)
+        else:  # (its residency kept: the rows it had received are stale now)
             r.fresh.clear()
-        elif r is None:
-            f.residency = StaleGhosts(world)
-        else:  # (another residency: the general path)
-            after_launch(world, {}, (f,))
-            continue
+        f.residency = r
         if f.exposed:
             f.data  # noqa: B018 - gathered now
+
