@@ -10,6 +10,9 @@ pair.
 """
 from __future__ import annotations
 
+import threading
+
+import numba
 import numpy as np
 
 from ..compiled import njit
@@ -56,18 +59,47 @@ def _row_columns(conn, starts, elements, marker, row, cols, at):
     return at
 
 
-def element_pattern(conn, n, key_type=lambda size: np.int64):
+def element_pattern(conn, n, key_type=lambda size: np.int64, parts=None):
     """(offsets, rows, cols, index) for elements `conn` (ne, k) over n vertices: row i's
     columns are cols[offsets[i]:offsets[i + 1]], ascending, the diagonal among them (rows: each
     entry's row); index[e, k * a + b] is the entry (row conn[e, a], column conn[e, b]). `rows`
     and `cols` are of type ``key_type(n)``, `index` of ``key_type(nnz)`` (the key fields' own
-    types: the arrays can become their storage as they are)."""
+    types: the arrays can become their storage as they are).
+
+    The columns and the element entries are written in `parts` shares of the rows and of the
+    elements, one thread each (default: Numba's thread count for a pattern of at least
+    `THREADED_PAIRS` element pairs, else 1). Each share writes its own rows and elements only,
+    so every count of parts gives the same arrays; the threads also share the first touch of
+    the fresh arrays (on this project's virtual machine, 0.25 s for 112 MB on one thread)."""
     starts, elements, offsets = _row_offsets(conn, n)
     rows = np.empty(offsets[n], dtype=key_type(n))
     cols = np.empty(offsets[n], dtype=key_type(n))
     index = np.empty((conn.shape[0], conn.shape[1] ** 2), dtype=key_type(int(offsets[n])))
-    _fill(conn, starts, elements, offsets, rows, cols, index)
+    if parts is None:
+        parts = numba.config.NUMBA_NUM_THREADS if index.size >= THREADED_PAIRS else 1
+    _in_parts(parts, n, lambda lo, hi: _fill_rows(conn, starts, elements, offsets, rows, cols,
+                                                  lo, hi))
+    _in_parts(parts, conn.shape[0], lambda lo, hi: _fill_index(conn, offsets, cols, index,
+                                                               lo, hi))
     return offsets, rows, cols, index
+
+
+THREADED_PAIRS = 1 << 20  # element pairs from which the pattern is written on threads
+
+
+def _in_parts(parts, count, fill):
+    """fill(lo, hi) for `parts` equal shares of range(count), each on a thread of its own
+    (`fill` releases the GIL) but the last, which runs on this one."""
+    bounds = [count * t // parts for t in range(parts + 1)]
+    threads = [threading.Thread(target=fill, args=(bounds[t], bounds[t + 1]))
+               for t in range(parts - 1)]
+    for thread in threads:
+        thread.start()
+    try:
+        fill(bounds[-2], bounds[-1])
+    finally:
+        for thread in threads:
+            thread.join()
 
 
 @njit(cache=True)
@@ -90,24 +122,29 @@ def _row_offsets(conn, n):
     return starts, elements, offsets
 
 
-@njit(cache=True)
-def _fill(conn, starts, elements, offsets, rows, cols, index):
-    """Write each row's columns (ascending), each entry's row, and each element pair's entry."""
-    ne, k = conn.shape
+@njit(cache=True, nogil=True)
+def _fill_rows(conn, starts, elements, offsets, rows, cols, lo, hi):
+    """Write the columns (ascending) and each entry's row of rows lo..hi-1."""
     n = offsets.shape[0] - 1
     marker = np.empty(n, dtype=np.int64)
     for i in range(n):
         marker[i] = -1
-    for i in range(n):  # the columns, ascending
+    for i in range(lo, hi):
         end = _row_columns(conn, starts, elements, marker, i, cols, offsets[i])
         _insertion_sort(cols, offsets[i], end)
         for p in range(offsets[i], end):
             rows[p] = i
-    for e in range(ne):
+
+
+@njit(cache=True, nogil=True)
+def _fill_index(conn, offsets, cols, index, lo, hi):
+    """Write each pair's entry of elements lo..hi-1."""
+    k = conn.shape[1]
+    for e in range(lo, hi):
         for a in range(k):
-            lo, hi = offsets[conn[e, a]], offsets[conn[e, a] + 1]
+            first, end = offsets[conn[e, a]], offsets[conn[e, a] + 1]
             for b in range(k):
-                index[e, k * a + b] = _find(cols, lo, hi, conn[e, b])
+                index[e, k * a + b] = _find(cols, first, end, conn[e, b])
 
 
 @njit(cache=True)

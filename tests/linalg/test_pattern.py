@@ -36,6 +36,10 @@ def test_the_pattern_is_the_definitions(n, k, ne, seed):
     got = pattern.element_pattern(conn, n, lambda size: np.int32)
     assert [a.dtype for a in got[1:]] == [np.int32] * 3
     assert all(np.array_equal(a, b) for a, b in zip(got, (offsets, rows, cols, index)))
+    # written in shares of the rows and elements, on threads (more shares than rows too)
+    for parts in (2, 3, n + 2):
+        got = pattern.element_pattern(conn, n, parts=parts)
+        assert all(np.array_equal(a, b) for a, b in zip(got, (offsets, rows, cols, index)))
 
 
 @pytest.mark.parametrize("dims", [(2, 3, 1), (4, 3, 2)])

@@ -168,7 +168,7 @@ def test_relsims_own_helpers_are_cached_in_its_cache_folder(tmp_path, numba_dir)
             "print(exact_sum.fold_serial_f64._cache.cache_path)\n"
             "print(colouring._greedy._cache.cache_path)\n"
             "print(aggregation.aggregates._cache.cache_path)\n"
-            "print(pattern._fill._cache.cache_path)\n")
+            "print(pattern._fill_rows._cache.cache_path)\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
