@@ -100,6 +100,23 @@ def test_the_chunks_fold_without_slots():
     #                          slots only when its exact path runs the kernel again)
 
 
+def test_a_launchs_compiled_calls_include_its_globals_folds_as_the_launch_types_them():
+    """The calls a binding makes (`calls_of`: what `rs.precompile` compiles ahead, shared with
+    its workers) include relsim's folds of the Globals' lanes run after the kernel: the float
+    sum's rounding (`lane_sums.finish`) and each chunk-folded Global's fold, with the argument
+    types the launch compiles them for (so that what is compiled ahead is what is called)."""
+    from relsim.runtime.folds import host_folds, lane_sums
+    _run(R, CONFIGS["2-thread-parallel"], _data("plain"))
+    exe = extremes._last[3]
+    calls = exe.calls_of(exe.bindings[None])
+    host = [(fn, args) for fn, args in calls
+            if fn in (lane_sums.finish, host_folds.fold_num, host_folds.fold_candidates)]
+    assert sorted(fn.py_func.__name__ for fn, _ in host) == \
+        ["finish"] + ["fold_candidates"] * 5 + ["fold_num"]
+    for fn, args in host:
+        assert tuple(fn.typeof_pyval(a) for a in args) in fn.overloads, fn
+
+
 def _function_source(source, fname):
     """The text of function `fname` of a generated module, and of its loop's body when that
     is a function of its own (`outline`: after the function's first line)."""

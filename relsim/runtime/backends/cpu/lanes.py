@@ -76,6 +76,14 @@ class LaneSums:
             _host_written(g)
         return True
 
+    def host_calls(self) -> list:
+        """(function, arguments) of each of relsim's compiled folds `finish` calls after a
+        launch (a sum's rounding, a chunk-folded Global's fold), so that they can be compiled
+        ahead with the kernels (`CpuExecutable.calls_of`, `rs.precompile`)."""
+        return [(lane_sums.finish, (self.lanes, q0, q1, self.depth, flat, out))
+                for _g, flat, q0, q1, out, _fold in self.sums] + \
+            [c.host_call() for c in self.chunks]
+
     def exact(self) -> None:
         """Every Global's new value from its slots, after a launch of the slot variant (one
         folding pending reductions first: `CpuExecutable.settle`)."""
@@ -142,22 +150,28 @@ class Chunks:
         self.vals.fill(self.ident)
         return vals, rows
 
-    def fold(self) -> None:
-        """The lanes into the Global (the slot fold's value and row); then back to the
-        identity for the next launch."""
+    def host_call(self) -> tuple:
+        """(fold, arguments) folding the lanes into the Global: the slot fold's value and
+        row."""
         g = self.glob
         flat = g._data.reshape(-1)
         if self.rows is None:  # an integer sum: any order (it wraps)
             lanes = self.vals.transpose(0, 2, 1).reshape(-1, flat.shape[0])  # (a copy)
-            host_folds.fold_num(flat, lanes, host_folds.OPS["+"])
-        else:
-            arg = self.op in ("argmin", "argmax")
-            op = 0 if arg else host_folds.OPS[self.op]  # (an arg reduction's rule is its own)
-            host_folds.fold_candidates(flat, g._row_data, self.vals, self.rows, op, arg,
-                                       self.op in ("min", "argmin"))
+            return host_folds.fold_num, (flat, lanes, host_folds.OPS["+"])
+        arg = self.op in ("argmin", "argmax")
+        op = 0 if arg else host_folds.OPS[self.op]  # (an arg reduction's rule is its own)
+        return host_folds.fold_candidates, (flat, g._row_data, self.vals, self.rows, op, arg,
+                                            self.op in ("min", "argmin"))
+
+    def fold(self) -> None:
+        """The lanes into the Global (`host_call`); then back to the identity for the next
+        launch."""
+        fn, args = self.host_call()
+        fn(*args)
+        if self.rows is not None:
             self.rows.fill(-1)
         self.vals.fill(self.ident)
-        _host_written(g)
+        _host_written(self.glob)
 
 
 def _host_written(g) -> None:
