@@ -1,6 +1,7 @@
 """Tiered start-up by default (`Config.startup`, `backends/cpu/tiers.py`): a launch whose
 parallel variant is neither compiled nor cached runs its serial one while the background worker
 compiles it, then binds it from the disk cache; the bits never change."""
+import math
 import time
 
 import numpy as np
@@ -124,3 +125,33 @@ def test_a_small_launch_has_its_split_scatter_planned_ahead(tmp_path, monkeypatc
     exe = execute.executable(conduct, E, cfg)
     assert sum(exe.targets[0].stats.cache_misses.values()) == before
     assert sum(exe.targets[0].stats.cache_hits.values()) >= 1
+
+
+def test_a_new_binding_gives_the_globals_folds_it_calls_to_the_worker_first(tmp_path,
+                                                                            monkeypatch):
+    """A tiered binding hands relsim's folds of its Globals' lanes (here a float sum's
+    rounding, `lane_sums.finish`) to the background worker (`tiers.helpers_ahead`), for the
+    argument types the launch then calls it with, while this process compiles the kernel."""
+    from relsim.runtime.backends.cpu import parallel_for, tiers
+    from relsim.runtime.folds import lane_sums
+    given = []
+    monkeypatch.setattr(tiers.compile_jobs, "helper_in_background",
+                        lambda fn, sig: given.append((fn, sig)) or (True, None))
+    cfg = _cpu(tmp_path, "tiered")
+    R = rs.Relation("helpers_ahead_R", 300)
+    R.new_field("x", rs.f64).load(np.linspace(0.0, 1.0, 300))
+    total = rs.Global(rs.f64, 0.0)
+
+    @rs.kernel
+    def add_up(r):
+        total += r.x * 0.5
+
+    R.foreach(add_up, cfg)
+    assert total.value == math.fsum(0.5 * np.linspace(0.0, 1.0, 300))  # (an exact sum)
+    given = [(fn, sig) for fn, sig in given if fn not in (parallel_for.run_parts,
+                                                          parallel_for.run_serial)]
+    assert [fn for fn, _ in given] == [lane_sums.finish]  # (the runners: `runner_behind`)
+    exe = execute.executable(add_up, R, cfg)
+    _, args = exe.calls_of(exe.bindings[None])[-1]
+    assert given[0][1] == tuple(lane_sums.finish.typeof_pyval(a) for a in args)
+    assert given[0][1] in lane_sums.finish.overloads  # (what the launch called)

@@ -543,6 +543,8 @@ class CpuExecutable(Binder, Launch):
                 new = self.bind(relation, subset, versions)
                 if self.self_tiering and tiers.start(self, new):
                     new = self.bind(relation, subset, versions)  # its serial variants meanwhile
+                if self.self_tiering:
+                    tiers.helpers_ahead(self, new)
             new.structure, new.arrays, new.versions = structure, arrays, versions
             self.bindings[subset] = new
         for old in (b, kept):
