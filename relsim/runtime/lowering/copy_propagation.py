@@ -80,11 +80,6 @@ def _single_target(stmt):
     return None
 
 
-def _stored_names(node) -> list:
-    return [n.id if isinstance(n, ast.Name) else n.target.id
-            for n in ast.walk(node) if is_store(n)]
-
-
 def _stores_and_early_reads(body):
     """(stores: name -> how many times the body stores it, anywhere; the names read before
     the body's first store to them; name -> the position of the last statement storing it)."""
@@ -92,10 +87,14 @@ def _stores_and_early_reads(body):
     read_first: set = set()
     last: dict = {}
     for at, stmt in enumerate(body):
-        for n in ast.walk(stmt):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in stores:
-                read_first.add(n.id)
-        for name in _stored_names(stmt):
+        stored = []
+        for n in ast.walk(stmt):  # (one walk: the reads, then the stores, of each statement)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                if n.id not in stores:
+                    read_first.add(n.id)
+            elif is_store(n):
+                stored.append(n.id if isinstance(n, ast.Name) else n.target.id)
+        for name in stored:
             stores[name] += 1
             last[name] = at
     return stores, read_first, last

@@ -43,7 +43,8 @@ def reuse(body: list) -> list:
     out = []
     for stmt in body:
         stmt = _inner_blocks_reused(stmt)
-        target, value = _reusable(stmt)
+        computes = isinstance(stmt, (ast.Assign, ast.AugAssign)) and pure(stmt.value)
+        target, value = _reusable(stmt, computes)
         key, reads = _key(value, copies) if value is not None else (None, None)
         hit = made.get(key) if key is not None else None
         if hit is not None:
@@ -52,7 +53,7 @@ def reuse(body: list) -> list:
             out.append(same)
         else:
             out.append(stmt)
-        stored = _stored(stmt)
+        stored = _stored(stmt, computes)
         if stored is None:  # (a call, a branch, a loop: anything may change)
             for known in (made, deps, copies, copied_by):
                 known.clear()
@@ -74,11 +75,12 @@ def reuse(body: list) -> list:
     return out
 
 
-def _reusable(stmt):
+def _reusable(stmt, computes: bool):
     """(local, value) when `stmt` is ``local = A[index]`` with a pure index, or ``local =``
-    pure arithmetic, compare, choice or call, else (None, None)."""
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
-            isinstance(stmt.targets[0], ast.Name) and pure(stmt.value) and (
+    pure arithmetic, compare, choice or call, else (None, None). `computes`: `stmt` is an
+    assignment of a pure value (`pure`)."""
+    if computes and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+            isinstance(stmt.targets[0], ast.Name) and (
                 isinstance(stmt.value, _COMPUTED) or
                 isinstance(stmt.value, ast.Subscript) and array_of(stmt.value) is not None):
         return stmt.targets[0].id, stmt.value
@@ -151,10 +153,11 @@ def _copy(stmt):
     return None
 
 
-def _stored(stmt):
+def _stored(stmt, computes: bool):
     """The names and arrays `stmt` stores to, or None when it may store anything (it calls
-    anything impure, branches, loops, or stores through something not a plain array)."""
-    if not (isinstance(stmt, (ast.Assign, ast.AugAssign)) and pure(stmt.value)):
+    anything impure, branches, loops, or stores through something not a plain array).
+    `computes`: `stmt` is an assignment of a pure value (`pure`)."""
+    if not computes:
         return None
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     names = {n.id if isinstance(n, ast.Name) else n.target.id

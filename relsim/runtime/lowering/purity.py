@@ -24,8 +24,10 @@ _PURE_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.C
 
 def pure(value) -> bool:
     """Whether expression `value` computes a value and nothing else (loads allowed)."""
-    return all(isinstance(n, _PURE_NODES) and not (isinstance(n, ast.Call) and not pure_call(n))
-               for n in ast.walk(value))
+    for n in ast.walk(value):  # (a loop, not all() over a generator: lowering's hottest test)
+        if not isinstance(n, _PURE_NODES) or type(n) is ast.Call and not pure_call(n):
+            return False
+    return True
 
 
 def pure_call(node: ast.Call) -> bool:
