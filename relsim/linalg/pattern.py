@@ -22,7 +22,9 @@ from ..compiled import njit
 def _elements_of_vertices(conn, n):
     """(starts, elements): vertex v is in elements[starts[v]:starts[v + 1]], ascending."""
     ne, k = conn.shape
-    starts = np.zeros(n + 1, dtype=np.int64)
+    starts = np.empty(n + 1, dtype=np.int64)
+    for v in range(n + 1):
+        starts[v] = 0
     for e in range(ne):
         for a in range(k):
             starts[conn[e, a] + 1] += 1
@@ -71,7 +73,7 @@ def element_pattern(conn, n, key_type=lambda size: np.int64, parts=None):
     `THREADED_PAIRS` element pairs, else 1). Each share writes its own rows and elements only,
     so every count of parts gives the same arrays; the threads also share the first touch of
     the fresh arrays (on this project's virtual machine, 0.25 s for 112 MB on one thread)."""
-    starts, elements, offsets = _row_offsets(conn, n)
+    starts, elements, offsets = _row_offsets(conn, n, np.empty(0, dtype=key_type(n)))
     rows = np.empty(offsets[n], dtype=key_type(n))
     cols = np.empty(offsets[n], dtype=key_type(n))
     index = np.empty((conn.shape[0], conn.shape[1] ** 2), dtype=key_type(int(offsets[n])))
@@ -103,22 +105,27 @@ def _in_parts(parts, count, fill):
 
 
 @njit(cache=True)
-def _row_offsets(conn, n):
+def _row_offsets(conn, n, cols_like):
     """(starts, elements, offsets): the elements of each vertex (`_elements_of_vertices`) and
-    the CSR offsets of the rows' distinct columns."""
+    the CSR offsets of the rows' distinct columns (counted in an array of `cols_like`'s type,
+    as `_fill_rows` writes them: `_row_columns` compiles once)."""
     k = conn.shape[1]
     starts, elements = _elements_of_vertices(conn, n)
     # (plain loops throughout: NumPy's methods here, max, sort, searchsorted, made this
-    # function 7 s to compile; the same arrays)
+    # function 7 s to compile; the same arrays. No np.zeros or max() either: each is one
+    # more overload for Numba to compile in a cold process, ~0.2 s)
     marker = np.empty(n, dtype=np.int64)
     most = 0  # the most elements around one vertex
     for i in range(n):
         marker[i] = -1
-        most = max(most, starts[i + 1] - starts[i])
-    scratch = np.empty(1 + k * most, dtype=np.int64)
-    offsets = np.zeros(n + 1, dtype=np.int64)
+        if starts[i + 1] - starts[i] > most:
+            most = starts[i + 1] - starts[i]
+    scratch = np.empty(1 + k * most, dtype=cols_like.dtype)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    offsets[0] = 0
     for i in range(n):  # how many columns each row has
-        offsets[i + 1] = offsets[i] + _row_columns(conn, starts, elements, marker, i, scratch, 0)
+        offsets[i + 1] = offsets[i] + _row_columns(conn, starts, elements, marker, i, scratch,
+                                                   offsets[0])  # (0, an int64 as _fill_rows')
     return starts, elements, offsets
 
 
