@@ -72,7 +72,8 @@ def element_pattern(conn, n, key_type=lambda size: np.int64, parts=None):
     elements, one thread each (default: Numba's thread count for a pattern of at least
     `THREADED_PAIRS` element pairs, else 1). Each share writes its own rows and elements only,
     so every count of parts gives the same arrays; the threads also share the first touch of
-    the fresh arrays (on this project's virtual machine, 0.25 s for 112 MB on one thread)."""
+    the fresh arrays (on this project's virtual machine, up to 0.25 s for 112 MB on one
+    thread)."""
     starts, elements, offsets = _row_offsets(conn, n, np.empty(0, dtype=key_type(n)))
     rows = np.empty(offsets[n], dtype=key_type(n))
     cols = np.empty(offsets[n], dtype=key_type(n))

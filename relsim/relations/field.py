@@ -260,7 +260,7 @@ def _zero_of_fresh_storage(init) -> bool:
     and no tape records host writes: the field need not be filled. Filling it would touch every
     page of the storage, which the system maps only at first touch, on this thread; unfilled,
     the first launch that writes the field touches them on its threads (miniFE 80^3's
-    14M-entry matrix: 0.24 s of its set-up on this project's machine)."""
+    14M-entry matrix: up to 0.24 s of its set-up on this project's machine)."""
     return type(init) in (int, float, bool) and init == 0 and not _launch.recorders
 
 
