@@ -69,17 +69,17 @@ def element_pattern(conn, n, key_type=lambda size: np.int64, parts=None):
     types: the arrays can become their storage as they are).
 
     The columns and the element entries are written in `parts` shares of the rows and of the
-    elements, one thread each (default: Numba's thread count for a pattern of at least
-    `THREADED_PAIRS` element pairs, else 1). Each share writes its own rows and elements only,
-    so every count of parts gives the same arrays; the threads also share the first touch of
-    the fresh arrays (on this project's virtual machine, up to 0.25 s for 112 MB on one
-    thread)."""
+    elements, one thread each (default: as many as Numba runs now, `numba.get_num_threads`,
+    for a pattern of at least `THREADED_PAIRS` element pairs, else 1). Each share writes its
+    own rows and elements only, so every count of parts gives the same arrays; the threads
+    also share the first touch of the fresh arrays (on this project's virtual machine, up to
+    0.25 s for 112 MB on one thread)."""
     starts, elements, offsets = _row_offsets(conn, n, np.empty(0, dtype=key_type(n)))
     rows = np.empty(offsets[n], dtype=key_type(n))
     cols = np.empty(offsets[n], dtype=key_type(n))
     index = np.empty((conn.shape[0], conn.shape[1] ** 2), dtype=key_type(int(offsets[n])))
-    if parts is None:
-        parts = numba.config.NUMBA_NUM_THREADS if index.size >= THREADED_PAIRS else 1
+    if parts is None:  # (Numba's threads now: `rs.configure(threads=...)` sets them)
+        parts = numba.get_num_threads() if index.size >= THREADED_PAIRS else 1
     _in_parts(parts, n, lambda lo, hi: _fill_rows(conn, starts, elements, offsets, rows, cols,
                                                   lo, hi))
     _in_parts(parts, conn.shape[0], lambda lo, hi: _fill_index(conn, offsets, cols, index,
@@ -92,17 +92,26 @@ THREADED_PAIRS = 1 << 20  # element pairs from which the pattern is written on t
 
 def _in_parts(parts, count, fill):
     """fill(lo, hi) for `parts` equal shares of range(count), each on a thread of its own
-    (`fill` releases the GIL) but the last, which runs on this one."""
+    (`fill` releases the GIL) but the last, which runs on this one; an exception raised on any
+    of them is raised here once all have ended (a share left unwritten is never returned)."""
     bounds = [count * t // parts for t in range(parts + 1)]
-    threads = [threading.Thread(target=fill, args=(bounds[t], bounds[t + 1]))
+    failed = []
+
+    def share(lo, hi):
+        try:
+            fill(lo, hi)
+        except BaseException as exc:  # noqa: BLE001 (raised again on the calling thread)
+            failed.append(exc)
+
+    threads = [threading.Thread(target=share, args=(bounds[t], bounds[t + 1]))
                for t in range(parts - 1)]
     for thread in threads:
         thread.start()
-    try:
-        fill(bounds[-2], bounds[-1])
-    finally:
-        for thread in threads:
-            thread.join()
+    share(bounds[-2], bounds[-1])
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
 
 
 @njit(cache=True)

@@ -57,3 +57,19 @@ def test_from_elements_on_a_hex_brick(dims):
     got = A.entries.row.numpy().astype(np.int64) * V.size + A.entries.col.numpy()
     assert got.tolist() == distinct.tolist()
     assert H.A.numpy().tolist() == want_index.tolist()
+
+
+def test_a_share_that_fails_on_its_thread_fails_the_pattern(monkeypatch):
+    """An error in a share written on another thread (here the first share's element
+    entries) is raised by `element_pattern`, never a pattern with that share unwritten."""
+    real = pattern._fill_index
+
+    def failing(conn, offsets, cols, index, lo, hi):
+        if lo == 0:
+            raise MemoryError("share 0")
+        real(conn, offsets, cols, index, lo, hi)
+
+    monkeypatch.setattr(pattern, "_fill_index", failing)
+    conn = np.arange(40, dtype=np.int64).reshape(10, 4) % 13
+    with pytest.raises(MemoryError, match="share 0"):
+        pattern.element_pattern(conn, 13, parts=2)
