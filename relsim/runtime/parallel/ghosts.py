@@ -69,4 +69,3 @@ def after_launch(world, saved: dict, written) -> None:
         f.residency = r
         if f.exposed:
             f.data  # noqa: B018 - gathered now
-

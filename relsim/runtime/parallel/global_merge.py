@@ -167,7 +167,8 @@ def _gather_lanes(world, mine, ncomp: int, messages: dict):
         every_sum, q0, q1, depth = mine
         lanes = every_sum[:, q0:q1]  # (a view: copied into the message, and the rest once)
         m.head[0], m.head[1] = len(lanes), depth
-        m.body[:len(lanes)] = lanes[:INLINE_CHUNKS]
+        inline = min(len(lanes), INLINE_CHUNKS)
+        m.body[:inline] = lanes[:inline]
     world.comm.Allgather(m.buf, m.every)
     heads = m.heads.tolist()
     if any(nch < 0 for nch, _ in heads):

@@ -72,6 +72,9 @@ def start(exe, b) -> bool:
     return True
 
 
+_RELSIM = __name__.split(".")[0] + "."  # relsim's own modules (`helpers_ahead`)
+
+
 def helpers_ahead(exe, b) -> None:
     """Give relsim's own compiled helpers that the new binding `b` calls after its kernel (the
     folds of its Globals' lanes, `CpuExecutable.calls_of`), when neither compiled nor in the
@@ -84,9 +87,6 @@ def helpers_ahead(exe, b) -> None:
         if getattr(fn, "py_func", None) is not None and \
                 fn.py_func.__module__.startswith(_RELSIM) and not fn.targetoptions.get("parallel"):
             compile_jobs.helper_in_background(fn, tuple(fn.typeof_pyval(a) for a in args))
-
-
-_RELSIM = __name__.split(".")[0] + "."
 
 
 def runner_behind() -> None:
