@@ -109,19 +109,18 @@ def build(pos, vel, box_side: float, dt_value: float = DT):
     @rs.kernel
     def kick(p):
         p.vel += 0.5 * dt * p.f
-        kinetic += 0.5 * rs.dot(p.vel, p.vel)
-        momentum += p.vel
 
     def energies():
-        """(kinetic, potential, momentum) after the last step (or the set-up)."""
+        """(kinetic, potential, momentum) after the last step (or the set-up): the kinetic
+        energy and momentum summed now, the potential by the step's force launch."""
+        kinetic.value = 0.0
+        momentum.value = (0.0, 0.0, 0.0)
+        A.foreach(measure)
         return kinetic.value, potential.value, momentum.value
 
     def setup():
         potential.value = 0.0
         A.foreach(forces)
-        kinetic.value = 0.0
-        momentum.value = (0.0, 0.0, 0.0)
-        A.foreach(measure)
 
     @rs.kernel
     def measure(p):
@@ -130,10 +129,8 @@ def build(pos, vel, box_side: float, dt_value: float = DT):
 
     def step():
         A.foreach(kick_drift)
-        potential.value = 0.0
+        rs.assign(potential, 0.0)  # (recorded by rs.capture: zeroed at each replay)
         A.foreach(forces)
-        kinetic.value = 0.0
-        momentum.value = (0.0, 0.0, 0.0)
         A.foreach(kick)
 
     kernels = dict(kick_drift=kick_drift, forces=forces, kick=kick, measure=measure)
@@ -141,13 +138,17 @@ def build(pos, vel, box_side: float, dt_value: float = DT):
 
 
 def simulate(m: int = 8, steps: int = 500, every: int = 10, output: str | None = None,
-             dt: float = DT, density: float = DENSITY, precompile: bool = False):
+             dt: float = DT, density: float = DENSITY, precompile: bool = False,
+             capture: bool = True):
     """Run 4 m^3 atoms for `steps` steps; returns (atoms, the history every `every` steps:
     kinetic, potential, total energy, momentum). `precompile`: the kernels compiled ahead, on
     every core, tiered, where the start-up mode is (`rs.precompile(..., background=None)`), as
-    `relsim run md` does."""
+    `relsim run md` does. `capture`: the step recorded once and replayed (`rs.capture`; the
+    atoms' cells and cell lists computed again inside it; the same bits)."""
     pos, vel, side = lattice(m, density=density)
     g, atoms, setup, step, energies, kernels = build(pos, vel, side, dt)
+    if capture:
+        step = rs.capture(step)
     A = atoms.rel
     if precompile:  # (`relsim run md`) with a cold cache, the kernels' serial variants
         # compiled on every core before the set-up, the parallel ones behind it (cold 6.6-6.9
@@ -212,6 +213,8 @@ def main(argv=None) -> int:
     p.add_argument("--output", default=None, help="directory for a VTU series (md.pvd)")
     p.add_argument("--target", default=None, help="backend: a registered target (rs.targets())")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-capture", dest="capture", action="store_false",
+                   help="launch the step's kernels one by one (default: rs.capture replays it)")
     a = p.parse_args(argv)
     if a.steps < 1 or a.every < 1 or not a.dt > 0:
         p.error("--steps and --every must be at least 1 and --dt positive")
@@ -222,7 +225,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     try:
         atoms, history = simulate(a.m, a.steps, a.every, a.output, a.dt, a.density,
-                                  precompile=True)
+                                  precompile=True, capture=a.capture)
     except rs.DomainError as exc:
         print(f"relsim run md: {exc}")
         return 2

@@ -181,7 +181,7 @@ def gallery() -> G.Gallery:
     common = ["kick_drift", "kick", "bin_atoms", "atom_force"]
     return G.Gallery(
         name="md", title="Lennard-Jones fluid (relsim run md)", suffix="md", cls_name="Fluid",
-        sizes=[8, 5], case=case,
+        sizes=[8, 5], case=case, capturable=True,
         relsim_lines=lambda: G.kernel_lines(md.__file__, ["kick_drift", "forces", "kick"]),
         numba_lines={"numba serial": G.kernel_lines(__file__, common + ["forces_serial"]),
                      "numba prange": G.kernel_lines(__file__, common + ["forces_prange"])},

@@ -234,7 +234,7 @@ def gallery() -> G.Gallery:
               "move"]
     return G.Gallery(
         name="sph", title="SPH dam break (relsim run sph)", suffix="sph", cls_name="DamBreak",
-        sizes=[12, 4], case=case,
+        sizes=[12, 4], case=case, capturable=True,
         relsim_lines=lambda: G.kernel_lines(sph.__file__, ["offset", "density", "forces",
                                                            "move"]),
         numba_lines={"numba serial": G.kernel_lines(__file__, common + ["density_serial",

@@ -55,11 +55,16 @@ class Field:
         if init is not None and not _zero_of_fresh_storage(init):
             self.fill(init)
 
-    def _values_changed(self) -> None:
+    def followed_by(self) -> list:
+        """The key fields that follow this field (`KeyField.follow`)."""
+        return [kf for ref in self._followers if (kf := ref()) is not None]
+
+    def _values_changed(self, followers_current: bool = False) -> None:
         """The values changed (a host load, a launch that wrote the field): key fields that
-        follow it (`KeyField.follow`) recompute their keys when next read."""
+        follow it (`KeyField.follow`) recompute their keys when next read, unless
+        `followers_current` (a captured step computed them after its launch)."""
         self.version += 1
-        if self._followers:
+        if self._followers and not followers_current:
             live = [ref for ref in self._followers if ref() is not None]
             self._followers[:] = live
             for ref in live:
@@ -281,6 +286,8 @@ class KeyField(Field):
     _derive = None  # fn(rows) -> keys of rows inserted without one (see derive)
     _unset = None  # bool mask of the rows whose keys `_derive` has yet to compute
     _followers = ()  # (key fields follow value fields only)
+    follows = None  # the value field its keys follow (`follow`), or None
+    _owned = None  # the writable array behind its keys when they follow a field
 
     @property
     def _data(self) -> np.ndarray:
@@ -315,18 +322,50 @@ class KeyField(Field):
             raise DataError(f"key field {self.qualname} can follow a value field of "
                             f"{self.relation.name}, not {getattr(field, 'qualname', field)!r}")
         self._derive = fn
+        self.follows = field
         refs = field._followers
         if not any(ref() is self for ref in refs):
             refs.append(weakref.ref(self))
+        self._own_keys()
         return self
 
+    def _own_keys(self) -> bool:
+        """Hold the keys in an array of the field's own (`_owned`, behind a read-only view),
+        which the `follow` rule's keys are written into; True when it already did."""
+        if self._owned is not None and self._owned.shape == self._keys.shape and \
+                self._keys.base is self._owned:
+            return True
+        self._owned = np.array(self._keys)
+        view = self._owned.view()
+        view.flags.writeable = False
+        self.data = view  # (the same keys: launches bind the new array)
+        self.relation._storage_changed()
+        return False
+
+    def settle(self) -> None:
+        """Bring the keys (computed again by the `follow` rule if the rows moved) and the
+        groupings over them up to date now."""
+        if self._unset is not None:
+            self._derive_unset()
+        for g in self.target._groupings.values():
+            if g.key_field is self:
+                g.offsets()
+
     def _recompute_all(self) -> None:
-        """Every key is stale: computed again (by the `follow` rule) when next read."""
+        """Every key is stale: computed again (by the `follow` rule) when next read, into the
+        same array (`_derive_unset`)."""
         if self._unset is not None and self._unset.size == self.relation.size and \
                 self._unset.all():
             return  # (already: a launch after launch that moves the rows changes nothing)
         self._unset = np.ones(self.relation.size, dtype=bool)
-        self.relation._storage_changed()  # (launches bind again, and read the new keys)
+        self.relation._keys_rewritten()  # (launches bind again, and read the new keys)
+
+    def rebin_now(self) -> None:
+        """Compute every key again now by the `follow` rule, into the same array, and the
+        groupings over them (a captured step does it after each launch that writes the field
+        it follows)."""
+        self._unset = np.ones(self.relation.size, dtype=bool)
+        self.settle()
 
     def _mark_unset(self, start: int) -> None:
         """Rows from `start` on were inserted without keys: `_derive` computes them later."""
@@ -356,11 +395,17 @@ class KeyField(Field):
         except BaseException:
             self._unset = unset  # still to do: the next read tries again
             raise
-        if len(rows) == self.relation.size:  # every key (the rows moved): the new ones
-            data = np.array(keys, dtype=self._keys.dtype).reshape(self._keys.shape)
-        else:
-            data = self._keys.copy()
-            data[rows] = keys
+        if len(rows) == self.relation.size:  # every key (the rows moved): written into the
+            # array the field owns for them, so a launch's binding keeps its arrays (one that
+            # computed something from the keys binds again: it compares the field's version)
+            self._own_keys()
+            self._owned[...] = keys.reshape(self._owned.shape)
+            self.version += 1
+            self._host_written()
+            self.relation._keys_rewritten()
+            return
+        data = self._keys.copy()
+        data[rows] = keys
         data.flags.writeable = False
         self.data = data
         self.version += 1

@@ -37,6 +37,7 @@ class Relation:
         # bumped with it, except when value fields only exchanged their arrays (`Field.swap`):
         # a launch may then take up again a binding it made for the arrays it finds
         self.structure_version = 0
+        self.keys_version = 0  # keys computed again in place (`_keys_rewritten`)
         # bumped whenever the set of fields/groupings changes: kernels are re-analysed then
         self.schema_version = 0
 
@@ -234,6 +235,13 @@ class Relation:
     def _storage_changed(self) -> None:
         # every change of storage arrays or size must come through here (launches re-bind)
         self.structure_version += 1
+        self._arrays_exchanged()
+
+    def _keys_rewritten(self) -> None:
+        # the keys of a key field that follows a value field were computed again into the
+        # same array (moving particles): launches bind again (a binding reuses its arrays when
+        # nothing in it came from the keys' values), colourings prove again (`keys_version`)
+        self.keys_version += 1
         self._arrays_exchanged()
 
     def _arrays_exchanged(self) -> None:

@@ -5,7 +5,7 @@ the rest replayed as they are."""
 from __future__ import annotations
 
 from . import execute
-from .backends.base import Assign, Branch, Loop
+from .backends.base import Assign, Branch, HostStop, Loop
 from .capture_ops import AssignOp, BranchOp, LaunchOp, LoopOp, SwapOp
 
 
@@ -81,12 +81,16 @@ class Plan:
         object, the backend), or None when it replays as it is."""
         if isinstance(op, LaunchOp):
             exe = execute.executable(op.kernel, op.relation, op.config)
-            if exe.analysed.inserts or exe.analysed.deletes or \
-                    any(f._followers for f in op.kernel._writes[id(exe)]):
-                self.repeatable = False  # (rows move; keys that follow a field it writes)
+            followers = [kf for f in op.kernel._writes[id(exe)] for kf in f.followed_by()]
+            if exe.analysed.inserts or exe.analysed.deletes:
+                self.repeatable = False  # (rows move)
                 self.moves = True
                 return None
             call = exe.capture_call(op.relation, op.subset)
+            if followers and (call is None or isinstance(call, tuple)):
+                self.repeatable = False  # (keys that follow a field it writes, recomputed
+                self.moves = True  # by the launch path; on several ranks, as distributed)
+                return None
             if call is None:
                 if exe.capture_later():
                     self.waiting.append(exe)
@@ -94,6 +98,9 @@ class Plan:
             colours = op.kernel._colours[id(exe)]
             if colours is not None:  # (the launch space and keys are this plan's)
                 colours.check(op.relation, op.subset)
+            if followers:  # keys computed again into their arrays after it (moving
+                # particles: their cells and cell lists), which the segment's launches keep
+                call = (call, HostStop(_rebin(followers)))
             return [(op, exe)], call, op.config.backend
         if isinstance(op, LoopOp) and op.ops is not None:  # a body of launches and assigns
             body = self._bind_body(op.ops)
@@ -170,6 +177,14 @@ class Plan:
             item()
 
 
+def _rebin(followers):
+    """The host work after a launch that wrote fields these key fields follow."""
+    def rebin():
+        for kf in followers:
+            kf.rebin_now()
+    return rebin
+
+
 def _flat(call) -> tuple:
     """A launch's capture call as calls in order (a distributed launch gives a tuple)."""
     return call if isinstance(call, tuple) else (call,)
@@ -182,6 +197,6 @@ def segment_item(segment, watches, writes):
         for w in watches:
             w.check()
         segment()
-        for f in writes:
-            f._values_changed()
+        for f in writes:  # (keys that follow one were computed after the launch writing it)
+            f._values_changed(followers_current=True)
     return item

@@ -40,8 +40,9 @@ class Colouring:
         self.proven[id(subset)] = (subset, epoch.value, self.structure())
 
     def structure(self) -> tuple:
-        """The structure versions of the relations the kernel reaches (what a proof reads)."""
-        return tuple(R.structure_version for R in self.relations)
+        """The structure versions of the relations the kernel reaches, and how often keys
+        were computed again in place (what a proof reads)."""
+        return tuple((R.structure_version, R.keys_version) for R in self.relations)
 
     def prove(self, relation, subset) -> None:
         name = self.analysed.kernel_name

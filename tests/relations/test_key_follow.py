@@ -1,6 +1,6 @@
 """`KeyField.follow`: keys that are a function of a value field are computed again, lazily,
-when the values changed (every row: the rule's keys become the storage) or rows were inserted
-(those rows only); the field's array is new and read-only each time."""
+when the values changed (every row: written into the array the field owns for them, which
+stays read-only to everyone else) or rows were inserted (those rows only, in a new array)."""
 import numpy as np
 import pytest
 
@@ -44,9 +44,16 @@ def test_keys_follow_their_values_lazily_and_only_where_needed(arity):
     assert calls[1] == [6, 7]
     assert grown.tolist() == _want(np.r_[x, 5.5, 8.25], arity).tolist()
     x2 = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
-    R.x.load(x2)  # every value changed: every key computed again, a new array
+    R.x.load(x2)  # every value changed: every key computed again, a new array (the rows
+    # were inserted since: the field owns none of their size yet)
     again = k.numpy()
     assert calls[2] == list(range(8))
     assert again.tolist() == _want(x2, arity).tolist()
     assert again.dtype == first.dtype and not again.flags.writeable
     assert not np.shares_memory(np.asarray(again), np.asarray(grown))
+    stored, version = k._stored(), k.version
+    x3 = x2[::-1].copy()
+    R.x.load(x3)  # again: into the same array, its version moved
+    assert k.numpy().tolist() == _want(x3, arity).tolist() and calls[3] == list(range(8))
+    assert k._stored() is stored and k.version == version + 1
+    assert not k.numpy().flags.writeable

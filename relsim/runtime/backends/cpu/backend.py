@@ -336,6 +336,9 @@ class CpuExecutable(Binder, Launch):
         if self.tier_done is not None or segment.mode(self.options) == "off":
             return None
         b = self.current(relation, subset)
+        followed = self.followed_keys()
+        if followed and not self.can_keep_binding(subset):
+            return None  # (it reads keys a step computes again in their arrays)
         if b.device or b.prints is not None or b.debug is not None or \
                 (b.lanes is not None and b.lanes.chunks):
             return None
@@ -362,7 +365,7 @@ class CpuExecutable(Binder, Launch):
         if mode == "background" and not self.background_segments:
             mode = "now"
         return segment.CapturedCall(self.analysed.kernel_name, calls, self.err,
-                                    self.array_fields, b.globals, lanes,
+                                    self.array_fields + followed, b.globals, lanes,
                                     tuple(g for g, *_ in b.folds),
                                     self.threads if b.parallel else None,
                                     self.options.cache_path(), mode, keep=keep, handed=handed)
@@ -523,22 +526,23 @@ class CpuExecutable(Binder, Launch):
     def rebind(self, relation, subset, b, versions) -> Binding:
         """The binding for the arrays the fields hold now: the one kept from before, when it
         was made from the very arrays it would be made from now (value fields, keys, the
-        groupings' builds, at the same sizes), else a new one. The binding replaced is kept in
-        turn. (What a binding computes from keys, such as a scatter's plan, depends on the
-        key arrays alone, and keys are never changed in place: a key field that changed holds
-        a new array. So moving particles, whose `cell` keys change, re-binds only the
+        groupings' builds, at the same sizes, and the same keys in them), else a new one. The
+        binding replaced is kept in turn. (What a binding computes from keys, such as a
+        scatter's plan, depends on the key arrays and their contents alone: keys change
+        by a new array, or, when they follow a value field, in their array, moving the key
+        field's version. So moving particles, whose `cell` keys change, re-binds only the
         launches that read the keys, not every launch over the particles.)"""
         structure = tuple(r.size for r in self.relations) + versions[-2:]
-        arrays = self.bound_arrays()
+        arrays, contents = self.bound_arrays(), self.key_contents()
         kept = self.kept.pop(subset, None)
         for old in (b, kept):  # (swapped twice since b's last launch: b's own arrays again)
-            if old is not None and old.structure == structure and \
-                    all(a is k for a, k in zip(arrays, old.arrays)):
+            if old is not None and old.structure == structure and old.contents == contents \
+                    and all(a is k for a, k in zip(arrays, old.arrays)):
                 old.versions = versions
                 self.bindings[subset] = new = old
                 break
         else:
-            new = self.swap_keys(b, subset, structure, arrays)
+            new = self.swap_keys(b, subset, structure, arrays, contents)
             if new is None:
                 new = self.bind(relation, subset, versions)
                 if self.self_tiering and tiers.start(self, new):
@@ -546,6 +550,7 @@ class CpuExecutable(Binder, Launch):
                 if self.self_tiering:
                     tiers.helpers_ahead(self, new)
             new.structure, new.arrays, new.versions = structure, arrays, versions
+            new.contents = contents
             self.bindings[subset] = new
         for old in (b, kept):
             if old is not None and old is not new and old.structure == structure:
@@ -553,7 +558,7 @@ class CpuExecutable(Binder, Launch):
                 break
         return new
 
-    def swap_keys(self, b, subset, structure, arrays):
+    def swap_keys(self, b, subset, structure, arrays, contents):
         """A copy of binding `b` holding `arrays`, when they differ from its own in keys or
         groupings (particles binned again: new key arrays and cell lists each step) and
         nothing `b` holds was computed from those: its arguments taken again from the
@@ -564,7 +569,8 @@ class CpuExecutable(Binder, Launch):
                 self.partials is not None or b.structure != structure or b.post or \
                 b.deferred or b.prints is not None or b.debug is not None:
             return None
-        changed = [k for k, (a, old) in enumerate(zip(arrays, b.arrays)) if a is not old]
+        changed = [k for k, (a, old) in enumerate(zip(arrays, b.arrays))
+                   if a is not old or contents[k] != b.contents[k]]
         if not any(self.key_arrays[k] for k in changed):
             return None  # (value fields alone: a double buffer keeps both bindings instead)
         args = [mine if arg is None else arg
@@ -590,6 +596,29 @@ class CpuExecutable(Binder, Launch):
         groupings' offsets (rebuilt first, when their keys changed)."""
         return tuple(f._data if f.is_key else f._stored() for f in self.array_fields) + \
             tuple(g.offsets() for g in self.groupings)
+
+    def key_contents(self) -> tuple:
+        """Per bound array (`bound_arrays`): the version of the keys it holds (0: a value
+        field's), which moves when keys are computed again in the same array."""
+        return tuple(f.version if f.is_key else 0 for f in self.array_fields) + \
+            tuple(g.key_field.version for g in self.groupings)
+
+    def followed_keys(self) -> tuple:
+        """The key fields it reads, or groups by, that follow a value field
+        (`KeyField.follow`: moving particles' cells), whose keys a captured step computes
+        again in their arrays."""
+        return tuple({id(k): k for k in ([f for f in self.array_fields if f.is_key] +
+                                         [g.key_field for g in self.groupings])
+                      if k.follows is not None}.values())
+
+    def can_keep_binding(self, subset) -> bool:
+        """Whether the binding over `subset` (None: the whole relation) holds nothing computed
+        from its keys' values (`swap_keys`' test), so that it stays right when keys that
+        follow a value field are computed again in their arrays (a captured step)."""
+        b = self.bindings.get(subset)
+        return self.swaps_keys and b is not None and subset is None and \
+            self.partials is None and not b.post and not b.deferred and \
+            b.prints is None and b.debug is None
 
     def check_debug(self, b, relation, subset):
         """Debug mode, after the kernel: raise the lowest failed row's first failed check (the

@@ -67,7 +67,7 @@ class Binding:
     __slots__ = ("versions", "epoch", "size", "args", "n", "rows", "has_rows", "folds", "fn",
                  "call_args", "post", "globals", "parallel", "deferred", "outstanding", "scheme",
                  "row_args", "debug", "device", "lanes", "prints", "entry", "entry_args",
-                 "threshold", "structure", "arrays")
+                 "threshold", "structure", "arrays", "contents")
 
 
 class Binder:

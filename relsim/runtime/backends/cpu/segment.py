@@ -176,6 +176,8 @@ class _Runner:
         loops = [c for c in _walk(calls) if isinstance(c, Loop)]
         tests = [c.condition for c in _walk(calls) if isinstance(c, (Loop, Branch))]
         self.fields = tuple({id(f): f for c in launches for f in c.fields}.values())
+        # keys that follow a value field: computed again (in place) first if it changed
+        self.followed = tuple(f for f in self.fields if f.is_key and f.follows is not None)
         read = [g for c in flat for g in (
             c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))] + \
             [g for t in tests if t is not None for p in t.parts
@@ -239,6 +241,8 @@ class _Runner:
         for g in self.globals:
             if g.residency is not None:
                 g.residency.before_host_read(g)
+        for kf in self.followed:
+            kf.settle()
         if self.threads is not None and numba.get_num_threads() != self.threads:
             before = numba.get_num_threads()
             numba.set_num_threads(self.threads)
