@@ -6,6 +6,7 @@ grid's cells.
     p.locate()               # key field `cell` (p.rel -> g.cells) and grouping g.cells.particles
     # kernels: rs.insert(p.rel, pos=..., vel=...) / rs.delete(q)
     # particles that move are binned again when the cell keys or lists are next read
+    # (into the arrays they have: inside rs.capture, right after the launch that moves them)
 
 Cell lists for neighbour search: after `locate()`, a kernel over cells loops
 ``for q in c.particles:`` (ascending particle row), and over neighbour cells ``c(1, 0).particles``.
