@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 
+import numba
 import numpy as np
 
 import relsim as rs
@@ -46,6 +47,7 @@ class Grid:
         self._origin, self._spacing = (v[0] if len(set(v)) == 1 else np.array(v)
                                        for v in (self.origin, self.spacing))
         self._strides = np.cumprod((1,) + shape[:-1]).astype(np.float64)  # (exact up to 2^53)
+        self._rule_args = None  # (`locate`'s compiled rule's arguments, made once)
         ncell = int(np.prod(shape))
         self.cells = rs.Relation(name, ncell)
         self.cells.set_grid(shape, self.periodic)
@@ -155,9 +157,37 @@ class Grid:
                 particles.group_by(key_field, group)
         kf = particles.field(key_field).load(rows)
         # from now on the keys follow the positions: moved or inserted particles are binned
-        # again when the keys or the cell lists are next read
-        kf.follow(pos, lambda at: self._cells_of_rows(pos, at))
+        # again when the keys or the cell lists are next read (inside a captured step, by
+        # `_cells_in_place`, compiled into the step)
+        if self._rule_args is None:
+            self._rule_args = (np.array(self.origin), np.array(self.spacing),
+                               np.array(self.shape, dtype=np.int64),
+                               np.array(self.periodic, dtype=np.bool_))
+        kf.follow(pos, lambda at: self._cells_of_rows(pos, at),
+                  compiled=(_cells_in_place, self._rule_args))
         return kf
+
+
+@numba.njit(cache=True, error_model="numpy", boundscheck=False)
+def _cells_in_place(points, keys, flag, origin, spacing, shape, periodic):
+    """`Grid.cell_of` compiled, into `keys` (the same rows: each axis' cell is the same floats'
+    floor, wrapped on a periodic axis as integers, where NumPy wraps the integral floats
+    exactly); ``flag[0] = 1`` at the first point not finite, outside a bounded axis or too far
+    to wrap in integers, which `cell_of` then handles (and names)."""
+    for i in range(points.shape[0]):
+        row, stride = 0, 1
+        for a in range(points.shape[1]):
+            c = np.floor((points[i, a] - origin[a]) / spacing[a])  # (a float: NaN stays)
+            n = shape[a]
+            if not (c >= 0.0 and c < n):  # (NaN too)
+                if not (periodic[a] and abs(c) < 2.0 ** 52):
+                    flag[0] = 1
+                    return
+                row += (int(c) % n) * stride  # (Python's modulo: NumPy's remainder's sign)
+            else:
+                row += int(c) * stride
+            stride *= n
+        keys[i] = row
 
 
 def _rows(coords, shape):

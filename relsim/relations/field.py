@@ -287,6 +287,7 @@ class KeyField(Field):
     _unset = None  # bool mask of the rows whose keys `_derive` has yet to compute
     _followers = ()  # (key fields follow value fields only)
     follows = None  # the value field its keys follow (`follow`), or None
+    compiled_rule = None  # (compiled function, extra arguments) of its `follow` rule, or None
     _owned = None  # the writable array behind its keys when they follow a field
 
     @property
@@ -311,16 +312,30 @@ class KeyField(Field):
         self._derive = fn
         return self
 
-    def follow(self, field, fn) -> KeyField:
+    def follow(self, field, fn, compiled=None) -> KeyField:
         """Keep the keys a function of `field` (a value field of the same relation): ``fn(rows)``
         computes the keys of `rows` (an int array) from it. Whenever `field`'s values change (a
         launch writes it, the host loads it), every key is computed again when the keys are
         next read (by a kernel, a grouping over this field, or the host); rows inserted
         without a key are computed then too (as with `derive`). (`grid.locate` sets one, so
-        particles that moved are in their new cells at the next kernel that looks.)"""
+        particles that moved are in their new cells at the next kernel that looks.)
+
+        `compiled`: optionally ``(rule, params)``, a Numba-compiled function of a module's top
+        level and a tuple, with ``rule(values, keys, flag, *params)`` writing every row's key
+        (scalar keys) into `keys` from `field`'s array `values`, the same keys `fn` gives, or
+        setting ``flag[0] = 1`` for a row it leaves to `fn` (which then computes them all,
+        raising its errors). A captured step (`rs.capture`) runs it inside its compiled call
+        after the launch that writes `field`."""
         if getattr(field, "relation", None) is not self.relation or field.is_key:
             raise DataError(f"key field {self.qualname} can follow a value field of "
                             f"{self.relation.name}, not {getattr(field, 'qualname', field)!r}")
+        if compiled is not None and not (
+                isinstance(compiled, tuple) and len(compiled) == 2 and
+                hasattr(compiled[0], "py_func") and isinstance(compiled[1], tuple)):
+            raise DataError(f"key field {self.qualname}: follow(..., compiled=) takes (a Numba "
+                            f"compiled function, a tuple of its extra arguments), got "
+                            f"{compiled!r}")
+        self.compiled_rule = compiled
         self._derive = fn
         self.follows = field
         refs = field._followers

@@ -28,6 +28,7 @@ class Grouping:
         self._rows = None
         self._in_order = False
         self._built_from = None  # the key array of the last build
+        self._fill = None  # a compiled rebuild's scratch (`in_place_call`)
 
     def arrays(self):
         """(offsets, rows), rebuilt when the key field was reloaded or rows were inserted or
@@ -92,6 +93,25 @@ class Grouping:
         self._in_order = False
         self._version = (self.key_field.version, self.target.size, self.source.size)
 
+    def in_place_call(self):
+        """(compiled function, arguments) building it again into its own arrays from its key
+        field's own array (`KeyField.follow`'s keys), for a captured step's compiled call; None
+        when it has no arrays of its own (`in_order`) or was built from other keys."""
+        self._current()
+        kf = self.key_field
+        if self._rows is None or kf._owned is None or self._built_from is not kf._stored():
+            return None
+        if self._fill is None or len(self._fill) != self.target.size:
+            self._fill = np.empty(self.target.size, dtype=np.int64)
+        keys = kf._owned.reshape(-1)
+        return (rebuild_groups, (keys, len(keys) // max(self.source.size, 1), self._offsets,
+                                 self._rows, self._fill))
+
+    def _built_in_place(self) -> None:
+        """Its arrays were built again by `in_place_call`'s function from the current keys."""
+        self._in_order = False
+        self._version = (self.key_field.version, self.target.size, self.source.size)
+
     @property
     def in_order(self) -> bool:
         """Whether the grouped rows are the source's rows in order (the source relation is
@@ -124,6 +144,24 @@ def _counting_sort(keys, arity, offsets, rows):
     for t in range(offsets.shape[0] - 1):
         offsets[t + 1] += offsets[t]
     fill = offsets[:-1].copy()
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        rows[fill[k]] = i // arity
+        fill[k] += 1
+
+
+@njit(cache=True)
+def rebuild_groups(keys, arity, offsets, rows, fill):
+    """`_counting_sort` into `offsets` and `rows` as they are (zeroed here), with `fill` (one
+    per target row) its scratch: nothing allocated (a captured step's compiled call runs it)."""
+    for t in range(offsets.shape[0]):
+        offsets[t] = 0
+    for k in keys:
+        offsets[k + 1] += 1
+    for t in range(offsets.shape[0] - 1):
+        offsets[t + 1] += offsets[t]
+    for t in range(fill.shape[0]):
+        fill[t] = offsets[t]
     for i in range(keys.shape[0]):
         k = keys[i]
         rows[fill[k]] = i // arity

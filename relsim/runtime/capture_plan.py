@@ -4,8 +4,9 @@ loops and branches between them) handed to their backend as one compiled segment
 the rest replayed as they are."""
 from __future__ import annotations
 
+from ..relations import rebinning
 from . import execute
-from .backends.base import Assign, Branch, HostStop, Loop
+from .backends.base import Assign, Branch, HostStop, Loop, Rebin
 from .capture_ops import AssignOp, BranchOp, LaunchOp, LoopOp, SwapOp
 
 
@@ -99,8 +100,11 @@ class Plan:
             if colours is not None:  # (the launch space and keys are this plan's)
                 colours.check(op.relation, op.subset)
             if followers:  # keys computed again into their arrays after it (moving
-                # particles: their cells and cell lists), which the segment's launches keep
-                call = (call, HostStop(_rebin(followers)))
+                # particles: their cells and cell lists), which the segment's launches keep:
+                # by their compiled rule inside the segment, else on the host
+                compiled = [_compiled_rebin(kf) for kf in followers]
+                call = (call, *compiled) if None not in compiled else \
+                    (call, HostStop(_rebin(followers)))
             return [(op, exe)], call, op.config.backend
         if isinstance(op, LoopOp) and op.ops is not None:  # a body of launches and assigns
             body = self._bind_body(op.ops)
@@ -175,6 +179,18 @@ class Plan:
     def run(self) -> None:
         for item in self.items:
             item()
+
+
+def _compiled_rebin(kf):
+    """A `Rebin` computing `kf`'s keys and groupings again by its compiled rule, or None."""
+    made = rebinning.compiled_calls(kf)
+    if made is None:
+        return None
+    calls, flag = made
+
+    def done(ok):
+        (rebinning.rewritten if ok else rebinning.abandoned)(kf)
+    return Rebin(f"the cells of {kf.qualname}", tuple(calls), flag, kf.rebin_now, done)
 
 
 def _rebin(followers):

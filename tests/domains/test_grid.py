@@ -104,6 +104,34 @@ def test_cell_of_each_point_is_the_cell_holding_it(shape, spacing, origin, perio
     assert rows.dtype == np.int64
 
 
+@pytest.mark.parametrize("shape, spacing, origin, periodic", [
+    ((5, 6, 7), 0.37, -0.2, True), ((4, 9), (0.3, 0.5), (0.1, -1.0), True),
+    ((5, 6, 7), 0.37, 0.0, (True, False, True)), ((8, 3), (1.0, 2.0), 0.0, False)])
+def test_the_compiled_binning_gives_cell_of_s_rows_or_leaves_the_point_to_it(shape, spacing,
+                                                                           origin, periodic):
+    """`locate`'s compiled rule (what a captured step runs) writes `cell_of`'s rows into the
+    keys' array, far images of periodic axes included; a point `cell_of` would refuse, or one
+    too far to wrap in integers, sets the flag instead."""
+    g = grid.Grid(shape, spacing=spacing, origin=origin, periodic=periodic)
+    rng = np.random.default_rng(8)
+    lo = np.array(g.origin)
+    hi = lo + np.array(g.spacing) * np.array(shape)
+    span = np.where(g.periodic, 1e6 * (hi - lo), 0.0)
+    pts = rng.uniform(lo - span, hi + span, (500, len(shape)))
+    pts[:7] = lo + (hi - lo) * np.arange(7)[:, None] / 7  # (on cell faces too)
+    P = rs.Relation("pts", len(pts))
+    P.new_field("pos", rs.vec(len(shape), rs.f64)).load(pts)
+    rule, args = g.locate(P).compiled_rule
+    keys, flag = np.zeros(len(pts), dtype=np.int32), np.zeros(1, dtype=np.int64)
+    rule(pts, keys, flag, *args)
+    assert flag[0] == 0 and keys.tolist() == g.cell_of(pts).tolist()
+    for bad in ([np.nan] * len(shape), hi + 1.0, lo + 3e17 * (hi - lo)):
+        flag[0] = 0
+        rule(np.vstack([pts[:3], bad]), keys, flag, *args)
+        refused = not all(g.periodic) or not np.isfinite(bad).all() or bad[0] > 1e16
+        assert flag[0] == refused
+
+
 def test_a_point_not_finite_lies_in_no_cell():
     """A NaN or infinite position names its row (it used to land in some cell of a periodic
     grid: NaN converted to an integer)."""

@@ -86,12 +86,17 @@ def _state(P, C):
         [P.cell.numpy(copy=True).tolist()]
 
 
-@pytest.mark.parametrize("threads, scatter", [(1, "auto"), (2, "auto"), (2, "slots")])
-def test_a_captured_particle_step_recomputes_cells_in_place_with_the_launches_bits(threads,
-                                                                                  scatter):
+@pytest.mark.parametrize("threads, scatter, compiled", [
+    (1, "auto", True), (2, "auto", True), (2, "slots", True), (2, "slots", False)])
+def test_a_captured_particle_step_recomputes_cells_in_place_with_the_launches_bits(
+        threads, scatter, compiled):
+    """(`compiled`: the grid's compiled rule inside the step; else the rule on the host, in a
+    host stop of the step)"""
     cfg = rs.Config(target="cpu", threads=threads, parallel_threshold=1, scatter=scatter)
     _, P, C = _world()
     _, Q, D = _world()
+    if not compiled:
+        P.cell.follow(P.pos, P.cell._derive)  # (the Python rule alone)
     with rs.capture() as step:
         _step(P, C, cfg)
     step.compile()
@@ -135,6 +140,31 @@ def test_particles_the_host_moves_between_replays_are_binned_before_the_step():
         Q.foreach(crowd, cfg)
         Q.foreach(move, cfg)
         assert _state(P, C) == _state(Q, D)
+
+
+@rs.kernel
+def fling(p):  # far into other images of the periodic box: too far to wrap in integers
+    p.pos = p.pos + rs.vec(2)(p.mass * 1e17, 0.0)
+
+
+def test_cells_the_compiled_rule_leaves_to_the_host_are_binned_there_and_the_step_goes_on():
+    cfg = rs.Config(target="cpu", threads=1)
+    _, P, C = _world()
+    _, Q, D = _world()
+    with rs.capture() as step:
+        P.foreach(fling, cfg)
+        P.foreach(weigh, cfg)
+        P.foreach(move, cfg)
+    step.compile()
+    Q.foreach(fling, cfg)
+    Q.foreach(weigh, cfg)
+    Q.foreach(move, cfg)
+    for _ in range(3):
+        step()
+        for k in (fling, weigh, move):
+            Q.foreach(k, cfg)
+        assert _state(P, C) == _state(Q, D)
+    assert step.segments == 1
 
 
 def test_a_particle_leaving_a_bounded_grid_in_a_captured_step_is_named():

@@ -212,6 +212,21 @@ class HostStop:
         self.run = run
 
 
+class Rebin:
+    """In a captured step, after a launch that wrote a field keys follow (moving particles'
+    cells): those keys and the groupings over them computed again in their arrays by compiled
+    `calls` ((function, arguments), the `follow` rule's first), which a segment runs as it runs
+    a launch's; the rule sets `err[0]` for a row it leaves to the host: `host()` then computes
+    them all there (raising the domain's error), and the segment goes on after it. `done(ok)`
+    after a compiled run of the segment (`ok`: it ran to its end)."""
+
+    __slots__ = ("kernel_name", "calls", "err", "lanes", "host", "done")
+
+    def __init__(self, kernel_name, calls, err, host, done):
+        self.kernel_name, self.calls, self.err, self.lanes = kernel_name, calls, err, None
+        self.host, self.done = host, done
+
+
 class Branch:
     """In a captured step: `then` (capture calls, `Assign`s, `Loop`s, `Branch`es) when
     `condition` (a `relations.global_expr.Condition` or `AllOf`) holds, else `otherwise`."""

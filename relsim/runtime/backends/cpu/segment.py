@@ -34,7 +34,7 @@ from ...caches import modules
 from ...host import compile_jobs, debug_checks
 from ...host.jit import describe_callee, entry_point, njit
 from .. import base
-from ..base import Assign, Branch, HostStop, Loop
+from ..base import Assign, Branch, HostStop, Loop, Rebin
 from . import lanes, pending
 from .segment_code import SegmentCode
 
@@ -178,6 +178,7 @@ class _Runner:
         self.fields = tuple({id(f): f for c in launches for f in c.fields}.values())
         # keys that follow a value field: computed again (in place) first if it changed
         self.followed = tuple(f for f in self.fields if f.is_key and f.follows is not None)
+        self.rebins = tuple(c for c in _walk(calls) if isinstance(c, Rebin))
         read = [g for c in flat for g in (
             c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))] + \
             [g for t in tests if t is not None for p in t.parts
@@ -243,6 +244,22 @@ class _Runner:
                 g.residency.before_host_read(g)
         for kf in self.followed:
             kf.settle()
+        if self.rebins:  # (keys written in their arrays: their versions move after)
+            ok = False
+            try:
+                self.compiled_run()
+                ok = True
+            finally:
+                for r in self.rebins:
+                    r.done(ok)
+        else:
+            self.compiled_run()
+        for g in self.written:
+            if g.residency is not None:  # (a device copy: now stale)
+                g.residency.after_host_write(g)
+
+    def compiled_run(self) -> None:
+        """The compiled function's calls, under the segment's thread count."""
         if self.threads is not None and numba.get_num_threads() != self.threads:
             before = numba.get_num_threads()
             numba.set_num_threads(self.threads)
@@ -256,9 +273,6 @@ class _Runner:
             code = self.entry(0, *self.args)
             if code != -1:
                 self.run(code)
-        for g in self.written:
-            if g.residency is not None:  # (a device copy: now stale)
-                g.residency.after_host_write(g)
 
     def run(self, code=None) -> None:
         """Call the compiled function from its start (or go on after a first call's `code`)
@@ -274,6 +288,11 @@ class _Runner:
                 return
             if code >= 0:
                 c = self.positions[code]
+                if isinstance(c, Rebin):  # a row its rule left to the host: all there
+                    c.err[0] = 0
+                    c.host()
+                    start, code = code + 1, None
+                    continue
                 debug_checks.raise_flagged(c.kernel_name, c.err)
             p = -2 - code  # a host stop, or a launch whose lanes left a sum undecided
             stop = self.positions[p]

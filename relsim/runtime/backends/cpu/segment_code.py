@@ -1,7 +1,8 @@
 """The source of a captured segment's function (`segment.compile_segment`), as Python `ast`.
 
 ``captured_segment(_start, a0, a1, ...)`` runs the segment's calls in order: each launch's
-compiled functions (its loop, then its folds), `Assign`s as float64 arithmetic on the Globals'
+compiled functions (its loop, then its folds), a `Rebin` as a launch (its rule, whose flag is
+its error word, then the groupings' builds), `Assign`s as float64 arithmetic on the Globals'
 arrays, `Loop`s as ``while`` loops, `Branch`es as ``if`` statements. Every launch has a
 *position*; its block runs when ``_start <= position``, so that the function can be called
 again from the position after a launch whose float64 sums its lanes left undecided (the host
