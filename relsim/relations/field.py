@@ -9,6 +9,7 @@ from ..errors import DataError, entry_point
 from ..types import KeyType, KeyVecType, MatType, ScalarType, VecType, as_value_type
 from . import host_values
 from . import launch as _launch
+from .rebinning import groupings_over
 from .views import ElasticView
 
 
@@ -362,9 +363,8 @@ class KeyField(Field):
         groupings over them up to date now."""
         if self._unset is not None:
             self._derive_unset()
-        for g in self.target._groupings.values():
-            if g.key_field is self:
-                g.offsets()
+        for g in groupings_over(self):
+            g.offsets()
 
     def _recompute_all(self) -> None:
         """Every key is stale: computed again (by the `follow` rule) when next read, into the

@@ -28,7 +28,7 @@ class Grouping:
         self._rows = None
         self._in_order = False
         self._built_from = None  # the key array of the last build
-        self._fill = None  # a compiled rebuild's scratch (`in_place_call`)
+        self._fill = None  # `counting_sort`'s scratch (`_scratch`)
 
     def arrays(self):
         """(offsets, rows), rebuilt when the key field was reloaded or rows were inserted or
@@ -65,9 +65,9 @@ class Grouping:
             self._rows = None
         elif len(flat) >= (COUNTING_SORT_FROM if self._version is not None else
                            COUNTING_SORT_FIRST_FROM):
-            offsets = np.zeros(self.target.size + 1, dtype=np.int64)
+            offsets = np.empty(self.target.size + 1, dtype=np.int64)
             self._rows = np.empty(len(flat), dtype=np.int64)
-            _counting_sort(flat, arity, offsets, self._rows)
+            counting_sort(flat, arity, offsets, self._rows, self._scratch())
         else:
             counts = np.bincount(flat, minlength=self.target.size)
             offsets = np.zeros(self.target.size + 1, dtype=np.int64)
@@ -83,8 +83,7 @@ class Grouping:
         (moving particles): a launch's binding keeps both. (Grouped rows, not `in_order`.)"""
         offsets, rows = self._offsets, self._rows
         if len(flat) >= COUNTING_SORT_FROM:
-            offsets[:] = 0
-            _counting_sort(flat, arity, offsets, rows)
+            counting_sort(flat, arity, offsets, rows, self._scratch())
         else:
             offsets[0] = 0
             np.cumsum(np.bincount(flat, minlength=self.target.size), out=offsets[1:])
@@ -101,11 +100,15 @@ class Grouping:
         kf = self.key_field
         if self._rows is None or kf._owned is None or self._built_from is not kf._stored():
             return None
+        keys = kf._owned.reshape(-1)
+        return (counting_sort, (keys, len(keys) // max(self.source.size, 1), self._offsets,
+                                self._rows, self._scratch()))
+
+    def _scratch(self) -> np.ndarray:
+        """`counting_sort`'s scratch, one per target row (kept: a grouping rebuilt every step)."""
         if self._fill is None or len(self._fill) != self.target.size:
             self._fill = np.empty(self.target.size, dtype=np.int64)
-        keys = kf._owned.reshape(-1)
-        return (rebuild_groups, (keys, len(keys) // max(self.source.size, 1), self._offsets,
-                                 self._rows, self._fill))
+        return self._fill
 
     def _built_in_place(self) -> None:
         """Its arrays were built again by `in_place_call`'s function from the current keys."""
@@ -135,25 +138,12 @@ class Grouping:
 
 
 @njit(cache=True)
-def _counting_sort(keys, arity, offsets, rows):
-    """The CSR of `keys` (one per key slot, `arity` slots a row): `offsets` (zeroed, one per
-    target row plus one) and `rows`, each slot's row, group after group, in slot order within
-    a group: what a stable argsort of the keys gives, in two passes over them."""
-    for k in keys:
-        offsets[k + 1] += 1
-    for t in range(offsets.shape[0] - 1):
-        offsets[t + 1] += offsets[t]
-    fill = offsets[:-1].copy()
-    for i in range(keys.shape[0]):
-        k = keys[i]
-        rows[fill[k]] = i // arity
-        fill[k] += 1
-
-
-@njit(cache=True)
-def rebuild_groups(keys, arity, offsets, rows, fill):
-    """`_counting_sort` into `offsets` and `rows` as they are (zeroed here), with `fill` (one
-    per target row) its scratch: nothing allocated (a captured step's compiled call runs it)."""
+def counting_sort(keys, arity, offsets, rows, fill):
+    """The CSR of `keys` (one per key slot, `arity` slots a row) into `offsets` (one per target
+    row plus one; zeroed here) and `rows`, each slot's row, group after group, in slot order
+    within a group: what a stable argsort of the keys gives, in two passes over them. `fill`
+    (one per target row) is its scratch: it allocates nothing (a captured step's compiled call
+    runs it)."""
     for t in range(offsets.shape[0]):
         offsets[t] = 0
     for k in keys:

@@ -38,8 +38,8 @@ def test_a_first_build_past_its_threshold_is_counted_too(monkeypatch):
     monkeypatch.setattr(grouping, "COUNTING_SORT_FIRST_FROM", 50)
     monkeypatch.setattr(grouping, "COUNTING_SORT_FROM", 10**9)  # (the first build only)
     calls = []
-    sort = grouping._counting_sort
-    monkeypatch.setattr(grouping, "_counting_sort", lambda *a: calls.append(1) or sort(*a))
+    sort = grouping.counting_sort
+    monkeypatch.setattr(grouping, "counting_sort", lambda *a: calls.append(1) or sort(*a))
     S, T = rs.Relation("S", 60), rs.Relation("T", 7)
     keys = np.random.default_rng(2).integers(0, 7, 60)
     S.new_key_field("k", T, values=keys)
