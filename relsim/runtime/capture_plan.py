@@ -88,13 +88,13 @@ class Plan:
                 self.moves = True
                 return None
             call = exe.capture_call(op.relation, op.subset)
+            if call is None and exe.capture_later():
+                self.waiting.append(exe)  # (made again once it can join: in tier 0)
             if followers and (call is None or isinstance(call, tuple)):
                 self.repeatable = False  # (keys that follow a field it writes, recomputed
                 self.moves = True  # by the launch path; on several ranks, as distributed)
                 return None
             if call is None:
-                if exe.capture_later():
-                    self.waiting.append(exe)
                 return None
             colours = op.kernel._colours[id(exe)]
             if colours is not None:  # (the launch space and keys are this plan's)

@@ -179,3 +179,30 @@ def test_a_particle_leaving_a_bounded_grid_in_a_captured_step_is_named():
         for _ in range(10):
             step()
     assert step.segments == 1  # (raised inside it: the move, the cells, the reading launch)
+
+
+def test_a_move_planned_in_tier_0_joins_the_compiled_call_once_it_ends():
+    """The launch that moves the particles, first planned while in tier 0 (its parallel
+    variant still compiling: it replays as a launch, the cells binned when next read), is
+    planned again once it leaves tier 0: one compiled call with the binning, the same bits."""
+    from relsim.runtime import execute
+    cfg = rs.Config(target="cpu", segments="now")
+    _, P, C = _world()
+    _, Q, D = _world()
+    exe = execute.executable(move, P, cfg)
+    ready = []
+    exe.set_tier0(True)
+    exe.tier_done = lambda: bool(ready)
+    with rs.capture() as step:
+        P.foreach(move, cfg)
+        P.foreach(crowd, cfg)
+    step()
+    assert step.segments == 0 and exe.capture_later()
+    ready.append(True)
+    for _ in range(3):
+        step()
+    assert step.segments == 1
+    for _ in range(5):
+        Q.foreach(move, cfg)
+        Q.foreach(crowd, cfg)
+    assert _state(P, C) == _state(Q, D)
