@@ -526,19 +526,21 @@ class CpuExecutable(Binder, Launch):
     def rebind(self, relation, subset, b, versions) -> Binding:
         """The binding for the arrays the fields hold now: the one kept from before, when it
         was made from the very arrays it would be made from now (value fields, keys, the
-        groupings' builds, at the same sizes, and the same keys in them), else a new one. The
-        binding replaced is kept in turn. (What a binding computes from keys, such as a
-        scatter's plan, depends on the key arrays and their contents alone: keys change
-        by a new array, or, when they follow a value field, in their array, moving the key
-        field's version. So moving particles, whose `cell` keys change, re-binds only the
-        launches that read the keys, not every launch over the particles.)"""
+        groupings' builds, at the same sizes, and the same keys in them, unless it holds
+        nothing computed from the keys: `free_of_keys`), else a new one. The binding replaced
+        is kept in turn. (What a binding computes from keys, such as a scatter's plan, depends
+        on the key arrays and their contents alone: keys change by a new array, or, when they
+        follow a value field, in their array, moving the key field's version. So moving
+        particles, whose `cell` keys change in their array, re-bind only the launches that
+        computed something from the keys.)"""
         structure = tuple(r.size for r in self.relations) + versions[-2:]
         arrays, contents = self.bound_arrays(), self.key_contents()
         kept = self.kept.pop(subset, None)
         for old in (b, kept):  # (swapped twice since b's last launch: b's own arrays again)
-            if old is not None and old.structure == structure and old.contents == contents \
-                    and all(a is k for a, k in zip(arrays, old.arrays)):
-                old.versions = versions
+            if old is not None and old.structure == structure and \
+                    all(a is k for a, k in zip(arrays, old.arrays)) and \
+                    (old.contents == contents or self.free_of_keys(old, subset)):
+                old.versions, old.contents = versions, contents
                 self.bindings[subset] = new = old
                 break
         else:
@@ -565,9 +567,7 @@ class CpuExecutable(Binder, Launch):
         parameters, the rest (slots, lanes, folds, the launch's shape) kept; else None. A
         launch over the whole relation at the same sizes, on one process. (md, 500 atoms: a
         binding made anew took ~35 us a step.)"""
-        if not self.swaps_keys or b is None or subset is not None or \
-                self.partials is not None or b.structure != structure or b.post or \
-                b.deferred or b.prints is not None or b.debug is not None:
+        if b is None or b.structure != structure or not self.free_of_keys(b, subset):
             return None
         changed = [k for k, (a, old) in enumerate(zip(arrays, b.arrays))
                    if a is not old or contents[k] != b.contents[k]]
@@ -611,14 +611,19 @@ class CpuExecutable(Binder, Launch):
                                          [g.key_field for g in self.groupings])
                       if k.follows is not None}.values())
 
+    def free_of_keys(self, b, subset) -> bool:
+        """Whether binding `b` over `subset` (None: the whole relation) holds nothing computed
+        from the keys' values (no reductions into fields through keys, row changes, prints or
+        debug checks; the whole relation, on one process), so that it stays right when keys
+        are computed again in their arrays, and may take new key arrays in (`swap_keys`)."""
+        return self.swaps_keys and subset is None and self.partials is None and \
+            not b.post and not b.deferred and b.prints is None and b.debug is None
+
     def can_keep_binding(self, subset) -> bool:
-        """Whether the binding over `subset` (None: the whole relation) holds nothing computed
-        from its keys' values (`swap_keys`' test), so that it stays right when keys that
-        follow a value field are computed again in their arrays (a captured step)."""
+        """Whether the binding over `subset` now is `free_of_keys` (a captured step keeps it
+        while the keys that follow a value field are computed again in their arrays)."""
         b = self.bindings.get(subset)
-        return self.swaps_keys and b is not None and subset is None and \
-            self.partials is None and not b.post and not b.deferred and \
-            b.prints is None and b.debug is None
+        return b is not None and self.free_of_keys(b, subset)
 
     def check_debug(self, b, relation, subset):
         """Debug mode, after the kernel: raise the lowest failed row's first failed check (the
