@@ -190,7 +190,7 @@ def _compiled_rebin(kf):
 
     def done(ok):
         (rebinning.rewritten if ok else rebinning.abandoned)(kf)
-    return Rebin(f"the cells of {kf.qualname}", tuple(calls), flag, kf.rebin_now, done)
+    return Rebin(f"the keys of {kf.qualname}", tuple(calls), flag, kf.rebin_now, done)
 
 
 def _rebin(followers):
