@@ -47,7 +47,9 @@ class Grid:
         self._origin, self._spacing = (v[0] if len(set(v)) == 1 else np.array(v)
                                        for v in (self.origin, self.spacing))
         self._strides = np.cumprod((1,) + shape[:-1]).astype(np.float64)  # (exact up to 2^53)
-        self._rule_args = None  # (`locate`'s compiled rule's arguments, made once)
+        # `locate`'s compiled rule's arguments (`_cells_in_place`)
+        self._rule_args = (np.array(self.origin), np.array(self.spacing),
+                           np.array(shape, dtype=np.int64), np.array(self.periodic, dtype=np.bool_))
         ncell = int(np.prod(shape))
         self.cells = rs.Relation(name, ncell)
         self.cells.set_grid(shape, self.periodic)
@@ -159,10 +161,6 @@ class Grid:
         # from now on the keys follow the positions: moved or inserted particles are binned
         # again when the keys or the cell lists are next read (inside a captured step, by
         # `_cells_in_place`, compiled into the step)
-        if self._rule_args is None:
-            self._rule_args = (np.array(self.origin), np.array(self.spacing),
-                               np.array(self.shape, dtype=np.int64),
-                               np.array(self.periodic, dtype=np.bool_))
         kf.follow(pos, lambda at: self._cells_of_rows(pos, at),
                   compiled=(_cells_in_place, self._rule_args))
         return kf

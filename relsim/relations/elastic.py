@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DataError
-from .field import widen_keys
+from .key_field import widen_keys
 
 
 def _check_elastic(rel) -> None:

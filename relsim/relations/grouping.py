@@ -54,7 +54,10 @@ class Grouping:
         flat = keys.ravel()
         if self._built_from is self.key_field._stored() and self._rows is not None and \
                 len(self._rows) == len(flat) and len(self._offsets) == self.target.size + 1:
-            self._build_in_place(flat, arity)  # (keys computed again in the same array)
+            # keys computed again in the same array (moving particles): built again into its
+            # own arrays, which a launch's binding keeps
+            self._sort(flat, arity, self._offsets, self._rows, COUNTING_SORT_FROM)
+            self._mark_current()
             return
         self._built_from = self.key_field._stored()
         self._in_order = bool(arity == 1 and (len(flat) < 2 or (flat[1:] >= flat[:-1]).all()))
@@ -63,33 +66,29 @@ class Grouping:
             bounds = np.arange(self.target.size + 1, dtype=flat.dtype if len(flat) else np.int64)
             offsets = np.searchsorted(flat, bounds, side="left").astype(np.int64, copy=False)
             self._rows = None
-        elif len(flat) >= (COUNTING_SORT_FROM if self._version is not None else
-                           COUNTING_SORT_FIRST_FROM):
+        else:
             offsets = np.empty(self.target.size + 1, dtype=np.int64)
             self._rows = np.empty(len(flat), dtype=np.int64)
-            counting_sort(flat, arity, offsets, self._rows, self._scratch())
-        else:
-            counts = np.bincount(flat, minlength=self.target.size)
-            offsets = np.zeros(self.target.size + 1, dtype=np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            # each slot's position in key order (stable: rows ascending within a group)
-            order = np.argsort(flat, kind="stable")
-            self._rows = order if arity == 1 else order // arity
+            self._sort(flat, arity, offsets, self._rows, COUNTING_SORT_FROM
+                       if self._version is not None else COUNTING_SORT_FIRST_FROM)
         self._offsets = offsets
-        self._version = (self.key_field.version, self.target.size, self.source.size)
+        self._mark_current()
 
-    def _build_in_place(self, flat, arity) -> None:
-        """Built again into its own arrays, after the keys were computed again into theirs
-        (moving particles): a launch's binding keeps both. (Grouped rows, not `in_order`.)"""
-        offsets, rows = self._offsets, self._rows
-        if len(flat) >= COUNTING_SORT_FROM:
+    def _sort(self, flat, arity, offsets, rows, counting_from: int) -> None:
+        """The groups of `flat` into `offsets` and `rows`: by the compiled counting sort from
+        `counting_from` entries, else by NumPy's stable argsort (each slot's position in key
+        order: rows ascending within a group)."""
+        if len(flat) >= counting_from:
             counting_sort(flat, arity, offsets, rows, self._scratch())
-        else:
-            offsets[0] = 0
-            np.cumsum(np.bincount(flat, minlength=self.target.size), out=offsets[1:])
-            order = np.argsort(flat, kind="stable")
-            rows[:] = order if arity == 1 else order // arity
-        self._in_order = False
+            return
+        offsets[0] = 0
+        np.cumsum(np.bincount(flat, minlength=self.target.size), out=offsets[1:])
+        order = np.argsort(flat, kind="stable")
+        rows[:] = order if arity == 1 else order // arity
+
+    def _mark_current(self) -> None:
+        """Its arrays hold the groups of its key field's keys now (built here, or by
+        `in_place_call`'s function in a captured step)."""
         self._version = (self.key_field.version, self.target.size, self.source.size)
 
     def in_place_call(self):
@@ -109,11 +108,6 @@ class Grouping:
         if self._fill is None or len(self._fill) != self.target.size:
             self._fill = np.empty(self.target.size, dtype=np.int64)
         return self._fill
-
-    def _built_in_place(self) -> None:
-        """Its arrays were built again by `in_place_call`'s function from the current keys."""
-        self._in_order = False
-        self._version = (self.key_field.version, self.target.size, self.source.size)
 
     @property
     def in_order(self) -> bool:

@@ -42,7 +42,7 @@ def rewritten(kf) -> None:
     kf._host_written()
     kf.relation._keys_rewritten()
     for g in groupings_over(kf):
-        g._built_in_place()
+        g._mark_current()
 
 
 def abandoned(kf) -> None:

@@ -8,8 +8,9 @@ import numpy as np
 
 from ..errors import DataError, RelsimError, SchemaError, public
 from . import elastic, launch
-from .field import Field, KeyField
+from .field import Field
 from .grouping import Grouping
+from .key_field import KeyField
 from .subset import Subset, as_rows
 
 

@@ -147,14 +147,14 @@ def test_keys_are_stored_as_int32_and_widen_when_their_target_must(monkeypatch):
     """Keys into a relation of fewer than 2**31 - 1 rows are int32 (half the bytes a memory-bound
     kernel reads); deleting rows renumbers them in that type; a target growing past the bound
     widens the keys into it to int64, values unchanged."""
-    from relsim.relations import field as field_module
+    from relsim.relations import key_field as key_field_module
     P = rs.Relation("P", 4, elastic=True)
     Q = rs.Relation("Q", 3)
     k = Q.new_key_field("p", P, values=[3, 1, 1])
     assert k.numpy().dtype == np.int32
     P.delete(np.array([True, False, False, False]))
     assert k.numpy().dtype == np.int32 and k.numpy().tolist() == [2, 0, 0]
-    monkeypatch.setattr(field_module, "INT32_KEYS_BELOW", 5)
+    monkeypatch.setattr(key_field_module, "INT32_KEYS_BELOW", 5)
     P.insert(3)  # P: 6 rows, past the (lowered) bound
     assert k.numpy().dtype == np.int64 and k.numpy().tolist() == [2, 0, 0]
     assert Q.new_key_field("q", P, values=[5, 4, 0]).numpy().dtype == np.int64

@@ -12,6 +12,7 @@ import pytest
 
 import relsim as rs
 from tests import heat_graph
+from tests.conftest import held_in_tier_0
 
 pytestmark = pytest.mark.filterwarnings("ignore::relsim.RelsimWarning")
 
@@ -167,10 +168,7 @@ def test_a_plan_made_in_tier_0_is_made_again_with_segments_once_it_ends():
     cfg = rs.Config(target="cpu", segments="now")
     V, _, _ = _graph()
     exes = [execute.executable(k, V, cfg) for k in (relax, damp)]
-    ready = []
-    for exe in exes:
-        exe.set_tier0(True)
-        exe.tier_done = lambda: bool(ready)
+    ready = held_in_tier_0(exes)
     with rs.capture() as step:
         V.foreach(relax, cfg)
         V.foreach(damp, cfg)

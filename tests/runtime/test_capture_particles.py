@@ -10,6 +10,7 @@ import pytest
 
 import relsim as rs
 from relsim.domains import grid, particles
+from tests.conftest import held_in_tier_0
 
 DT = 0.05
 
@@ -190,9 +191,7 @@ def test_a_move_planned_in_tier_0_joins_the_compiled_call_once_it_ends():
     _, P, C = _world()
     _, Q, D = _world()
     exe = execute.executable(move, P, cfg)
-    ready = []
-    exe.set_tier0(True)
-    exe.tier_done = lambda: bool(ready)
+    ready = held_in_tier_0([exe])
     with rs.capture() as step:
         P.foreach(move, cfg)
         P.foreach(crowd, cfg)

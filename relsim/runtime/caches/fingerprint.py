@@ -19,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ...relations.field import Field, KeyField
+from ...relations.field import Field
 from ...relations.globals import Global
 from ...relations.grouping import Grouping
+from ...relations.key_field import KeyField
 from ...relations.relation import Relation
 from ...types import ScalarType
 from ..ir import Loc

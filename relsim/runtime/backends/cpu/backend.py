@@ -18,7 +18,6 @@ raises the lowest row's (`check_debug`), before any fold or row change.
 """
 from __future__ import annotations
 
-import copy
 import functools
 import os
 
@@ -46,7 +45,7 @@ from .. import base
 from ..base import Backend, Launch, variant_note
 from . import fused, parts, pending, row_work, segment, threading_layer, tiers
 from . import scatter as cpu_scatter
-from .binder import Binder, Binding, stored_arg
+from .binder import Binder
 from .loops import CpuLowerer, chunk_layouts, lane_layouts, pure_reduction
 
 
@@ -503,134 +502,3 @@ class CpuExecutable(Binder, Launch):
             self.launch(relation, subset)
         finally:
             numba.set_num_threads(before)
-
-    def current(self, relation, subset) -> Binding:
-        """The binding a launch over `relation` (or `subset`) would use now (`launch` tests
-        the same inline: its hot path)."""
-        b = self.bindings.get(subset)
-        if b is None or b.epoch != epoch.value or b.size != relation.size:
-            b = self.refresh(relation, subset, b)
-        return b
-
-    def refresh(self, relation, subset, b) -> Binding:
-        """Re-bind if any relation's storage changed since `b` was bound (else keep `b`)."""
-        versions = tuple(r.storage_version for r in self.relations) + (relation.size,
-                                                                       self.nthreads())
-        if b is None or b.versions != versions:
-            b = self.rebind(relation, subset, b, versions)
-        b.epoch = epoch.value
-        b.size = relation.size
-        b.device = base.on_device(self.host_fields)  # (attaching a device copy moves the epoch)
-        return b
-
-    def rebind(self, relation, subset, b, versions) -> Binding:
-        """The binding for the arrays the fields hold now: the one kept from before, when it
-        was made from the very arrays it would be made from now (value fields, keys, the
-        groupings' builds, at the same sizes, and the same keys in them, unless it holds
-        nothing computed from the keys: `free_of_keys`), else a new one. The binding replaced
-        is kept in turn. (What a binding computes from keys, such as a scatter's plan, depends
-        on the key arrays and their contents alone: keys change by a new array, or, when they
-        follow a value field, in their array, moving the key field's version. So moving
-        particles, whose `cell` keys change in their array, re-bind only the launches that
-        computed something from the keys.)"""
-        structure = tuple(r.size for r in self.relations) + versions[-2:]
-        arrays, contents = self.bound_arrays(), self.key_contents()
-        kept = self.kept.pop(subset, None)
-        for old in (b, kept):  # (swapped twice since b's last launch: b's own arrays again)
-            if old is not None and old.structure == structure and \
-                    all(a is k for a, k in zip(arrays, old.arrays)) and \
-                    (old.contents == contents or self.free_of_keys(old, subset)):
-                old.versions, old.contents = versions, contents
-                self.bindings[subset] = new = old
-                break
-        else:
-            new = self.swap_keys(b, subset, structure, arrays, contents)
-            if new is None:
-                new = self.bind(relation, subset, versions)
-                if self.self_tiering and tiers.start(self, new):
-                    new = self.bind(relation, subset, versions)  # its serial variants meanwhile
-                if self.self_tiering:
-                    tiers.helpers_ahead(self, new)
-            new.structure, new.arrays, new.versions = structure, arrays, versions
-            new.contents = contents
-            self.bindings[subset] = new
-        for old in (b, kept):
-            if old is not None and old is not new and old.structure == structure:
-                self.kept[subset] = old
-                break
-        return new
-
-    def swap_keys(self, b, subset, structure, arrays, contents):
-        """A copy of binding `b` holding `arrays`, when they differ from its own in keys or
-        groupings (particles binned again: new key arrays and cell lists each step) and
-        nothing `b` holds was computed from those: its arguments taken again from the
-        parameters, the rest (slots, lanes, folds, the launch's shape) kept; else None. A
-        launch over the whole relation at the same sizes, on one process. (md, 500 atoms: a
-        binding made anew took ~35 us a step.)"""
-        if b is None or b.structure != structure or not self.free_of_keys(b, subset):
-            return None
-        changed = [k for k, (a, old) in enumerate(zip(arrays, b.arrays))
-                   if a is not old or contents[k] != b.contents[k]]
-        if not any(self.key_arrays[k] for k in changed):
-            return None  # (value fields alone: a double buffer keeps both bindings instead)
-        args = [mine if arg is None else arg
-                for mine, arg in zip(b.args, map(stored_arg, self.params))]  # (slots kept)
-        new = Binding()
-        for name in Binding.__slots__:
-            if hasattr(b, name):
-                setattr(new, name, getattr(b, name))
-        new.args = tuple(args)
-        new.row_args = (b.n, b.rows, b.has_rows, self.err) + new.args
-        new.call_args = new.row_args + b.call_args[len(b.row_args):]  # (lanes, a grid's box)
-        new.entry = None
-        if b.lanes is not None:  # (a captured step may hold b's: a copy)
-            new.lanes = copy.copy(b.lanes)
-            if b.lanes.rerun is not None:
-                fn, rerun_args = b.lanes.rerun
-                new.lanes.rerun = (fn, new.row_args + rerun_args[len(b.row_args):])
-        return new
-
-    def bound_arrays(self) -> tuple:
-        """The arrays a binding is made from: the fields' storage (keys derived first, as
-        binding does: a key field with keys to compute holds its stale array until then), the
-        groupings' offsets (rebuilt first, when their keys changed)."""
-        return tuple(f._data if f.is_key else f._stored() for f in self.array_fields) + \
-            tuple(g.offsets() for g in self.groupings)
-
-    def key_contents(self) -> tuple:
-        """Per bound array (`bound_arrays`): the version of the keys it holds (0: a value
-        field's), which moves when keys are computed again in the same array."""
-        return tuple(f.version if f.is_key else 0 for f in self.array_fields) + \
-            tuple(g.key_field.version for g in self.groupings)
-
-    def followed_keys(self) -> tuple:
-        """The key fields it reads, or groups by, that follow a value field
-        (`KeyField.follow`: moving particles' cells), whose keys a captured step computes
-        again in their arrays."""
-        return tuple({id(k): k for k in ([f for f in self.array_fields if f.is_key] +
-                                         [g.key_field for g in self.groupings])
-                      if k.follows is not None}.values())
-
-    def free_of_keys(self, b, subset) -> bool:
-        """Whether binding `b` over `subset` (None: the whole relation) holds nothing computed
-        from the keys' values (no reductions into fields through keys, row changes, prints or
-        debug checks; the whole relation, on one process), so that it stays right when keys
-        are computed again in their arrays, and may take new key arrays in (`swap_keys`)."""
-        return self.swaps_keys and subset is None and self.partials is None and \
-            not b.post and not b.deferred and b.prints is None and b.debug is None
-
-    def can_keep_binding(self, subset) -> bool:
-        """Whether the binding over `subset` now is `free_of_keys` (a captured step keeps it
-        while the keys that follow a value field are computed again in their arrays)."""
-        b = self.bindings.get(subset)
-        return b is not None and self.free_of_keys(b, subset)
-
-    def check_debug(self, b, relation, subset):
-        """Debug mode, after the kernel: raise the lowest failed row's first failed check (the
-        binding is dropped: the launch stopped before its folds and row changes)."""
-        first, values = b.debug
-        if first.any():
-            self.bindings.pop(subset, None)
-            self.kept.pop(subset, None)
-            debug_checks.raise_first_failure(self.sites, self.analysed.kernel_name, relation,
-                                             first, values, b.rows if b.has_rows else None)

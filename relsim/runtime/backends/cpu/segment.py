@@ -244,16 +244,13 @@ class _Runner:
                 g.residency.before_host_read(g)
         for kf in self.followed:
             kf.settle()
-        if self.rebins:  # (keys written in their arrays: their versions move after)
-            ok = False
-            try:
-                self.compiled_run()
-                ok = True
-            finally:
-                for r in self.rebins:
-                    r.done(ok)
-        else:
+        ok = False
+        try:
             self.compiled_run()
+            ok = True
+        finally:
+            for r in self.rebins:  # (keys written in their arrays: their versions move now)
+                r.done(ok)
         for g in self.written:
             if g.residency is not None:  # (a device copy: now stale)
                 g.residency.after_host_write(g)

@@ -24,7 +24,7 @@ from numba import typeof
 from numba.core import types as numba_types
 
 from ....config import check_choice, choice
-from ....relations.field import key_dtype
+from ....relations.key_field import key_dtype
 from ...host import compile_jobs, jit
 from . import ownership, parallel_for
 
