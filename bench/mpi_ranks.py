@@ -136,14 +136,15 @@ def worker(workload: str, n: int, steps: int, warmup: int, capture: bool) -> Non
     if r.size > 1:
         from mpi4py import MPI
         MPI.COMM_WORLD.Barrier()
-    before = dict(exchange.TRAFFIC)
+    before = exchange.traffic()
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
     if r.size > 1:
         MPI.COMM_WORLD.Barrier()
     seconds = (time.perf_counter() - t0) / steps
-    traffic = {k: exchange.TRAFFIC[k] - before[k] for k in before}
+    after = exchange.traffic()
+    traffic = {k: after[k] - before[k] for k in before}
     digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes()
                                      for a in result())).hexdigest()[:16]
     rows = {R.name: (R.size, R.partition.owned if R.partition else R.size,

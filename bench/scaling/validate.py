@@ -84,9 +84,10 @@ def _rank_main(key: str, size: str, cycles: int, out: str) -> None:
     _, step = sim.make(sim.parse(size))
     per_cycle = []
     for _ in range(cycles):
-        before = dict(exchange.TRAFFIC)
+        before = exchange.traffic()
         step()
-        per_cycle.append({k: exchange.TRAFFIC[k] - before[k] for k in COUNTERS})
+        after = exchange.traffic()
+        per_cycle.append({k: after[k] - before[k] for k in COUNTERS})
     r = rs.ranks()
     Path(out, f"rank{r.rank}.json").write_text(json.dumps(
         {"rank": r.rank, "size": r.size, "cycles": per_cycle}))

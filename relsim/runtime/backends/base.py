@@ -70,6 +70,10 @@ class Launch(ABC):
     # lines (`host/prints.emit`'s `sink`) instead of stdout
     print_sink = None
 
+    # whether the segments its capture calls join run `CompiledStop`s' calls (else a captured
+    # step on several ranks returns to the host for each exchange and merge: `HostStop`)
+    runs_compiled_stops = False
+
     # -- tiered start-up (`rs.precompile(..., background=True)`) ---------------------------
     # called at each launch when not None; once it returns True, the launch binds its
     # preferred (parallel) variants again (see `set_tier0`)
@@ -210,6 +214,22 @@ class HostStop:
 
     def __init__(self, run):
         self.run = run
+
+
+class CompiledStop:
+    """In a captured step: host work a backend's segment may run as compiled code (a
+    distributed launch's ghost exchanges and Global merge: `parallel/captured_mpi.py`):
+    `calls` ((function, arguments), each returning 0 to go on), run in order; at the first
+    nonzero result the segment returns to the host for `run()`, which does the rest, and
+    goes on after it. `syncs`: objects whose `enter()` is called before each call into the
+    compiled segment and `leave()` after it returns (the host's record of what the calls
+    change, such as which ghost rows are current, kept right at every return). A backend
+    that runs no such calls (`Launch.runs_compiled_stops`) is never given one."""
+
+    __slots__ = ("run", "calls", "syncs")
+
+    def __init__(self, run, calls, syncs=()):
+        self.run, self.calls, self.syncs = run, calls, syncs
 
 
 class Rebin:

@@ -108,6 +108,18 @@ def _rounded(S, E, P, depth):
     return False, 0.0
 
 
+@njit(**_JIT, _nrt=True)  # (said: a caller without it, a segment, must not pass that on)
+def finish_gathered(gathered, info, old, out):
+    """`finish` of every rank's chunks as a captured step's merge gathered them on several
+    ranks (`parallel.compiled_mpi.gather_lanes`: info[0] chunks, depth bound info[1]), the
+    Global `old` then set to the result. Returns 0, else 1 (undecided: the Global untouched)."""
+    if not finish(gathered[:info[0]], 0, old.shape[0], info[1], old, out):
+        return 1
+    for q in range(old.shape[0]):
+        old[q] = out[q]
+    return 0
+
+
 @njit(**_JIT)
 def finish(lanes, q0, q1, depth, old, out):
     """Components q0..q1 of `lanes` (one Global's), each started from old[q - q0] (the

@@ -135,13 +135,15 @@ class DistributedLaunch(Launch):
 
     def capture_call(self, relation, subset):
         """In a captured step: the wrapped launch's call over this rank's rows (its float64
-        Global sums handed over, not rounded), between host stops doing what `launch` does
-        around it: ghost rows received where stale before it; after it, the written fields
-        marked stale outside the owned rows (exposed ones gathered) and the Globals merged
-        across ranks. The same collectives in the same order as `launch`, so ranks replaying
-        the step's launches (its segment still compiling) and ranks running it compiled work
-        together. None (a launch) for row changes, prints, a plan not launched yet, or a
-        wrapped launch that cannot join (Global slots merged on the host...)."""
+        Global sums handed over, not rounded), between stops doing what `launch` does around
+        it: ghost rows received where stale before it; after it, the written fields marked
+        stale outside the owned rows (exposed ones gathered) and the Globals merged across
+        ranks. Compiled stops where the wrapped backend runs them (`captured_mpi`: MPI called
+        from the segment), else host stops. The same collectives in the same order as
+        `launch`, so ranks replaying the step's launches (its segment still compiling) and
+        ranks running it compiled work together. None (a launch) for row changes, prints, a
+        plan not launched yet, or a wrapped launch that cannot join (Global slots merged on
+        the host...)."""
         if self.rows is not None or self.prints is not None:
             return None
         p = self.plan(relation, subset)
@@ -167,6 +169,11 @@ class DistributedLaunch(Launch):
                     merge.collect_lanes(call.handed)
                 merge.finish()
 
+        if self.inner.runs_compiled_stops:  # (the MPI calls inside the compiled segment)
+            from . import captured_mpi
+            compiled = captured_mpi.stops(world, p, call, stale, written, merge, settle)
+            if compiled is not None:
+                return (*compiled[0], call, compiled[1])
         return ((HostStop(receive),) if stale else ()) + (call, HostStop(settle))
 
     def capture_later(self) -> bool:

@@ -12,9 +12,23 @@ import numpy as np
 
 TAG = 7101
 
-# what this rank received: ghost exchanges (messages, bytes) and host gathers (calls, bytes)
+# what this rank received: ghost exchanges (messages, bytes) and host gathers (calls, bytes);
+# read it with `traffic()`, which adds what compiled exchanges counted
 TRAFFIC = {"ghost_messages": 0, "ghost_bytes": 0, "ghost_seconds": 0.0, "gathers": 0,
            "gather_bytes": 0}
+# messages, bytes and seconds of the exchanges a captured step's compiled code made
+# (`compiled_mpi.exchange_rows`), not yet in TRAFFIC
+COMPILED = np.zeros(3)
+
+
+def traffic() -> dict:
+    """What this rank received so far (TRAFFIC, with the compiled exchanges' counts)."""
+    if COMPILED[0]:
+        TRAFFIC["ghost_messages"] += int(COMPILED[0])
+        TRAFFIC["ghost_bytes"] += int(COMPILED[1])
+        TRAFFIC["ghost_seconds"] += float(COMPILED[2])
+        COMPILED[:] = 0
+    return dict(TRAFFIC)
 
 
 _MPI = None

@@ -17,11 +17,12 @@ from . import exchange
 class StaleGhosts:
     follows_storage = True
 
-    __slots__ = ("world", "fresh")
+    __slots__ = ("world", "fresh", "version")
 
     def __init__(self, world):
         self.world = world
         self.fresh = set()  # RelationGhosts ids whose rows were received since the last write
+        self.version = 0  # moved by every change of `fresh` (`captured_mpi.GhostState` reads it)
 
     def before_host_read(self, field) -> None:
         field.residency = None
@@ -40,6 +41,7 @@ def refresh(world, field, ghosts) -> int:
     if not isinstance(r, StaleGhosts) or ghosts.id in r.fresh:
         return 0
     r.fresh.add(ghosts.id)
+    r.version += 1
     return exchange.exchange(world, field._stored(), ghosts.recv, ghosts.send, ghosts.routes)
 
 
@@ -66,6 +68,7 @@ def after_launch(world, saved: dict, written) -> None:
             r = StaleGhosts(world)
         else:  # (its residency kept: the rows it had received are stale now)
             r.fresh.clear()
+            r.version += 1
         f.residency = r
         if f.exposed:
             f.data  # noqa: B018 - gathered now

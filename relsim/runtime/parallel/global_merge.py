@@ -51,6 +51,8 @@ class GlobalMerge:
         self.lanes = None  # the launch's `LaneSums`
         self.plan = None
         self.messages = {}  # component count -> its `_LaneMessage` (made at the first merge)
+        # component count -> (every rank's chunks, their count and depth) of compiled merges
+        self.gathered = {}  # (`captured_mpi`)
 
     def begin(self, plan) -> None:
         self.plan = plan
@@ -84,17 +86,19 @@ class GlobalMerge:
         for c in sums.chunks:
             self.items[id(c.glob)] = c.handed()
 
-    def finish(self) -> None:
+    def finish(self, start: int = 0, gathered: bool = False) -> None:
         """Merge every Global reduction of the kernel (collective: in the kernel's layout
-        order on every rank, also those this rank's launch handed nothing for)."""
+        order on every rank, also those this rank's launch handed nothing for); from layout
+        `start` on (those before it merged by a captured step's compiled code, which also
+        gathered the lanes of layout `start` when `gathered`: `captured_mpi`)."""
         items, self.items = self.items, {}
         lanes, self.lanes = self.lanes, None
         slots = None  # the lane-summed Globals' slots, once one needs them
-        for lay in self.layouts:
+        for k, lay in enumerate(self.layouts[start:], start):
             g = lay.target
             if id(g) in self.lane_ids:
                 if _lanes_merged(self.world, g, None if lanes is None else lanes.part(g),
-                                 self.messages):
+                                 self.messages, gathered and k == start):
                     PATHS["lanes"] += 1
                     continue
                 PATHS["exact"] += 1
@@ -109,11 +113,12 @@ class GlobalMerge:
             _merge(self.world, g, lay.op, vals, rows)
 
 
-def _lanes_merged(world, g, mine, messages) -> bool:
+def _lanes_merged(world, g, mine, messages, gathered: bool = False) -> bool:
     """Every rank's lanes of g (`mine`: this rank's, `LaneSums.part`, or None) rounded
     once into g, from its value before the launch: False (g untouched) when a rank had none
-    or the rounding is undecided (every rank decides alike: they hold the same lanes)."""
-    gathered = _gather_lanes(world, mine, g.type.ncomp, messages)
+    or the rounding is undecided (every rank decides alike: they hold the same lanes).
+    `gathered`: the first messages were gathered already (by compiled code)."""
+    gathered = _gather_lanes(world, mine, g.type.ncomp, messages, gathered)
     if gathered is None:
         return False
     lanes, depth = gathered
@@ -149,27 +154,36 @@ class _LaneMessage:
         self.bodies = self.every[:, 2:].reshape((size, *shape))
 
 
-def _gather_lanes(world, mine, ncomp: int, messages: dict):
+def lane_message(messages: dict, ncomp: int, size: int) -> _LaneMessage:
+    """The merge buffers for Globals of `ncomp` components (made at their first merge)."""
+    m = messages.get(ncomp)
+    if m is None:
+        m = messages[ncomp] = _LaneMessage(ncomp, size)
+    return m
+
+
+def _gather_lanes(world, mine, ncomp: int, messages: dict, gathered: bool = False):
     """Every rank's lanes, in rank order, as one array (chunks, components, STATE, LANES), and
     the sum of their depth bounds (each counts its rank's chunks and lanes merged); None when
     a rank had none. `mine`: this rank's (lanes of every summed Global, first and end
     component of this one, depth bound), or None. One collective of buffers (no pickling: a
     pickled allgather is two collectives and ~25 us more) when no rank has more than
     INLINE_CHUNKS chunks, else two. `messages`: the buffers kept between merges, per
-    component count."""
-    m = messages.get(ncomp)
-    if m is None:
-        m = messages[ncomp] = _LaneMessage(ncomp, world.size)
+    component count; `gathered`: the first collective made already (by compiled code, with
+    the same buffers: `compiled_mpi.gather_lanes`)."""
+    m = lane_message(messages, ncomp, world.size)
     lanes = None
-    if mine is None:
-        m.head[0] = -1
-    else:
-        every_sum, q0, q1, depth = mine
+    if mine is not None:
+        every_sum, q0, q1, _depth = mine
         lanes = every_sum[:, q0:q1]  # (a view: copied into the message, and the rest once)
-        m.head[0], m.head[1] = len(lanes), depth
-        inline = min(len(lanes), INLINE_CHUNKS)
-        m.body[:inline] = lanes[:inline]
-    world.comm.Allgather(m.buf, m.every)
+    if not gathered:
+        if mine is None:
+            m.head[0] = -1
+        else:
+            m.head[0], m.head[1] = len(lanes), mine[3]
+            inline = min(len(lanes), INLINE_CHUNKS)
+            m.body[:inline] = lanes[:inline]
+        world.comm.Allgather(m.buf, m.every)
     heads = m.heads.tolist()
     if any(nch < 0 for nch, _ in heads):
         return None

@@ -702,12 +702,17 @@ def captured(outdir):
     segment, back on the host for ghost exchanges and Global merges), and compiled on rank 0
     only, the others replaying launch by launch (the same collectives in the same order). A
     second Global sum is a tie the lanes leave undecided (2**53 + 1, on two ranks' rows): its
-    merge takes the exact path from the slots."""
+    merge takes the exact path from the slots. A field whose array the host holds (`numpy()`)
+    is written by the step: every rank's copy is current after each replay. Where compiled,
+    the MPI calls run inside the segment (`captured_mpi`): no ghost exchange is made from
+    the host during the replays."""
+    from relsim.runtime.parallel import exchange
     rank = rs.ranks().rank
     out = {}
     for mode in ("every", "rank0", "uncaptured"):
         V, E = shuffled_graph()
         V.new_field("Tn", rs.f64)
+        held = V.new_field("mark", rs.f64).numpy()  # (exposed: gathered after each write)
         w = np.zeros(V.size)
         w[0], w[-1] = 2.0 ** 53, 1.0
         V.new_field("w", rs.f64).load(w)
@@ -734,6 +739,10 @@ def captured(outdir):
         def tally(v):
             tied += v.w
 
+        @rs.kernel
+        def note(v):
+            v.mark = v.T + v.flux
+
         def step(V=V, odd=odd, cfg=cfg, tied=tied):
             odd.foreach(conduct, cfg)
             V.foreach(relax, cfg)
@@ -741,18 +750,27 @@ def captured(outdir):
             V.foreach(add, cfg)
             rs.assign(tied, 0.0)
             V.foreach(tally, cfg)
+            V.foreach(note, cfg)
 
         if mode != "uncaptured":
             with rs.capture() as replay:
                 step()
-            for _ in range(20):
+            replay()
+            exchange.traffic()  # (what compiled code counted so far: into TRAFFIC)
+            host = exchange.TRAFFIC["ghost_messages"]
+            for _ in range(19):
                 replay()
             compiled = replay.compiled()
             assert compiled is (None if cfg.segments == "off" else True), (mode, compiled)
+            if cfg.segments != "off" and rs.ranks().size > 1:  # (rank 0's ghost rows
+                # received in compiled code)
+                assert exchange.TRAFFIC["ghost_messages"] == host, "received from the host"
+                assert exchange.COMPILED[0] > 0 or rank != 0
         else:
             for _ in range(21):
                 step()
-        got = {"T": digest(V.T.numpy()), "total": total.value.hex(), "tied": tied.value.hex()}
+        got = {"T": digest(V.T.numpy()), "total": total.value.hex(), "tied": tied.value.hex(),
+               "mark": digest(held)}
         assert tied.value == 2.0 ** 53  # (2**53 + 1 rounds to even)
         assert not out or got == out, (mode, got, out)
         out = got

@@ -132,6 +132,7 @@ class _Variants(dict):
 
 class CpuExecutable(Binder, Launch):
     distributable = True  # hands Global contributions and row changes to `partials`, `row_sink`
+    runs_compiled_stops = True  # (`segment_code`: a captured step's MPI calls in its segment)
 
     def __init__(self, analysed, params, mod, source, options, serial, sites=None):
         self.analysed = analysed

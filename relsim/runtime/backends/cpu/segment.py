@@ -34,7 +34,7 @@ from ...caches import modules
 from ...host import compile_jobs, debug_checks
 from ...host.jit import describe_callee, entry_point, njit
 from .. import base
-from ..base import Assign, Branch, HostStop, Loop, Rebin
+from ..base import Assign, Branch, CompiledStop, HostStop, Loop, Rebin
 from . import lanes, pending
 from .segment_code import SegmentCode
 
@@ -179,6 +179,11 @@ class _Runner:
         # keys that follow a value field: computed again (in place) first if it changed
         self.followed = tuple(f for f in self.fields if f.is_key and f.follows is not None)
         self.rebins = tuple(c for c in _walk(calls) if isinstance(c, Rebin))
+        # the host's records of what compiled stops change: right at every return to the host
+        syncs = {id(s): s for c in _walk(calls) if isinstance(c, CompiledStop)
+                 for s in c.syncs}.values()
+        self.syncs = tuple(syncs)  # (those with something to do on leaving: `leaves`)
+        self.leaves = tuple(s for s in syncs if getattr(s, "leaves", True))
         read = [g for c in flat for g in (
             c.globals if isinstance(c, CapturedCall) else globals_of(c.expr))] + \
             [g for t in tests if t is not None for p in t.parts
@@ -234,10 +239,11 @@ class _Runner:
         if not self.ready and self._waiting():
             return self.fallback()
         for f in self.fields:  # (another target's copy, or folds pending from before)
-            if f.residency is not None:
-                if isinstance(f.residency, pending.FieldFolds):
+            r = f.residency
+            if r is not None:
+                if isinstance(r, pending.FieldFolds):
                     pending.flush(f)
-                else:
+                elif getattr(r, "on_device", False):  # (not the MPI layer's ghost rows)
                     base.bring_to_host((f,))
         for g in self.globals:
             if g.residency is not None:
@@ -264,7 +270,7 @@ class _Runner:
                 self.run()
             finally:
                 numba.set_num_threads(before)
-        elif self.entry is None:
+        elif self.entry is None or self.syncs:
             self.run()
         else:  # (the run's first call inline: one Python call less a replay)
             code = self.entry(0, *self.args)
@@ -276,11 +282,8 @@ class _Runner:
         until it has run every launch."""
         start = 0
         while True:
-            if code is None and self.entry is not None:
-                code = self.entry(start, *self.args)
-            elif code is None:  # the first call; later ones skip the dispatch
-                code = self.fn(start, *self.args)
-                self.entry = entry_point(self.fn, (start, *self.args))
+            if code is None:
+                code = self._call(start)
             if code == -1:
                 return
             if code >= 0:
@@ -293,8 +296,23 @@ class _Runner:
                 debug_checks.raise_flagged(c.kernel_name, c.err)
             p = -2 - code  # a host stop, or a launch whose lanes left a sum undecided
             stop = self.positions[p]
-            if isinstance(stop, HostStop):
+            if isinstance(stop, (HostStop, CompiledStop)):
                 stop.run()
             else:
                 stop.exact_rest()
             start, code = p + 1, None
+
+    def _call(self, start: int) -> int:
+        """One call of the compiled function from position `start` (its compiled stops'
+        records entered before, left after)."""
+        for s in self.syncs:
+            s.enter()
+        try:
+            if self.entry is not None:
+                return self.entry(start, *self.args)
+            code = self.fn(start, *self.args)  # (the first call; later ones skip the dispatch)
+            self.entry = entry_point(self.fn, (start, *self.args))
+            return code
+        finally:
+            for s in self.leaves:
+                s.leave()

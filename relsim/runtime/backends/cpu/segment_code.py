@@ -10,9 +10,10 @@ sums them exactly: `_Runner`). A loop keeps its iteration count in an array of i
 a position of its own at the end of its body (what the last launch of the body resumes at); a
 branch has one at the end of each side, and a resume inside a side continues that side without
 testing the condition again. The function returns -1 when done, a launch's position when its
-kernel flagged a failure, -2 - position when its lanes left a sum undecided or at a
-`HostStop` (host work, such as a distributed launch's ghost exchange and Global merge: the
-runner does it and calls the function again from the next position).
+kernel flagged a failure, -2 - position when its lanes left a sum undecided, at a `HostStop`
+(host work, such as a distributed launch's ghost exchange and Global merge), or where a
+`CompiledStop`'s calls (the same work done compiled) leave the rest to the host: the runner
+does it and calls the function again from the next position.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from ....relations.global_expr import Expr
 from ...folds import lane_sums
-from ..base import Assign, Branch, HostStop, Loop
+from ..base import Assign, Branch, CompiledStop, HostStop, Loop
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div}
 _COMPARE = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE}
@@ -96,6 +97,9 @@ class SegmentCode:
             elif isinstance(c, HostStop):
                 out.append(self.host_stop(c, before))
                 before = []
+            elif isinstance(c, CompiledStop):
+                out.append(self.compiled_stop(c, before))
+                before = []
             else:
                 out.append(self.launch(c, before))
                 before = []
@@ -117,6 +121,16 @@ class SegmentCode:
         p = len(self.positions)
         self.positions.append(c)
         return ast.If(self.resumes(p), before + [ast.Return(ast.Constant(-2 - p))], [])
+
+    def compiled_stop(self, c: CompiledStop, before) -> ast.If:
+        """Its calls in order; the first not returning 0 sends the segment to the host (which
+        does the rest, then goes on after it)."""
+        p = len(self.positions)
+        self.positions.append(c)
+        block = before + [
+            ast.If(ast.Compare(self.call(fn, fargs), [ast.NotEq()], [ast.Constant(0)]),
+                   [ast.Return(ast.Constant(-2 - p))], []) for fn, fargs in c.calls]
+        return ast.If(self.resumes(p), block, [])
 
     def launch(self, c, before) -> ast.If:
         p = len(self.positions)
