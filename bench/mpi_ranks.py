@@ -16,9 +16,11 @@ relations, and a digest of the result. Workloads:
   720 000-cell mesh), one iteration per step.
 
 ``--capture both`` (the default) times each rank count twice: the step as a Python loop of
-launches, and recorded with ``rs.capture`` and replayed (compiled segments; on several ranks
-they return to the host for each ghost exchange and Global merge); "us/launch" is the step's
-time over its launches.
+launches, and recorded with ``rs.capture`` and replayed (compiled segments, which on several
+ranks make their ghost exchanges and Global merges themselves, calling MPI from compiled
+code); "us/launch" is the step's time over its launches. "MPI" is the time the slowest rank
+spent in exchanges and merges (waiting for the others included), and "beyond" what a step on
+several ranks costs over one rank's step (its compiled loops and their Python) and that.
 
 On a machine with fewer cores than ranks the runs are oversubscribed (said in the table): the
 point is then the exchange volumes and the bits, not the speed-up.
@@ -126,8 +128,8 @@ def worker(workload: str, n: int, steps: int, warmup: int, capture: bool) -> Non
     with rs.capture() as captured:  # (the first warm-up step, recorded)
         step()
     launches = sum(isinstance(op, LaunchOp) for op in walk(captured.ops))
-    if capture:  # replays: compiled segments (on several ranks: back on the host for each
-        captured.compile()  # ghost exchange and Global merge)
+    if capture:  # replays: compiled segments (on several ranks with their MPI calls)
+        captured.compile()
         step = captured
     for _ in range(warmup - 1):
         step()
@@ -159,6 +161,7 @@ def worker(workload: str, n: int, steps: int, warmup: int, capture: bool) -> Non
             "messages": sum(e[1]["ghost_messages"] for e in everyone) / steps,
             "bytes": sum(e[1]["ghost_bytes"] for e in everyone) / steps,
             "exchange": max(e[1]["ghost_seconds"] for e in everyone) / steps,
+            "merge": max(e[1]["merge_seconds"] for e in everyone) / steps,
             "ghosts": {name: sum(e[2][name][2] for e in everyone) for name in rows},
             "sizes": {name: rows[name][0] for name in rows},
             "threads": rs.configure().thread_count(),
@@ -228,7 +231,9 @@ def _runs(a, mpiexec, cores) -> int:
                          f"{r['seconds'] * 1e3:.3f}", f"{r['seconds'] * 1e6 / r['launches']:.1f}",
                          f"{first['seconds'] / r['seconds']:.2f}",
                          f"{r['messages']:.0f}", f"{r['bytes'] / 1024:.1f}",
-                         f"{r['exchange'] * 1e3:.3f}", f"{r['exchange'] / r['seconds']:.1%}",
+                         f"{r['exchange'] * 1e3:.3f}", f"{r['merge'] * 1e3:.3f}",
+                         f"{(r['exchange'] + r['merge']) / r['seconds']:.1%}",
+                         "" if r is first else f"{_beyond(r, first) * 1e6:.1f}",
                          ghosts,
                          "yes" if r["digest"] == digest else "NO"])
     body = (f"{a.workload}, n={a.n}, {a.steps} steps after {a.warmup} warm-up"
@@ -236,7 +241,8 @@ def _runs(a, mpiexec, cores) -> int:
             f"\n\n" + table(["ranks x threads", "step", "ms/step", "us/launch",
                              "speed-up (over 1 rank, same step)", "ghost msgs/step",
                              "ghost KiB/step", "exchange ms/step (slowest rank)",
-                             "time in exchanges",
+                             "merge ms/step (slowest rank)", "time in MPI",
+                             "beyond 1 rank's step + MPI (us)",
                              "ghost rows (of each relation)",
                              "same bits as 1"], rows))
     print(body)
@@ -245,6 +251,12 @@ def _runs(a, mpiexec, cores) -> int:
     chart(a.chart, f"{a.workload} on MPI ranks", [f"{r[0]}, {r[1]}" for r in rows],
           {"ms/step": [float(r[2]) for r in rows]}, "ms per step")
     return 0 if all(r[-1] == "yes" for r in rows) else 1
+
+
+def _beyond(r, one) -> float:
+    """Seconds a step on several ranks (`r`) takes beyond one rank's step (`one`: its
+    compiled loops and their Python) and its time in MPI."""
+    return r["seconds"] - one["seconds"] - r["exchange"] - r["merge"]
 
 
 if __name__ == "__main__":

@@ -221,7 +221,7 @@ def _merge_calls(world, merge, handed, g, k, where, handles) -> list:
     gathered, info = room
     return [(compiled_mpi.at, (where, k)),
             (compiled_mpi.gather_lanes, (lanes, q0, q1, depth, m.buf, m.every, gathered, info,
-                                         handles)),
+                                         exchange.COMPILED, handles)),
             (lane_sums.finish_gathered, (gathered, info, g._data.reshape(-1), np.empty(ncomp)))]
 
 

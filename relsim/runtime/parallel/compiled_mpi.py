@@ -157,14 +157,15 @@ def exchange_rows(fresh, j, rows, plan, buf, scratch, traffic, handles):
 
 
 @njit(**_JIT)
-def gather_lanes(lanes, q0, q1, depth, buf, every, gathered, info, handles):
+def gather_lanes(lanes, q0, q1, depth, buf, every, gathered, info, traffic, handles):
     """`global_merge._gather_lanes` for a rank with lanes, every rank's chunks inline: this
     rank's message (`buf`, float64: its chunk count and depth bound as int64, then its first
     chunks of components q0:q1, as many as `buf` holds) gathered from every rank into `every`
     (ranks, message), then every rank's chunks, in rank order, copied into `gathered`, with
-    their count and the sum of the depth bounds in `info`. Returns 0, else 1 when a rank had
-    no lanes or more chunks than a message holds (the host goes on from the gathered
-    messages), or MPI's error code."""
+    their count and the sum of the depth bounds in `info`; the seconds it took added to
+    traffic[3]. Returns 0, else 1 when a rank had no lanes or more chunks than a message
+    holds (the host goes on from the gathered messages), or MPI's error code."""
+    t0 = _wtime()
     ncomp, state, width = gathered.shape[1], gathered.shape[2], gathered.shape[3]
     chunk = ncomp * state * width
     room = (buf.shape[0] - 2) // chunk
@@ -181,6 +182,7 @@ def gather_lanes(lanes, q0, q1, depth, buf, every, gathered, info, handles):
     nbytes = np.int32(buf.shape[0] * 8)
     rc = _allgather(buf.ctypes.data, nbytes, handles[1], every.ctypes.data, nbytes,
                     handles[1], handles[0])
+    traffic[3] += _wtime() - t0
     if rc != 0:
         return rc
     heads = every.view(np.int64)

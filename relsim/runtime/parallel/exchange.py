@@ -12,21 +12,23 @@ import numpy as np
 
 TAG = 7101
 
-# what this rank received: ghost exchanges (messages, bytes) and host gathers (calls, bytes);
-# read it with `traffic()`, which adds what compiled exchanges counted
+# what this rank received: ghost exchanges (messages, bytes, seconds), host gathers (calls,
+# bytes), and the seconds Global merges took (`global_merge`); read it with `traffic()`, which
+# adds what compiled code counted
 TRAFFIC = {"ghost_messages": 0, "ghost_bytes": 0, "ghost_seconds": 0.0, "gathers": 0,
-           "gather_bytes": 0}
-# messages, bytes and seconds of the exchanges a captured step's compiled code made
-# (`compiled_mpi.exchange_rows`), not yet in TRAFFIC
-COMPILED = np.zeros(3)
+           "gather_bytes": 0, "merge_seconds": 0.0}
+# a captured step's compiled MPI calls (`compiled_mpi`): the exchanges' messages, bytes and
+# seconds, and the seconds of its merges' gathers, not yet in TRAFFIC
+COMPILED = np.zeros(4)
 
 
 def traffic() -> dict:
-    """What this rank received so far (TRAFFIC, with the compiled exchanges' counts)."""
-    if COMPILED[0]:
+    """What this rank received so far (TRAFFIC, with what compiled code counted)."""
+    if COMPILED.any():
         TRAFFIC["ghost_messages"] += int(COMPILED[0])
         TRAFFIC["ghost_bytes"] += int(COMPILED[1])
         TRAFFIC["ghost_seconds"] += float(COMPILED[2])
+        TRAFFIC["merge_seconds"] += float(COMPILED[3])
         COMPILED[:] = 0
     return dict(TRAFFIC)
 

@@ -25,12 +25,15 @@ Global contributions are their owner's). Then, with the other ranks (`finish`, c
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ...types import elem_of
 from .. import semantics
 from ..analysis.slots import identity
 from ..folds import exact_sum, host_folds, lane_sums
+from . import exchange
 
 NO_ROW = np.iinfo(np.int64).max
 # how the lane-summed Globals were merged: from every rank's lanes, or exactly from slots (tests
@@ -91,6 +94,13 @@ class GlobalMerge:
         order on every rank, also those this rank's launch handed nothing for); from layout
         `start` on (those before it merged by a captured step's compiled code, which also
         gathered the lanes of layout `start` when `gathered`: `captured_mpi`)."""
+        t0 = time.perf_counter()
+        try:
+            self._finish(start, gathered)
+        finally:
+            exchange.TRAFFIC["merge_seconds"] += time.perf_counter() - t0
+
+    def _finish(self, start: int, gathered: bool) -> None:
         items, self.items = self.items, {}
         lanes, self.lanes = self.lanes, None
         slots = None  # the lane-summed Globals' slots, once one needs them
