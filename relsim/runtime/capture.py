@@ -38,7 +38,7 @@ from .. import config as _config
 from ..errors import CaptureError
 from ..relations import launch as _launch
 from ..relations.field import Field
-from . import epoch, execute
+from . import epoch, execute, parallel
 from .capture_ops import AssignOp, BranchOp, CopyOp, LaunchOp, LoopOp, SwapOp, walk
 from .capture_plan import Plan
 
@@ -237,6 +237,7 @@ class Capture(_launch.Recorder):
             raise CaptureError(f"rs.capture cannot start while {_launch.recorders[0].label}: "
                                f"capture the step first, then replay it while the tape records")
         _launch.recorders.append(self)
+        parallel.capturing()
         return self.step
 
     def __exit__(self, kind, exc, tb) -> None:

@@ -382,6 +382,11 @@ def _readable(fd: int) -> bool:
 
 
 def _worker() -> None:
+    try:  # (it compiles: it never joins the MPI job of a rank that started it, whose
+        import mpi4py  # launcher's variables it inherits; `parallel/compiled_mpi` imports MPI)
+        mpi4py.rc.initialize = mpi4py.rc.finalize = False
+    except ImportError:
+        pass
     background = report = "--background" in sys.argv[1:]
     claims = sys.argv[sys.argv.index("--shared") + 1] if "--shared" in sys.argv[1:] else None
     if background and hasattr(os, "nice"):

@@ -23,6 +23,17 @@ def wrap(launch, config):
     return DistributedLaunch(launch, w, config.target)
 
 
+def capturing() -> None:
+    """A step is being captured (`rs.capture`): on several ranks, rank 0's background worker
+    compiles the helpers its replays call MPI through (`compiled_mpi.ahead`) while the
+    recording compiles its kernels."""
+    w = _world.current()
+    if w is not None and w.rank == 0:
+        from . import compiled_mpi
+        if compiled_mpi.SUPPORTED:
+            compiled_mpi.ahead()
+
+
 class Ranks(tuple):
     """(rank, size) of this process among the MPI ranks running the script ((0, 1) on one)."""
 

@@ -229,3 +229,36 @@ def at(where, k):
     """Where the host would go on from (the Global merge under way): where[0] = k."""
     where[0] = k
     return 0
+
+
+def signatures() -> list:
+    """(helper, argument types) of each compiled helper a captured step's MPI work calls, as
+    `captured_mpi` calls them: what `ahead` compiles."""
+    from numba import typeof
+
+    from ..folds.lane_sums import finish_gathered
+
+    def types_of(*values):
+        return tuple(typeof(v) for v in values)
+    state, i64, f64 = np.zeros(1, np.int8), np.zeros(1, np.int64), np.zeros(1)
+    rows, every, lanes = np.zeros((1, 1), np.uint8), np.zeros((1, 1)), np.zeros((1, 1, 1, 1))
+    handles = np.zeros(1, HANDLE_DTYPE)
+    return [(written, types_of(state)), (flagged, types_of(state)), (at, types_of(i64, 0)),
+            (exchange_rows, types_of(state, 0, rows, i64, rows[0], rows[0], f64, handles)),
+            (gather_lanes, types_of(lanes, 0, 0, 0, f64, every, lanes, i64, f64, handles)),
+            (finish_gathered, types_of(lanes, i64, f64, f64))]
+
+
+_ahead = []
+
+
+def ahead() -> None:
+    """Have the background worker compile the helpers (`signatures`) into the disk cache,
+    once per process: a captured step's first replay on several ranks then loads them (~5 s
+    of compiling on this machine's first run otherwise, while the replay waits)."""
+    if _ahead:
+        return
+    _ahead.append(True)
+    from ..host.compile_jobs import helper_in_background
+    for fn, signature in signatures():
+        helper_in_background(fn, signature)

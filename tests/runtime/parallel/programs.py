@@ -766,6 +766,7 @@ def captured(outdir):
                 # received in compiled code)
                 assert exchange.TRAFFIC["ghost_messages"] == host, "received from the host"
                 assert exchange.COMPILED[0] > 0 or rank != 0
+                _compiled_ahead(replay)
         else:
             for _ in range(21):
                 step()
@@ -775,6 +776,20 @@ def captured(outdir):
         assert not out or got == out, (mode, got, out)
         out = got
     return out
+
+
+def _compiled_ahead(replay) -> None:
+    """Every compiled MPI call of the replay's segments is one `compiled_mpi.ahead` compiles
+    in the background (the same helper for the same argument types)."""
+    from numba import typeof
+
+    from relsim.runtime.backends.base import CompiledStop
+    from relsim.runtime.parallel import compiled_mpi
+    ahead = set(compiled_mpi.signatures())
+    calls = [(fn, tuple(typeof(a) for a in args)) for plan in replay.plans.values()
+             for segment in plan.segments for stop in segment.positions
+             if isinstance(stop, CompiledStop) for fn, args in stop.calls]
+    assert calls and all(call in ahead for call in calls), set(calls) - ahead
 
 
 def whole(outdir):
