@@ -603,8 +603,8 @@ def krylov(outdir):
     out["sparse"] = [digest(K.entries.a.numpy()), info.iterations,
                      [r.hex() for r in info.residuals], digest(V.x.numpy())]
     # solved again: the second solve records the whole loop as one captured step
-    # (`rs.while_loop` on the residual), the third replays it (on several ranks a compiled
-    # segment leaving its loop for each exchange and merge): the same iterates
+    # (`rs.while_loop` on the residual), the third replays it (on several ranks one compiled
+    # segment making its exchanges and merges itself): the same iterates
     for n in (2, 3):
         V.x.fill(0.0)
         again = linalg.cg(K, V.b, V.x, rtol=1e-12)
