@@ -3,7 +3,9 @@
 `world` (who we are; abort on error), `partition` (who owns which rows), `rowsets` (which rows
 a kernel reaches), `plan` (what a rank runs and which ghost rows it needs), `exchange` (moving
 rows), `ghosts` (which rows are current), `global_merge` (Globals across ranks), `distributed`
-(the wrapped launch). See docs/architecture.md, "Several ranks (MPI)"."""
+(the wrapped launch), `compiled_mpi` (MPI called from compiled code) and `captured_mpi` (a
+captured step's exchanges and merges inside its compiled segment). See docs/architecture.md,
+"Several ranks (MPI)"."""
 from __future__ import annotations
 
 from . import world as _world

@@ -34,7 +34,6 @@ from .ghosts import StaleGhosts
 
 CAPACITY = 32  # ghost row sets one field's `GhostState` keeps
 DIRTY = CAPACITY + 1  # (its flag: compiled code changed the state)
-_MAX_BYTES = 2 ** 31 - 1  # (MPI's counts are C ints)
 
 
 class GhostState:
@@ -148,7 +147,7 @@ def stops(world, plan, call, stale, written, merge, settle):
         return None
     handles = _handles.get(id(world))
     if handles is None or handles[0] is not world:
-        handles = _handles[id(world)] = (world, compiled_mpi.handles(world))
+        handles = _handles[id(world)] = (world, compiled_mpi.handles(world, exchange.TAG))
     handles = handles[1]  # (one array for every stop: a segment takes it once)
     receives = []
     for f, g in stale:
@@ -188,23 +187,12 @@ def _exchange_call(st, j, g, handles):
     None (not C-contiguous, no row bytes, a message over 2 GiB)."""
     arr = st.array
     width = arr.dtype.itemsize * int(np.prod(arr.shape[1:], dtype=np.int64))
-    if not arr.flags.c_contiguous or width == 0:
+    made = compiled_mpi.exchange_arrays(g.recv, g.send, width)
+    if not arr.flags.c_contiguous or made is None:
         return None
     rows = arr.reshape(len(arr), -1).view(np.uint8).reshape(len(arr), width)
-    plan, nrows = [len(g.recv), len(g.send)], 0
-    for pairs in (g.recv, g.send):
-        sizes = [len(r) for _, r in pairs]
-        if any(n * width > _MAX_BYTES for n in sizes):
-            return None
-        plan += [q for q, _ in pairs] + np.concatenate(([0], np.cumsum(sizes))).tolist() + \
-            [int(i) for _, r in pairs for i in r]
-        nrows += sum(sizes)
-    n = len(g.recv) + len(g.send)
-    scratch = np.zeros(compiled_mpi.REQUEST_BYTES * n + 16 + compiled_mpi.STATUS_BYTES * n,
-                       dtype=np.uint8)
     return ((compiled_mpi.exchange_rows,
-             (st.state, j, rows, np.array(plan, dtype=np.int64),
-              np.empty(nrows * width, dtype=np.uint8), scratch, exchange.COMPILED, handles)),)
+             (st.state, j, rows, *made, exchange.COMPILED, handles)),)
 
 
 def _merge_calls(world, merge, handed, g, k, where, handles) -> list:

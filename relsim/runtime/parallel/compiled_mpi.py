@@ -67,14 +67,35 @@ _sched_yield = types.ExternalFunction("sched_yield", _int())
 SPINS = 64
 
 
-def handles(world) -> np.ndarray:
+def handles(world, tag: int) -> np.ndarray:
     """The handles the helpers take, in one array of the library's handle type (its dtype
     keeps the helpers' compiled code apart per handle type): the communicator, MPI_BYTE,
     and the tag of ghost exchanges."""
-    from .exchange import TAG
     unsigned = np.uint32 if np.dtype(HANDLE_DTYPE).itemsize == 4 else np.uint64
-    return np.array([MPI._handleof(world.comm), MPI._handleof(MPI.BYTE), TAG],
+    return np.array([MPI._handleof(world.comm), MPI._handleof(MPI.BYTE), tag],
                     dtype=unsigned).view(HANDLE_DTYPE)
+
+
+_MAX_BYTES = 2 ** 31 - 1  # (MPI's counts are C ints)
+
+
+def exchange_arrays(recv, send, width: int):
+    """`exchange_rows`' plan, buffer and scratch for an exchange of rows of `width` bytes
+    (`recv`, `send`: (peer, rows) pairs, as `exchange.requests` gives them), or None (no row
+    bytes, a message over 2 GiB)."""
+    if width == 0:
+        return None
+    plan, nrows = [len(recv), len(send)], 0
+    for pairs in (recv, send):
+        sizes = [len(r) for _, r in pairs]
+        if any(n * width > _MAX_BYTES for n in sizes):
+            return None
+        plan += [q for q, _ in pairs] + np.concatenate(([0], np.cumsum(sizes))).tolist() + \
+            [int(i) for _, r in pairs for i in r]
+        nrows += sum(sizes)
+    n = len(recv) + len(send)
+    scratch = np.zeros(REQUEST_BYTES * n + 16 + STATUS_BYTES * n, dtype=np.uint8)
+    return np.array(plan, dtype=np.int64), np.empty(nrows * width, dtype=np.uint8), scratch
 
 
 @njit(**_JIT)
@@ -241,12 +262,21 @@ def signatures() -> list:
     def types_of(*values):
         return tuple(typeof(v) for v in values)
     state, i64, f64 = np.zeros(1, np.int8), np.zeros(1, np.int64), np.zeros(1)
-    rows, every, lanes = np.zeros((1, 1), np.uint8), np.zeros((1, 1)), np.zeros((1, 1, 1, 1))
+    every, lanes = np.zeros((1, 1)), np.zeros((1, 1, 1, 1))
     handles = np.zeros(1, HANDLE_DTYPE)
     return [(written, types_of(state)), (flagged, types_of(state)), (at, types_of(i64, 0)),
-            (exchange_rows, types_of(state, 0, rows, i64, rows[0], rows[0], f64, handles)),
+            (exchange_rows, exchange_signature()),
             (gather_lanes, types_of(lanes, 0, 0, 0, f64, every, lanes, i64, f64, handles)),
             (finish_gathered, types_of(lanes, i64, f64, f64))]
+
+
+def exchange_signature() -> tuple:
+    """The argument types `exchange_rows` is called with (every call: the same)."""
+    from numba import typeof
+    rows = np.zeros((1, 1), np.uint8)
+    return tuple(typeof(v) for v in (np.zeros(1, np.int8), 0, rows, np.zeros(1, np.int64),
+                                      rows[0], rows[0], np.zeros(1),
+                                      np.zeros(1, HANDLE_DTYPE)))
 
 
 _ahead = []

@@ -778,6 +778,45 @@ def captured(outdir):
     return out
 
 
+def launch_exchanges(outdir):
+    """Launches (not captured) exchanging ghost rows through mpi4py (as when the compiled
+    helper is not in the disk cache yet), then the same steps through one call of it: the
+    same bits either way, and one process's."""
+    from relsim.runtime.parallel import compiled_mpi, exchange
+    out = {}
+    compiled = exchange._compiled
+    for mode in ("mpi4py", "compiled"):
+        exchange._compiled = (lambda *a: None) if mode == "mpi4py" else compiled
+        if mode == "compiled" and rs.ranks().size > 1:  # (every rank, each under its lock)
+            compiled_mpi.exchange_rows.compile(compiled_mpi.exchange_signature())
+        before = dict(exchange.PATHS)
+        V, E = shuffled_graph()
+        total = rs.Global(rs.f64, 0.0)
+
+        @rs.kernel
+        def conduct(e):
+            d = e.k * (e.head.T - e.tail.T)
+            e.tail.flux += d
+            e.head.flux -= d
+
+        @rs.kernel
+        def relax(v):
+            v.T = v.T + 0.05 * v.flux
+            v.flux = 0.0
+            total += v.T
+
+        for _ in range(5):
+            E.foreach(conduct)
+            V.foreach(relax)
+        got = {"T": digest(V.T.numpy()), "total": total.value.hex()}
+        if rs.ranks().size > 1:
+            made = {k: exchange.PATHS[k] - before[k] for k in before}
+            assert made[mode] > 0 and not made[({"mpi4py", "compiled"} - {mode}).pop()], made
+        assert not out or got == out, (mode, got, out)
+        out = got
+    return out
+
+
 def _compiled_ahead(replay) -> None:
     """Every compiled MPI call of the replay's segments is one `compiled_mpi.ahead` compiles
     in the background (the same helper for the same argument types)."""
@@ -814,7 +853,8 @@ PROGRAMS = {"checkpoint_write": checkpoint_write, "checkpoint_read": checkpoint_
             "diffusion2d": diffusion2d, "failing": failing, "tiered": tiered,
             "krylov": krylov, "minife": minife, "advection": advection,
             "coloured": coloured, "printing": printing, "captured": captured,
-            "whole": whole, "waiting": waiting, "lane_sums": lane_sums}
+            "whole": whole, "waiting": waiting, "lane_sums": lane_sums,
+            "launch_exchanges": launch_exchanges}
 
 
 def main(argv) -> None:

@@ -108,6 +108,14 @@ def test_captured_steps_give_one_processs_bits(ranks, tmp_path):
 
 
 @pytest.mark.parametrize("ranks", [2, 3])
+def test_launch_exchanges_through_mpi4py_or_the_compiled_helper_give_one_processs_bits(
+        ranks, tmp_path):
+    """A launch's ghost exchange through mpi4py while the compiled helper is not in the
+    disk cache, through one call of it once it is: the same messages, the same bits."""
+    same_as_one_process("launch_exchanges", "cpu", ranks, tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
 def test_whole_launches_between_distributed_ones_give_one_processs_bits(ranks, tmp_path):
     """Config(distributed=False) launches read fields distributed launches wrote."""
     same_as_one_process("whole", "cpu", ranks, tmp_path)
