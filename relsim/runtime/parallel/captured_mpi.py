@@ -197,20 +197,15 @@ def _exchange_call(st, j, g, handles):
 
 def _merge_calls(world, merge, handed, g, k, where, handles) -> list:
     """Global g's merge (layout k): its lanes gathered, then rounded into it."""
-    from .global_merge import INLINE_CHUNKS, lane_message
+    from .global_merge import lane_message
     lanes, q0, q1, depth = handed.part(g)
     ncomp = q1 - q0
     m = lane_message(merge.messages, ncomp, world.size)
-    room = merge.gathered.get(ncomp)  # (per component count, as the messages: shared)
-    if room is None:
-        room = merge.gathered[ncomp] = (
-            np.empty((world.size * INLINE_CHUNKS, ncomp, lane_sums.STATE, lane_sums.LANES)),
-            np.zeros(2, dtype=np.int64))
-    gathered, info = room
     return [(compiled_mpi.at, (where, k)),
-            (compiled_mpi.gather_lanes, (lanes, q0, q1, depth, m.buf, m.every, gathered, info,
-                                         exchange.COMPILED, handles)),
-            (lane_sums.finish_gathered, (gathered, info, g._data.reshape(-1), np.empty(ncomp)))]
+            (compiled_mpi.gather_lanes, (lanes, q0, q1, depth, m.buf, m.every, m.gathered,
+                                         m.info, exchange.COMPILED, handles)),
+            (lane_sums.finish_gathered, (m.gathered, m.info, g._data.reshape(-1),
+                                         np.empty(ncomp)))]
 
 
 def _failed(what: str):

@@ -39,6 +39,8 @@ NO_ROW = np.iinfo(np.int64).max
 # how the lane-summed Globals were merged: from every rank's lanes, or exactly from slots (tests
 # check that each path is taken)
 PATHS = {"lanes": 0, "exact": 0}
+# of the merges from lanes, those the compiled helpers made in a launch (`_compiled_merge`)
+COMPILED = {"merges": 0}
 
 
 class GlobalMerge:
@@ -54,8 +56,6 @@ class GlobalMerge:
         self.lanes = None  # the launch's `LaneSums`
         self.plan = None
         self.messages = {}  # component count -> its `_LaneMessage` (made at the first merge)
-        # component count -> (every rank's chunks, their count and depth) of compiled merges
-        self.gathered = {}  # (`captured_mpi`)
 
     def begin(self, plan) -> None:
         self.plan = plan
@@ -127,7 +127,14 @@ def _lanes_merged(world, g, mine, messages, gathered: bool = False) -> bool:
     """Every rank's lanes of g (`mine`: this rank's, `LaneSums.part`, or None) rounded
     once into g, from its value before the launch: False (g untouched) when a rank had none
     or the rounding is undecided (every rank decides alike: they hold the same lanes).
-    `gathered`: the first messages were gathered already (by compiled code)."""
+    `gathered`: the first messages were gathered already (by compiled code). Where relsim's
+    compiled helpers are at hand, they gather and round (`_compiled_merge`)."""
+    if not gathered and mine is not None:
+        done = _compiled_merge(world, g, mine, lane_message(messages, g.type.ncomp, world.size))
+        if done is not None:
+            if done:
+                return True
+            gathered = True  # (the host goes on from the gathered messages)
     gathered = _gather_lanes(world, mine, g.type.ncomp, messages, gathered)
     if gathered is None:
         return False
@@ -151,7 +158,8 @@ class _LaneMessage:
     chunks) and every rank's, made once (a merge then costs a few NumPy operations: it runs
     after every launch with a float64 Global sum)."""
 
-    __slots__ = ("chunk", "buf", "head", "body", "every", "heads", "bodies")
+    __slots__ = ("chunk", "buf", "head", "body", "every", "heads", "bodies", "gathered", "info",
+                 "fast")
 
     def __init__(self, ncomp: int, size: int):
         self.chunk = ncomp * lane_sums.STATE * lane_sums.LANES  # floats a chunk holds
@@ -162,6 +170,48 @@ class _LaneMessage:
         self.every = np.empty((size, len(self.buf)))
         self.heads = self.every[:, :2].view(np.int64)
         self.bodies = self.every[:, 2:].reshape((size, *shape))
+        # every rank's chunks in one array, their count and depth (`compiled_mpi.gather_lanes`)
+        self.gathered = np.empty((size * INLINE_CHUNKS, *shape[1:]))
+        self.info = np.zeros(2, dtype=np.int64)
+        self.fast = None  # (the compiled helpers' further arguments; False: not at hand)
+
+
+def _compiled_merge(world, g, mine, m):
+    """g's merge by relsim's compiled helpers (`compiled_mpi.gather_lanes`, then
+    `lane_sums.finish_gathered`): True when g now holds the rounded sum; False when the
+    messages were gathered but the host must go on from them (a rank without lanes or with
+    more chunks, an undecided sum); None when the helpers are not in the disk cache (nothing
+    done: mpi4py it is, and rank 0's background worker compiles them for the next run)."""
+    if m.fast is None:
+        m.fast = _helpers_at_hand(world)
+    if m.fast is False:
+        return None
+    every_sum, q0, q1, depth = mine
+    traffic, handles = m.fast
+    from . import compiled_mpi
+    if compiled_mpi.gather_lanes(every_sum, q0, q1, depth, m.buf, m.every, m.gathered, m.info,
+                                 traffic, handles) != 0:
+        return False
+    flat = g.data.reshape(-1)
+    if lane_sums.finish_gathered(m.gathered, m.info, flat, np.empty_like(flat)) != 0:
+        return False
+    COMPILED["merges"] += 1
+    return True
+
+
+def _helpers_at_hand(world):
+    """The merge helpers' further arguments when their machine code is here or in the disk
+    cache, else False."""
+    from ..host.compile_jobs import load_cached
+    from . import compiled_mpi
+    if not compiled_mpi.SUPPORTED:
+        return False
+    if world.rank == 0:
+        compiled_mpi.ahead()
+    wanted = {compiled_mpi.gather_lanes, lane_sums.finish_gathered}
+    if not all(load_cached(fn, sig) for fn, sig in compiled_mpi.signatures() if fn in wanted):
+        return False
+    return np.zeros(4), compiled_mpi.handles(world, exchange.TAG)
 
 
 def lane_message(messages: dict, ncomp: int, size: int) -> _LaneMessage:

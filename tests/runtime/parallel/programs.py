@@ -779,19 +779,26 @@ def captured(outdir):
 
 
 def launch_exchanges(outdir):
-    """Launches (not captured) exchanging ghost rows through mpi4py (as when the compiled
-    helper is not in the disk cache yet), then the same steps through one call of it: the
-    same bits either way, and one process's."""
-    from relsim.runtime.parallel import compiled_mpi, exchange
+    """Launches (not captured) exchanging ghost rows and merging float64 Global sums through
+    mpi4py (as when relsim's compiled MPI helpers are not in the disk cache yet), then the
+    same steps through the helpers: the same bits either way, and one process's. A second
+    sum is a tie its lanes leave undecided (2**53 + 1 on two ranks' rows): a compiled merge
+    leaves it to the host, which goes on from the gathered messages."""
+    from relsim.runtime.parallel import compiled_mpi, exchange, global_merge
     out = {}
-    compiled = exchange._compiled
+    routes, merges = exchange._compiled, global_merge._helpers_at_hand
     for mode in ("mpi4py", "compiled"):
-        exchange._compiled = (lambda *a: None) if mode == "mpi4py" else compiled
+        exchange._compiled = (lambda *a: None) if mode == "mpi4py" else routes
+        global_merge._helpers_at_hand = (lambda w: False) if mode == "mpi4py" else merges
         if mode == "compiled" and rs.ranks().size > 1:  # (every rank, each under its lock)
-            compiled_mpi.exchange_rows.compile(compiled_mpi.exchange_signature())
-        before = dict(exchange.PATHS)
+            for fn, signature in compiled_mpi.signatures():
+                fn.compile(signature)
+        before = dict(exchange.PATHS), dict(global_merge.PATHS), global_merge.COMPILED["merges"]
         V, E = shuffled_graph()
-        total = rs.Global(rs.f64, 0.0)
+        w = np.zeros(V.size)
+        w[0], w[-1] = 2.0 ** 53, 1.0
+        V.new_field("w", rs.f64).load(w)
+        total, tied = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
 
         @rs.kernel
         def conduct(e):
@@ -804,14 +811,21 @@ def launch_exchanges(outdir):
             v.T = v.T + 0.05 * v.flux
             v.flux = 0.0
             total += v.T
+            tied += v.w
 
         for _ in range(5):
             E.foreach(conduct)
+            rs.assign(tied, 0.0)
             V.foreach(relax)
-        got = {"T": digest(V.T.numpy()), "total": total.value.hex()}
+        got = {"T": digest(V.T.numpy()), "total": total.value.hex(), "tied": tied.value.hex()}
+        assert tied.value == 2.0 ** 53
         if rs.ranks().size > 1:
-            made = {k: exchange.PATHS[k] - before[k] for k in before}
+            made = {k: exchange.PATHS[k] - before[0][k] for k in before[0]}
             assert made[mode] > 0 and not made[({"mpi4py", "compiled"} - {mode}).pop()], made
+            merged = {k: global_merge.PATHS[k] - before[1][k] for k in before[1]}
+            assert merged == {"lanes": 5, "exact": 5}, merged
+            compiled = global_merge.COMPILED["merges"] - before[2]  # (the ties: on the host)
+            assert compiled == (5 if mode == "compiled" else 0), compiled
         assert not out or got == out, (mode, got, out)
         out = got
     return out
