@@ -223,7 +223,8 @@ class CompiledStop:
     nonzero result the segment returns to the host for `run()`, which does the rest, and
     goes on after it. `syncs`: objects whose `enter()` is called before each call into the
     compiled segment and `leave()` after it returns (the host's record of what the calls
-    change, such as which ghost rows are current, kept right at every return). A backend
+    change, such as which ghost rows are current, kept right at every return; one whose
+    `leaves` is False only enters). A backend
     that runs no such calls (`Launch.runs_compiled_stops`) is never given one."""
 
     __slots__ = ("run", "calls", "syncs")

@@ -1,5 +1,6 @@
 """MPI called from compiled code: a captured step's ghost exchanges and Global merges on several
-ranks run inside its compiled segment, with no return to Python (`captured_mpi`).
+ranks run inside its compiled segment, with no return to Python (`captured_mpi`); a launch's
+exchange and merge are one call each (`exchange.Route`, `global_merge._compiled_merge`).
 
 The functions called are those of the MPI library mpi4py loaded. Each is an external symbol
 (`numba.types.ExternalFunction`) that LLVM resolves by name to the library's address, which
@@ -38,21 +39,33 @@ def _handle_type():
 HANDLE, HANDLE_DTYPE = _handle_type()
 REQUEST_BYTES = MPI._sizeof(MPI.Request)
 STATUS_BYTES = MPI._sizeof(MPI.Status)
-SUPPORTED = HANDLE is not None
 
-_int, _addr = types.int32, types.uintp
+_int, _addr, _h = types.int32, types.uintp, HANDLE or types.int64
 _SIGNATURES = {
-    "MPI_Irecv": _int(_addr, _int, HANDLE, _int, _int, HANDLE, _addr),
-    "MPI_Isend": _int(_addr, _int, HANDLE, _int, _int, HANDLE, _addr),
+    "MPI_Irecv": _int(_addr, _int, _h, _int, _int, _h, _addr),
+    "MPI_Isend": _int(_addr, _int, _h, _int, _int, _h, _addr),
     "MPI_Testall": _int(_int, _addr, _addr, _addr),
-    "MPI_Allgather": _int(_addr, _int, HANDLE, _addr, _int, HANDLE, HANDLE),
+    "MPI_Allgather": _int(_addr, _int, _h, _addr, _int, _h, _h),
     "MPI_Wtime": types.float64(),
 }
-_library = ctypes.CDLL(MPI.__file__)  # (dlsym searches the libraries it links: libmpi)
-_libc = ctypes.CDLL(None)
-for _name in _SIGNATURES:
-    llvm.add_symbol(_name, ctypes.cast(getattr(_library, _name), ctypes.c_void_p).value)
-llvm.add_symbol("sched_yield", ctypes.cast(_libc.sched_yield, ctypes.c_void_p).value)
+
+
+def _register() -> bool:
+    """Tell LLVM where the functions are; False where they cannot be found (the layer then
+    calls MPI through mpi4py only)."""
+    try:
+        library = ctypes.CDLL(MPI.__file__)  # (dlsym searches the libraries it links: libmpi)
+        libc = ctypes.CDLL(None)
+        found = {name: getattr(library, name) for name in _SIGNATURES}
+        found["sched_yield"] = libc.sched_yield
+    except (OSError, AttributeError, TypeError):  # (not a POSIX dynamic linker)
+        return False
+    for name, fn in found.items():
+        llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
+    return True
+
+
+SUPPORTED = HANDLE is not None and _register()
 
 _irecv = types.ExternalFunction("MPI_Irecv", _SIGNATURES["MPI_Irecv"])
 _isend = types.ExternalFunction("MPI_Isend", _SIGNATURES["MPI_Isend"])
