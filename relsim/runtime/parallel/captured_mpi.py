@@ -103,7 +103,6 @@ class GhostState:
 
 
 _states: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_handles: dict = {}  # id(world) -> (world, `compiled_mpi.handles`)
 
 
 def state_of(world, field) -> GhostState:
@@ -145,10 +144,7 @@ def stops(world, plan, call, stale, written, merge, settle):
         return None
     if not compiled_mpi.SUPPORTED:
         return None
-    handles = _handles.get(id(world))
-    if handles is None or handles[0] is not world:
-        handles = _handles[id(world)] = (world, compiled_mpi.handles(world, exchange.TAG))
-    handles = handles[1]  # (one array for every stop: a segment takes it once)
+    handles = compiled_mpi.handles(world, exchange.TAG)
     receives = []
     for f, g in stale:
         st = state_of(world, f)

@@ -80,13 +80,20 @@ _sched_yield = types.ExternalFunction("sched_yield", _int())
 SPINS = 64
 
 
+_handles: dict = {}  # (id(world), tag) -> (world, handles)
+
+
 def handles(world, tag: int) -> np.ndarray:
     """The handles the helpers take, in one array of the library's handle type (its dtype
     keeps the helpers' compiled code apart per handle type): the communicator, MPI_BYTE,
-    and the tag of ghost exchanges."""
-    unsigned = np.uint32 if np.dtype(HANDLE_DTYPE).itemsize == 4 else np.uint64
-    return np.array([MPI._handleof(world.comm), MPI._handleof(MPI.BYTE), tag],
-                    dtype=unsigned).view(HANDLE_DTYPE)
+    and the tag of ghost exchanges. One array per world and tag (a segment takes it once)."""
+    made = _handles.get((id(world), tag))
+    if made is None or made[0] is not world:
+        unsigned = np.uint32 if np.dtype(HANDLE_DTYPE).itemsize == 4 else np.uint64
+        made = _handles[id(world), tag] = (world, np.array(
+            [MPI._handleof(world.comm), MPI._handleof(MPI.BYTE), tag],
+            dtype=unsigned).view(HANDLE_DTYPE))
+    return made[1]
 
 
 _MAX_BYTES = 2 ** 31 - 1  # (MPI's counts are C ints)

@@ -713,9 +713,7 @@ def captured(outdir):
         V, E = shuffled_graph()
         V.new_field("Tn", rs.f64)
         held = V.new_field("mark", rs.f64).numpy()  # (exposed: gathered after each write)
-        w = np.zeros(V.size)
-        w[0], w[-1] = 2.0 ** 53, 1.0
-        V.new_field("w", rs.f64).load(w)
+        _tied_weights(V)
         total, tied = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
         odd = E.subset("odd", np.arange(1, E.size, 2))
         cfg = rs.Config(segments="now" if mode == "every" or rank == 0 else "off")
@@ -795,9 +793,7 @@ def launch_exchanges(outdir):
                 fn.compile(signature)
         before = dict(exchange.PATHS), dict(global_merge.PATHS), global_merge.COMPILED["merges"]
         V, E = shuffled_graph()
-        w = np.zeros(V.size)
-        w[0], w[-1] = 2.0 ** 53, 1.0
-        V.new_field("w", rs.f64).load(w)
+        _tied_weights(V)
         total, tied = rs.Global(rs.f64, 0.0), rs.Global(rs.f64, 0.0)
 
         @rs.kernel
@@ -829,6 +825,14 @@ def launch_exchanges(outdir):
         assert not out or got == out, (mode, got, out)
         out = got
     return out
+
+
+def _tied_weights(V) -> None:
+    """V.w: 2**53 on the first row, 1 on the last, 0 elsewhere; their sum is a tie that the
+    lanes leave undecided when the two rows are on different ranks."""
+    w = np.zeros(V.size)
+    w[0], w[-1] = 2.0 ** 53, 1.0
+    V.new_field("w", rs.f64).load(w)
 
 
 def _compiled_ahead(replay) -> None:
